@@ -1,0 +1,233 @@
+"""Composing a stage's handlers around its terminal, and running the result.
+
+The composed chain has this shape, outermost first::
+
+    Input handlers -> Wrap handlers -> Output handlers -> terminal
+
+Within a phase the first registered handler is outermost: Input handlers run in
+registration order, Wrap handlers nest in registration order, and Output handlers see
+the result innermost-first, so the first registered one has the last word.
+
+The result of a stage is the last event of its ``result_event`` type. Every generator
+a layer opened is closed, innermost first, before the chain's own generator finishes
+unwinding: on success, on error, on cancellation and when the consumer calls
+``aclose()`` early. ``InterruptException`` and cancellation are never caught here.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, final
+
+from ._stage import MiddlewareStage, Phase
+from ._validation import Registration, describe_handler
+
+__all__ = ["StagePlan", "build_chain", "missing_result_error"]
+
+C = TypeVar("C")
+E = TypeVar("E")
+
+Chain = Callable[[C], AsyncIterator[E]]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StagePlan:
+    """The handlers of one stage, by phase, in registration order."""
+
+    inputs: tuple[Registration, ...] = ()
+    wraps: tuple[Registration, ...] = ()
+    outputs: tuple[Registration, ...] = ()
+
+    def with_registration(self, registration: Registration) -> StagePlan:
+        """Return the plan with *registration* appended to its phase."""
+        if registration.phase is Phase.INPUT:
+            return StagePlan((*self.inputs, registration), self.wraps, self.outputs)
+        if registration.phase is Phase.WRAP:
+            return StagePlan(self.inputs, (*self.wraps, registration), self.outputs)
+        return StagePlan(self.inputs, self.wraps, (*self.outputs, registration))
+
+    def __len__(self) -> int:
+        return len(self.inputs) + len(self.wraps) + len(self.outputs)
+
+
+def build_chain(
+    stage: MiddlewareStage[Any, Any, Any], plan: StagePlan, terminal: Chain[C, E]
+) -> Chain[C, E]:
+    """Compose *plan* around *terminal*. With no handlers the terminal itself is returned."""
+    inner = terminal
+    if plan.outputs:
+        inner = _output_layer(stage, plan.outputs, terminal)
+    if not plan.inputs and not plan.wraps:
+        return inner
+    inputs = plan.inputs
+    wraps = tuple(registration.handler for registration in plan.wraps)
+
+    def chain(context: C) -> AsyncIterator[E]:
+        return _run(stage, context, inputs, wraps, inner)
+
+    return chain
+
+
+def missing_result_error(stage: MiddlewareStage[Any, Any, Any]) -> RuntimeError:
+    """The error for a chain that finished without yielding its result event."""
+    event = stage.result_event.__name__
+    return RuntimeError(
+        f"the {stage!r} chain finished without yielding a {event}. A Wrap handler must yield "
+        f"the {event} its next_fn produced, or yield one of its own to short-circuit."
+    )
+
+
+async def _run(
+    stage: MiddlewareStage[Any, Any, Any],
+    context: C,
+    inputs: tuple[Registration, ...],
+    wraps: tuple[Callable[..., AsyncIterator[E]], ...],
+    inner: Chain[C, E],
+) -> AsyncIterator[E]:
+    for registration in inputs:
+        context = await _apply_input(stage, registration, context)
+    # Every iterator opened below, in creation order. Inner iterators are always
+    # created after the ones that call them, so closing in reverse is inner first.
+    opened: list[AsyncIterator[E]] = []
+    outermost = _next_fn(wraps, 0, inner, opened)(context)
+    try:
+        async for event in outermost:
+            yield event
+    finally:
+        await _close_all(opened)
+
+
+def _next_fn(
+    wraps: tuple[Callable[..., AsyncIterator[E]], ...],
+    index: int,
+    inner: Chain[C, E],
+    opened: list[AsyncIterator[E]],
+) -> Chain[C, E]:
+    """The callable that runs layer *index* and everything inside it, recording what it opens."""
+    if index == len(wraps):
+
+        def call_inner(context: C) -> AsyncIterator[E]:
+            iterator = inner(context)
+            opened.append(iterator)
+            return iterator
+
+        return call_inner
+    handler = wraps[index]
+    rest = _next_fn(wraps, index + 1, inner, opened)
+
+    def call_layer(context: C) -> AsyncIterator[E]:
+        iterator = handler(context, rest)
+        opened.append(iterator)
+        return iterator
+
+    return call_layer
+
+
+async def _close_all(opened: list[AsyncIterator[Any]]) -> None:
+    """Close every iterator in *opened*, last opened first, even if one of them fails to close."""
+    failure: BaseException | None = None
+    for iterator in reversed(opened):
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is None or getattr(iterator, "ag_frame", True) is None:
+            continue  # Not closable, or an async generator that already finished.
+        try:
+            await aclose()
+        except BaseException as error:
+            if failure is None:
+                failure = error
+    if failure is not None:
+        raise failure
+
+
+async def _apply_input(
+    stage: MiddlewareStage[Any, Any, Any], registration: Registration, context: C
+) -> C:
+    returned: Any = registration.handler(context)
+    if registration.is_async or inspect.isawaitable(returned):
+        returned = await returned
+    if not isinstance(returned, type(context)):
+        raise TypeError(
+            f"{stage!r}.Input handler {describe_handler(registration.handler)} returned "
+            f"{type(returned).__name__}, expected {type(context).__name__}: an Input handler "
+            "must return the context (unchanged, or a copy from context.replace(...))"
+        )
+    return returned
+
+
+def _output_layer(
+    stage: MiddlewareStage[Any, Any, Any],
+    outputs: tuple[Registration, ...],
+    inner: Chain[C, E],
+) -> Chain[C, E]:
+    # Innermost first: the first registered Output handler is the outermost one.
+    handlers = tuple(reversed(outputs))
+
+    def output_layer(context: C) -> AsyncIterator[E]:
+        return _run_outputs(stage, handlers, inner(context))
+
+    return output_layer
+
+
+async def _run_outputs(
+    stage: MiddlewareStage[Any, Any, Any],
+    handlers: tuple[Registration, ...],
+    events: AsyncIterator[E],
+) -> AsyncIterator[E]:
+    """Pass events through, hold back the last result event, and transform it at the end.
+
+    Events that follow a result event are held with it, so that when the stream ends the
+    transformed result is yielded in its original position, followed by what came after it.
+    """
+    result_event = stage.result_event
+    held: E | None = None
+    trailing: list[E] = []
+    try:
+        async for event in events:
+            if isinstance(event, result_event):
+                if held is not None:
+                    # An earlier result was not the last one: release it unchanged.
+                    yield held
+                    for later in trailing:
+                        yield later
+                    trailing.clear()
+                held = event
+            elif held is None:
+                yield event
+            else:
+                trailing.append(event)
+    finally:
+        await _close_all([events])
+    if held is None:
+        raise missing_result_error(stage)
+    yield await _apply_outputs(stage, handlers, held)
+    for later in trailing:
+        yield later
+
+
+async def _apply_outputs(
+    stage: MiddlewareStage[Any, Any, Any], handlers: tuple[Registration, ...], event: E
+) -> E:
+    result_type = stage.result_type
+    wrapper: Any = result_type(result=event)
+    for registration in handlers:
+        returned: Any = registration.handler(wrapper)
+        if registration.is_async or inspect.isawaitable(returned):
+            returned = await returned
+        if not isinstance(returned, result_type):
+            raise TypeError(
+                f"{stage!r}.Output handler {describe_handler(registration.handler)} returned "
+                f"{type(returned).__name__}, expected {result_type.__name__}: an Output handler "
+                "must return the result it was given or a copy from result.replace(result=...)"
+            )
+        if not isinstance(returned.result, stage.result_event):
+            raise TypeError(
+                f"{stage!r}.Output handler {describe_handler(registration.handler)} returned a "
+                f"{result_type.__name__} holding {type(returned.result).__name__}, expected "
+                f"{stage.result_event.__name__}"
+            )
+        wrapper = returned
+    result: E = wrapper.result
+    return result

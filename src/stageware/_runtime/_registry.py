@@ -1,0 +1,114 @@
+"""The middleware registry: handlers per stage, and their composed chains.
+
+A registry is what a host embeds. Handlers are added with the typed
+``add_middleware`` overloads it inherits from the generated ``MiddlewareHost``; the
+host then runs each stage through ``compose()`` or ``invoke()``. Composed chains are
+cached and reused until a handler is added to that stage, so the per-call cost of a
+stage is one closure lookup, and a stage without handlers costs nothing beyond its
+terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar, final
+
+from stageware._generated.host import MiddlewareHost
+
+from ._chain import StagePlan, build_chain, missing_result_error
+from ._stage import MiddlewareStage, MiddlewareToken, Phase
+from ._validation import validate_registration
+
+__all__ = ["MiddlewareRegistry"]
+
+C = TypeVar("C")
+R = TypeVar("R")
+E = TypeVar("E")
+
+
+@final
+class MiddlewareRegistry(MiddlewareHost):
+    """Holds the middleware of one host and runs stages through it.
+
+    Example::
+
+        registry = MiddlewareRegistry()
+        registry.add_middleware(
+            InvokeModelStage.Input, lambda ctx: ctx.replace(system_prompt="Be brief.")
+        )
+        async for event in registry.invoke(InvokeModelStage, context, call_model):
+            ...
+    """
+
+    __slots__ = ("_chains", "_plans")
+
+    def __init__(self) -> None:
+        self._plans: dict[MiddlewareStage[Any, Any, Any], StagePlan] = {}
+        # One composed chain per stage, remembered with the terminal it was built for.
+        self._chains: dict[
+            MiddlewareStage[Any, Any, Any], tuple[object, Callable[[Any], AsyncIterator[Any]]]
+        ] = {}
+
+    def _register_middleware(
+        self, stage_or_phase: MiddlewareToken, handler: Callable[..., Any]
+    ) -> None:
+        registration = validate_registration(stage_or_phase, handler)
+        stage = registration.stage
+        self._plans[stage] = self._plans.get(stage, StagePlan()).with_registration(registration)
+        self._chains.pop(stage, None)
+
+    def handlers(
+        self, stage: MiddlewareStage[Any, Any, Any]
+    ) -> dict[Phase, tuple[Callable[..., Any], ...]]:
+        """The handlers registered on *stage*, per phase, in registration order."""
+        plan = self._plans.get(stage, StagePlan())
+        return {
+            Phase.INPUT: tuple(r.handler for r in plan.inputs),
+            Phase.WRAP: tuple(r.handler for r in plan.wraps),
+            Phase.OUTPUT: tuple(r.handler for r in plan.outputs),
+        }
+
+    def compose(
+        self,
+        stage: MiddlewareStage[C, Any, E],
+        terminal: Callable[[C], AsyncIterator[E]],
+    ) -> Callable[[C], AsyncIterator[E]]:
+        """Return *terminal* wrapped in the handlers registered on *stage*.
+
+        Calling the result with a context returns an async iterator of the stage's events.
+        With no handlers on *stage*, *terminal* itself is returned. Composing again with the
+        same terminal returns the same chain until a handler is added to *stage*.
+        """
+        cached = self._chains.get(stage)
+        if cached is not None and cached[0] is terminal:
+            return cached[1]
+        plan = self._plans.get(stage)
+        chain = terminal if plan is None else build_chain(stage, plan, terminal)
+        self._chains[stage] = (terminal, chain)
+        return chain
+
+    async def invoke(
+        self,
+        stage: MiddlewareStage[C, Any, E],
+        context: C,
+        terminal: Callable[[C], AsyncIterator[E]],
+    ) -> AsyncIterator[E]:
+        """Run *stage* on *context*, yielding its events.
+
+        Raises:
+            RuntimeError: If the chain finishes without yielding the stage's result event.
+        """
+        result_event = stage.result_event
+        produced_result = False
+        events = self.compose(stage, terminal)(context)
+        try:
+            async for event in events:
+                if isinstance(event, result_event):
+                    produced_result = True
+                yield event
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if not produced_result:
+            raise missing_result_error(stage)

@@ -1,0 +1,122 @@
+"""Registration-time checks on tokens and handlers.
+
+Mistakes are reported by ``add_middleware`` itself, naming the handler and the phase,
+rather than surfacing later as a confusing error deep inside a running chain.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, final
+
+from ._stage import InputPhase, MiddlewareStage, OutputPhase, Phase, WrapPhase
+
+__all__ = ["Registration", "describe_handler", "validate_registration"]
+
+# How many positional arguments a handler of each phase is called with, and what they are.
+_ARGUMENTS: dict[Phase, tuple[str, ...]] = {
+    Phase.INPUT: ("context",),
+    Phase.WRAP: ("context", "next_fn"),
+    Phase.OUTPUT: ("result",),
+}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """A validated handler, ready to be placed in a stage's chain."""
+
+    stage: MiddlewareStage[Any, Any, Any]
+    phase: Phase
+    handler: Callable[..., Any]
+    is_async: bool
+    """For Input and Output: whether the handler is a coroutine function."""
+
+
+def validate_registration(token: object, handler: object) -> Registration:
+    """Resolve *token* to a stage and phase and check that *handler* fits that phase.
+
+    Raises:
+        TypeError: For anything that is not a stage or phase token, a handler that is not
+            callable, a Wrap handler that is not an async generator function, an Input or
+            Output handler that is one, or a handler that cannot take the phase's arguments.
+    """
+    stage, phase = _resolve_token(token)
+    where = f"{stage!r}" if phase is Phase.WRAP and token is stage else f"{stage!r}.{phase.value}"
+    if not callable(handler):
+        raise TypeError(f"add_middleware({where}, ...): the handler {handler!r} is not callable")
+    name = describe_handler(handler)
+    target = _underlying_function(handler)
+    is_asyncgen = inspect.isasyncgenfunction(target)
+    if phase is Phase.WRAP:
+        if not is_asyncgen:
+            hint = (
+                " It is a coroutine function: register it on .Input or .Output, or make it a"
+                " generator that yields the events of next_fn(context)."
+                if inspect.iscoroutinefunction(target)
+                else ""
+            )
+            raise TypeError(
+                f"add_middleware({where}, {name}): a Wrap handler must be an async generator "
+                f"function (`async def` that yields events).{hint}"
+            )
+    elif is_asyncgen:
+        raise TypeError(
+            f"add_middleware({where}, {name}): an async generator function is a Wrap handler;"
+            f" register it on {stage!r}.Wrap or on the bare {stage!r} token"
+        )
+    _check_arity(where, name, handler, _ARGUMENTS[phase])
+    return Registration(
+        stage=stage,
+        phase=phase,
+        handler=handler,
+        is_async=inspect.iscoroutinefunction(target),
+    )
+
+
+def _resolve_token(token: object) -> tuple[MiddlewareStage[Any, Any, Any], Phase]:
+    if isinstance(token, MiddlewareStage):
+        return token, Phase.WRAP
+    if isinstance(token, InputPhase | WrapPhase | OutputPhase):
+        return token.stage, token.phase
+    raise TypeError(
+        f"add_middleware: {token!r} is not a stage or phase token; pass a stage such as "
+        "InvokeModelStage (Wrap) or one of its phases: InvokeModelStage.Input, .Wrap or .Output"
+    )
+
+
+def _underlying_function(handler: object) -> object:
+    """The function whose kind (plain, coroutine, async generator) decides how to call *handler*."""
+    while isinstance(handler, functools.partial):
+        handler = handler.func
+    if inspect.isfunction(handler) or inspect.ismethod(handler):
+        return handler
+    # A callable object: its __call__ is what runs.
+    return getattr(handler, "__call__", handler)  # noqa: B004 - we want the method itself
+
+
+def _check_arity(
+    where: str, name: str, handler: Callable[..., object], arguments: tuple[str, ...]
+) -> None:
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return  # Builtins and some C callables have no signature; the call itself will tell.
+    try:
+        signature.bind(*arguments)
+    except TypeError:
+        count = len(arguments)
+        plural = "" if count == 1 else "s"
+        raise TypeError(
+            f"add_middleware({where}, {name}): the handler must accept {count} positional "
+            f"argument{plural} ({', '.join(arguments)}), but its signature is {signature}"
+        ) from None
+
+
+def describe_handler(handler: object) -> str:
+    """A handler's qualified name for error messages, or its repr."""
+    qualname = getattr(handler, "__qualname__", None)
+    return qualname if isinstance(qualname, str) else repr(handler)

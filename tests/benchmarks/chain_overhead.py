@@ -1,0 +1,97 @@
+"""Chain overhead, measured side by side in one run and reported as ratios.
+
+Run with ``python -m tests.benchmarks.chain_overhead``. Each configuration streams the
+same terminal (ten chunks and a result) many times; the configurations are interleaved
+round by round so that machine noise hits them alike, and each is reported relative to
+calling the terminal directly. Absolute times are printed for context only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+
+from stageware import MiddlewareRegistry
+from tests.runtime.stage_fixture import Chunk, Done, EchoContext, EchoEvent, EchoResult, EchoStage
+
+Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+Chain = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+
+
+async def terminal(context: EchoContext) -> AsyncIterator[EchoEvent]:
+    for index in range(10):
+        yield Chunk(str(index))
+    yield Done(context.text)
+
+
+async def passthrough(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+    async for event in next_fn(context):
+        yield event
+
+
+def keep(context: EchoContext) -> EchoContext:
+    return context
+
+
+def keep_result(result: EchoResult) -> EchoResult:
+    return result
+
+
+def configurations() -> dict[str, MiddlewareRegistry]:
+    empty = MiddlewareRegistry()
+    one_wrap = MiddlewareRegistry()
+    one_wrap.add_middleware(EchoStage, passthrough)
+    five_wraps = MiddlewareRegistry()
+    for _ in range(5):
+        five_wraps.add_middleware(EchoStage, passthrough)
+    every_phase = MiddlewareRegistry()
+    every_phase.add_middleware(EchoStage.Input, keep)
+    every_phase.add_middleware(EchoStage, passthrough)
+    every_phase.add_middleware(EchoStage.Output, keep_result)
+    return {
+        "no handlers": empty,
+        "1 wrap": one_wrap,
+        "5 wraps": five_wraps,
+        "input+wrap+output": every_phase,
+    }
+
+
+async def _time(chain: Chain, context: EchoContext, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        async for _event in chain(context):
+            pass
+    return time.perf_counter() - start
+
+
+async def measure(rounds: int, calls: int) -> dict[str, list[float]]:
+    context = EchoContext(text="x")
+    registries = configurations()
+    timings: dict[str, list[float]] = {"terminal": [], **{name: [] for name in registries}}
+    for _ in range(rounds):
+        timings["terminal"].append(await _time(terminal, context, calls))
+        for name, registry in registries.items():
+            chain = registry.compose(EchoStage, terminal)
+            timings[name].append(await _time(chain, context, calls))
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    timings = anyio.run(measure, args.rounds, args.calls)
+    baseline = statistics.median(timings["terminal"])
+    print(f"{'configuration':<20} {'ratio':>7} {'us/call':>9}")
+    for name, samples in timings.items():
+        median = statistics.median(samples)
+        print(f"{name:<20} {median / baseline:>7.2f} {median / args.calls * 1e6:>9.1f}")
+
+
+if __name__ == "__main__":
+    main()

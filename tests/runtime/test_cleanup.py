@@ -1,0 +1,192 @@
+"""Every generator a layer opened is closed, inner first, however the chain ends."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+import pytest
+
+from stageware import Interrupt, InterruptException, MiddlewareRegistry
+
+from .stage_fixture import Chunk, Done, EchoContext, EchoEvent, EchoResult, EchoStage, collect
+
+pytestmark = pytest.mark.anyio
+
+Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+Terminal = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+
+
+def _layer(log: list[str], label: str) -> Callable[[EchoContext, Next], AsyncIterator[EchoEvent]]:
+    async def handler(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        try:
+            async for event in next_fn(context):
+                yield event
+        finally:
+            log.append(f"closed {label}")
+
+    return handler
+
+
+def _registry(log: list[str]) -> MiddlewareRegistry:
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage.Wrap, _layer(log, "outer"))
+    registry.add_middleware(EchoStage.Wrap, _layer(log, "inner"))
+    return registry
+
+
+def _terminal(log: list[str], body: Callable[[], AsyncIterator[EchoEvent]]) -> Terminal:
+    async def terminal(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        try:
+            async for event in body():
+                yield event
+        finally:
+            log.append("closed terminal")
+
+    return terminal
+
+
+async def _endless() -> AsyncIterator[EchoEvent]:
+    yield Chunk("first")
+    await anyio.sleep_forever()
+    yield Done("unreachable")
+
+
+async def test_an_early_aclose_closes_every_layer_inner_first() -> None:
+    log: list[str] = []
+    registry = _registry(log)
+    events = registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless))
+
+    assert await anext(events) == Chunk("first")
+    assert log == []
+    await events.aclose()  # type: ignore[attr-defined]
+
+    assert log == ["closed terminal", "closed inner", "closed outer"]
+
+
+async def test_an_error_closes_every_layer_inner_first_and_propagates() -> None:
+    log: list[str] = []
+    registry = _registry(log)
+
+    async def failing() -> AsyncIterator[EchoEvent]:
+        yield Chunk("ok")
+        raise ValueError("model exploded")
+
+    with pytest.raises(ValueError, match="model exploded"):
+        await collect(registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, failing)))
+
+    assert log == ["closed terminal", "closed inner", "closed outer"]
+
+
+async def test_cancellation_passes_through_and_closes_every_layer() -> None:
+    log: list[str] = []
+    registry = _registry(log)
+    received: list[EchoEvent] = []
+
+    with anyio.move_on_after(0.05) as scope:
+        async for event in registry.invoke(
+            EchoStage, EchoContext(text=""), _terminal(log, _endless)
+        ):
+            received.append(event)
+
+    assert scope.cancelled_caught
+    assert received == [Chunk("first")]
+    assert log == ["closed terminal", "closed inner", "closed outer"]
+
+
+async def test_a_generator_a_handler_abandoned_is_closed_when_the_chain_ends() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def peek_then_answer(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        inner = next_fn(context)
+        first = await anext(inner)
+        assert first == Chunk("first")
+        # Deliberately neither exhausts nor closes `inner`: the chain must.
+        yield Done("answered early")
+
+    registry.add_middleware(EchoStage.Wrap, peek_then_answer)
+
+    events = await collect(
+        registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless))
+    )
+
+    assert events == [Done("answered early")]
+    assert log == ["closed terminal"]
+
+
+async def test_an_interrupt_passes_through_unchanged() -> None:
+    log: list[str] = []
+    registry = _registry(log)
+    raised = InterruptException(Interrupt(id="v1:test:gate", name="gate", reason="approve?"))
+
+    async def gate(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        raise raised
+        yield Done("unreachable")
+
+    registry.add_middleware(EchoStage.Wrap, gate)
+
+    async def never_called(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        log.append("terminal ran")
+        yield Done("")
+
+    with pytest.raises(InterruptException) as info:
+        await collect(registry.invoke(EchoStage, EchoContext(text=""), never_called))
+
+    assert info.value is raised
+    assert log == ["closed inner", "closed outer"]  # the terminal never ran
+
+
+async def test_an_output_handler_error_propagates_after_the_inner_chain_closed() -> None:
+    log: list[str] = []
+    registry = _registry(log)
+
+    def broken(result: EchoResult) -> EchoResult:
+        log.append("output ran")
+        raise KeyError("no such field")
+
+    registry.add_middleware(EchoStage.Output, broken)
+
+    async def finite() -> AsyncIterator[EchoEvent]:
+        yield Done("x")
+
+    with pytest.raises(KeyError, match="no such field"):
+        await collect(registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, finite)))
+
+    assert log == ["closed terminal", "output ran", "closed inner", "closed outer"]
+
+
+async def test_a_timeout_closes_the_chain_and_raises_timeout_error() -> None:
+    log: list[str] = []
+    registry = _registry(log)
+
+    with pytest.raises(TimeoutError):
+        with anyio.fail_after(0.05):
+            await collect(
+                registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless))
+            )
+
+    assert log == ["closed terminal", "closed inner", "closed outer"]
+
+
+async def test_cleanup_errors_do_not_stop_the_other_layers_from_closing() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def fails_on_close(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        try:
+            async for event in next_fn(context):
+                yield event
+        finally:
+            log.append("closing inner")
+            raise OSError("flush failed")
+
+    registry.add_middleware(EchoStage.Wrap, _layer(log, "outer"))
+    registry.add_middleware(EchoStage.Wrap, fails_on_close)
+    events = registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless))
+    await anext(events)
+
+    with pytest.raises(OSError, match="flush failed"):
+        await events.aclose()  # type: ignore[attr-defined]
+
+    assert log == ["closed terminal", "closing inner", "closed outer"]

@@ -1,0 +1,76 @@
+"""Composed chains are cached until the registry changes; an empty stage is just its terminal."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from stageware import MiddlewareRegistry
+
+from .stage_fixture import Done, EchoContext, EchoEvent, EchoStage, collect, echo_terminal
+
+pytestmark = pytest.mark.anyio
+
+Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+
+
+async def tag(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+    async for event in next_fn(context):
+        yield Done(event.text + "+tag") if isinstance(event, Done) else event
+
+
+def test_a_stage_without_handlers_composes_to_its_terminal() -> None:
+    registry = MiddlewareRegistry()
+
+    assert registry.compose(EchoStage, echo_terminal) is echo_terminal
+
+
+def test_a_composed_chain_is_reused_until_the_registry_changes() -> None:
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage, tag)
+
+    first = registry.compose(EchoStage, echo_terminal)
+    assert registry.compose(EchoStage, echo_terminal) is first
+
+    registry.add_middleware(EchoStage.Input, lambda c: c)
+    second = registry.compose(EchoStage, echo_terminal)
+    assert second is not first
+    assert registry.compose(EchoStage, echo_terminal) is second
+
+
+def test_another_terminal_gets_its_own_chain() -> None:
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage, tag)
+
+    async def other(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        yield Done("other")
+
+    assert registry.compose(EchoStage, echo_terminal) is not registry.compose(EchoStage, other)
+
+
+async def test_a_running_chain_keeps_the_handlers_it_started_with() -> None:
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage, tag)
+
+    events = registry.invoke(EchoStage, EchoContext(text="a b"), echo_terminal)
+    first = await anext(events)
+    registry.add_middleware(EchoStage, tag)  # Registered mid-run: applies to the next run only.
+    rest = await collect(events)
+
+    assert [first, *rest][-1] == Done("a b+tag")
+    again = await collect(registry.invoke(EchoStage, EchoContext(text="c"), echo_terminal))
+    assert again[-1] == Done("c+tag+tag")
+
+
+async def test_registries_are_independent() -> None:
+    tagged = MiddlewareRegistry()
+    plain = MiddlewareRegistry()
+    tagged.add_middleware(EchoStage, tag)
+
+    assert (await collect(plain.invoke(EchoStage, EchoContext(text="x"), echo_terminal)))[
+        -1
+    ] == Done("x")
+    assert (await collect(tagged.invoke(EchoStage, EchoContext(text="x"), echo_terminal)))[
+        -1
+    ] == Done("x+tag")

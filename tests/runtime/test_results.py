@@ -1,0 +1,126 @@
+"""The result event: recognised by type, last one wins, Output handlers and their checks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from stageware import MiddlewareRegistry, MiddlewareResult
+
+from .stage_fixture import (
+    Chunk,
+    Done,
+    EchoContext,
+    EchoEvent,
+    EchoResult,
+    EchoStage,
+    collect,
+    echo_terminal,
+)
+
+pytestmark = pytest.mark.anyio
+
+Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+
+
+async def test_output_handlers_run_once_on_the_last_result_event() -> None:
+    calls: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def two_results(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        yield Done("draft")
+        yield Chunk("between")
+        yield Done("final")
+        yield Chunk("after")
+
+    def output(result: EchoResult) -> EchoResult:
+        calls.append(result.result.text)
+        return result.replace(result=Done(result.result.text.upper()))
+
+    registry.add_middleware(EchoStage.Output, output)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text=""), two_results))
+
+    assert calls == ["final"]
+    # Order is preserved; only the last result is transformed.
+    assert events == [Done("draft"), Chunk("between"), Done("FINAL"), Chunk("after")]
+
+
+async def test_a_chain_without_a_result_event_is_an_actionable_error() -> None:
+    registry = MiddlewareRegistry()
+
+    async def drops_result(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        async for event in next_fn(context):
+            if isinstance(event, Chunk):
+                yield event
+
+    registry.add_middleware(EchoStage, drops_result)
+
+    with pytest.raises(RuntimeError, match=r"EchoStage chain finished without yielding a Done"):
+        await collect(registry.invoke(EchoStage, EchoContext(text="a b"), echo_terminal))
+
+
+async def test_an_output_phase_without_a_result_event_raises_before_calling_handlers() -> None:
+    registry = MiddlewareRegistry()
+    called = False
+
+    async def no_result(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        yield Chunk("only")
+
+    def output(result: EchoResult) -> EchoResult:
+        nonlocal called
+        called = True
+        return result
+
+    registry.add_middleware(EchoStage.Output, output)
+
+    with pytest.raises(RuntimeError, match="without yielding a Done"):
+        await collect(registry.compose(EchoStage, no_result)(EchoContext(text="")))
+    assert not called
+
+
+async def test_output_handler_returning_the_wrong_type_is_a_type_error() -> None:
+    registry = MiddlewareRegistry()
+
+    def returns_event(result: EchoResult) -> Done:
+        return result.result
+
+    registry.add_middleware(EchoStage.Output, returns_event)  # type: ignore[arg-type]
+
+    with pytest.raises(
+        TypeError, match=r"Output handler .*returns_event returned Done, expected EchoResult"
+    ):
+        await collect(registry.invoke(EchoStage, EchoContext(text="x"), echo_terminal))
+
+
+async def test_output_handler_returning_a_wrapper_around_another_event_is_a_type_error() -> None:
+    registry = MiddlewareRegistry()
+    registry.add_middleware(
+        EchoStage.Output,
+        lambda r: EchoResult(result=Chunk("not a result")),  # type: ignore[arg-type]
+    )
+
+    with pytest.raises(TypeError, match=r"holding Chunk, expected Done"):
+        await collect(registry.invoke(EchoStage, EchoContext(text="x"), echo_terminal))
+
+
+def test_value_is_the_earlier_name_of_result() -> None:
+    result = EchoResult(result=Done("a"))
+
+    assert result.value is result.result
+    replaced = result.replace(value=Done("b"))
+    assert type(replaced) is EchoResult
+    assert replaced.result == Done("b")
+    assert result.result == Done("a")  # The original is unchanged.
+    with pytest.raises(TypeError, match="either result= or value="):
+        result.replace(result=Done("c"), value=Done("d"))
+
+
+def test_middleware_result_is_a_plain_frozen_wrapper() -> None:
+    generic: MiddlewareResult[int] = MiddlewareResult(result=1)
+
+    assert generic.replace(result=2) == MiddlewareResult(result=2)
+    assert generic.replace() == generic
+    with pytest.raises(AttributeError):
+        generic.result = 3  # type: ignore[misc]
