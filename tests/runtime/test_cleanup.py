@@ -29,9 +29,11 @@ def _layer(log: list[str], label: str) -> Callable[[EchoContext, Next], AsyncIte
 
 
 def _registry(log: list[str]) -> MiddlewareRegistry:
+    """Two Wrap layers and an Output pass, so every kind of layer is in the chain."""
     registry = MiddlewareRegistry()
     registry.add_middleware(EchoStage.Wrap, _layer(log, "outer"))
     registry.add_middleware(EchoStage.Wrap, _layer(log, "inner"))
+    registry.add_middleware(EchoStage.Output, lambda result: result)
     return registry
 
 
@@ -137,7 +139,9 @@ async def test_an_interrupt_passes_through_unchanged() -> None:
     assert log == ["closed inner", "closed outer"]  # the terminal never ran
 
 
-async def test_an_output_handler_error_propagates_after_the_inner_chain_closed() -> None:
+async def test_output_handlers_run_after_the_inner_chain_closed_and_their_errors_propagate() -> (
+    None
+):
     log: list[str] = []
     registry = _registry(log)
 
@@ -153,7 +157,7 @@ async def test_an_output_handler_error_propagates_after_the_inner_chain_closed()
     with pytest.raises(KeyError, match="no such field"):
         await collect(registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, finite)))
 
-    assert log == ["closed terminal", "output ran", "closed inner", "closed outer"]
+    assert log == ["closed terminal", "closed inner", "closed outer", "output ran"]
 
 
 async def test_a_timeout_closes_the_chain_and_raises_timeout_error() -> None:

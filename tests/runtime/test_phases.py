@@ -71,17 +71,17 @@ async def test_phases_run_input_wrap_output_whatever_the_registration_order() ->
         "input i2",
         "wrap w1 in",
         "wrap w2 in",
-        # Output is innermost: the first registered Output handler has the last word.
-        "output o2",
-        "output o1",
         "wrap w2 out",
         "wrap w1 out",
+        # Output runs last; within it the first registered handler has the last word.
+        "output o2",
+        "output o1",
     ]
     assert events[-1] == Done("go i1 i2 o2 o1")
     assert events[:-1] == [Chunk("go"), Chunk("i1"), Chunk("i2")]
 
 
-async def test_wrap_handlers_see_the_output_phase_result_as_a_plain_event() -> None:
+async def test_wrap_handlers_see_plain_events_and_output_sees_the_final_result() -> None:
     seen: list[EchoEvent] = []
     registry = MiddlewareRegistry()
 
@@ -95,9 +95,10 @@ async def test_wrap_handlers_see_the_output_phase_result_as_a_plain_event() -> N
     registry.add_middleware(EchoStage.Wrap, observe)
     registry.add_middleware(EchoStage.Output, lambda r: r.replace(result=Done("rewritten")))
 
-    await collect(registry.invoke(EchoStage, EchoContext(text="a"), echo_terminal))
+    events = await collect(registry.invoke(EchoStage, EchoContext(text="a"), echo_terminal))
 
-    assert seen == [Chunk("a"), Done("rewritten")]
+    assert seen == [Chunk("a"), Done("a")]
+    assert events == [Chunk("a"), Done("rewritten")]
 
 
 async def test_async_input_and_output_handlers_are_awaited() -> None:
@@ -161,12 +162,13 @@ async def test_a_wrap_handler_can_short_circuit_without_calling_next() -> None:
 
     events = await collect(registry.invoke(EchoStage, context, echo_terminal))
 
-    assert events == [Done("from cache")]  # Output is inside the short-circuiting Wrap.
+    assert events == [Done("from cache+out")]  # Output still runs on the short-circuit result.
     assert context.trail == []
 
 
-async def test_a_wrap_handler_can_call_next_more_than_once() -> None:
+async def test_a_wrap_handler_can_call_next_more_than_once_and_output_runs_once() -> None:
     registry = MiddlewareRegistry()
+    outputs: list[str] = []
 
     async def twice(
         context: EchoContext, next_fn: Callable[[EchoContext], AsyncIterator[EchoEvent]]
@@ -176,10 +178,16 @@ async def test_a_wrap_handler_can_call_next_more_than_once() -> None:
         async for event in next_fn(context.replace(text="second")):
             yield event
 
+    def record(result: EchoResult) -> EchoResult:
+        outputs.append(result.result.text)
+        return result
+
     registry.add_middleware(EchoStage, twice)
+    registry.add_middleware(EchoStage.Output, record)
     context = EchoContext(text="first")
 
     events = await collect(registry.invoke(EchoStage, context, echo_terminal))
 
     assert events == [Chunk("second"), Done("second")]
     assert context.trail == ["terminal", "terminal"]
+    assert outputs == ["second"]

@@ -2,11 +2,14 @@
 
 The composed chain has this shape, outermost first::
 
-    Input handlers -> Wrap handlers -> Output handlers -> terminal
+    Output handlers ( Input handlers -> Wrap handlers -> terminal )
 
-Within a phase the first registered handler is outermost: Input handlers run in
-registration order, Wrap handlers nest in registration order, and Output handlers see
-the result innermost-first, so the first registered one has the last word.
+Input handlers transform the context before anything else runs; Wrap handlers nest
+around the terminal; Output handlers run once, after the whole inner chain has finished,
+on its final result, so a Wrap handler that retries or short-circuits still ends in
+exactly one Output pass. Within a phase the first registered handler is outermost:
+Input handlers run in registration order, Wrap handlers nest in registration order, and
+the first registered Output handler has the last word.
 
 The result of a stage is the last event of its ``result_event`` type. Every generator
 a layer opened is closed, innermost first, before the chain's own generator finishes
@@ -57,17 +60,16 @@ def build_chain(
     stage: MiddlewareStage[Any, Any, Any], plan: StagePlan, terminal: Chain[C, E]
 ) -> Chain[C, E]:
     """Compose *plan* around *terminal*. With no handlers the terminal itself is returned."""
-    inner = terminal
+    chain = terminal
+    if plan.inputs or plan.wraps:
+        inputs = plan.inputs
+        wraps = tuple(registration.handler for registration in plan.wraps)
+
+        def chain(context: C) -> AsyncIterator[E]:
+            return _run(stage, context, inputs, wraps, terminal)
+
     if plan.outputs:
-        inner = _output_layer(stage, plan.outputs, terminal)
-    if not plan.inputs and not plan.wraps:
-        return inner
-    inputs = plan.inputs
-    wraps = tuple(registration.handler for registration in plan.wraps)
-
-    def chain(context: C) -> AsyncIterator[E]:
-        return _run(stage, context, inputs, wraps, inner)
-
+        chain = _output_layer(stage, plan.outputs, chain)
     return chain
 
 
