@@ -32,9 +32,8 @@ class Done:
 
 
 @final
-@dataclass(frozen=True)
 class EchoResult(MiddlewareResult[Done]):
-    pass
+    """Result subclasses inherit the wrapper's dataclass behaviour; no decorator needed."""
 
 
 EchoEvent: TypeAlias = Chunk | Done

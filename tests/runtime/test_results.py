@@ -98,7 +98,7 @@ async def test_output_handler_returning_a_wrapper_around_another_event_is_a_type
     registry = MiddlewareRegistry()
     registry.add_middleware(
         EchoStage.Output,
-        lambda r: EchoResult(result=Chunk("not a result")),  # type: ignore[arg-type]
+        lambda r: EchoResult(result=Chunk("not a result")),  # type: ignore[call-overload]
     )
 
     with pytest.raises(TypeError, match=r"holding Chunk, expected Done"):
@@ -113,8 +113,11 @@ def test_value_is_the_earlier_name_of_result() -> None:
     assert type(replaced) is EchoResult
     assert replaced.result == Done("b")
     assert result.result == Done("a")  # The original is unchanged.
-    with pytest.raises(TypeError, match="either result= or value="):
+    with pytest.raises(TypeError, match="result= or value=, not both"):
         result.replace(result=Done("c"), value=Done("d"))
+    assert EchoResult(value=Done("v")) == EchoResult(Done("v")) == EchoResult(result=Done("v"))
+    with pytest.raises(TypeError, match="needs the result event"):
+        EchoResult()  # type: ignore[call-overload]
 
 
 def test_middleware_result_is_a_plain_frozen_wrapper() -> None:

@@ -62,12 +62,7 @@ def build_chain(
     """Compose *plan* around *terminal*. With no handlers the terminal itself is returned."""
     chain = terminal
     if plan.inputs or plan.wraps:
-        inputs = plan.inputs
-        wraps = tuple(registration.handler for registration in plan.wraps)
-
-        def chain(context: C) -> AsyncIterator[E]:
-            return _run(stage, context, inputs, wraps, terminal)
-
+        chain = _input_and_wrap_layers(stage, plan, terminal)
     if plan.outputs:
         chain = _output_layer(stage, plan.outputs, chain)
     return chain
@@ -80,6 +75,18 @@ def missing_result_error(stage: MiddlewareStage[Any, Any, Any]) -> RuntimeError:
         f"the {stage!r} chain finished without yielding a {event}. A Wrap handler must yield "
         f"the {event} its next_fn produced, or yield one of its own to short-circuit."
     )
+
+
+def _input_and_wrap_layers(
+    stage: MiddlewareStage[Any, Any, Any], plan: StagePlan, terminal: Chain[C, E]
+) -> Chain[C, E]:
+    inputs = plan.inputs
+    wraps = tuple(registration.handler for registration in plan.wraps)
+
+    def chain(context: C) -> AsyncIterator[E]:
+        return _run(stage, context, inputs, wraps, terminal)
+
+    return chain
 
 
 async def _run(

@@ -114,7 +114,7 @@ class MiddlewareStage(Generic[C, R, E]):
                 f"MiddlewareStage {name!r}: result_type must be a MiddlewareResult subclass, "
                 f"got {result_type!r}"
             )
-        if not isinstance(result_event, type):
+        if not _is_class(result_event):
             raise TypeError(
                 f"MiddlewareStage {name!r}: result_event must be a class, got {result_event!r}"
             )
@@ -129,6 +129,10 @@ class MiddlewareStage(Generic[C, R, E]):
 
     def __repr__(self) -> str:
         return f"{self.name}Stage"
+
+
+def _is_class(candidate: object) -> bool:
+    return isinstance(candidate, type)
 
 
 def _is_result_class(candidate: object) -> bool:

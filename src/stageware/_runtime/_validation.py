@@ -10,7 +10,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, TypeGuard, final
 
 from ._stage import InputPhase, MiddlewareStage, OutputPhase, Phase, WrapPhase
 
@@ -78,14 +78,26 @@ def validate_registration(token: object, handler: object) -> Registration:
 
 
 def _resolve_token(token: object) -> tuple[MiddlewareStage[Any, Any, Any], Phase]:
-    if isinstance(token, MiddlewareStage):
+    if _is_stage(token):
         return token, Phase.WRAP
-    if isinstance(token, InputPhase | WrapPhase | OutputPhase):
+    if _is_phase_token(token):
         return token.stage, token.phase
     raise TypeError(
         f"add_middleware: {token!r} is not a stage or phase token; pass a stage such as "
         "InvokeModelStage (Wrap) or one of its phases: InvokeModelStage.Input, .Wrap or .Output"
     )
+
+
+# isinstance() cannot recover type arguments, and they do not matter at run time: these
+# guards say so once, for both checkers.
+def _is_stage(token: object) -> TypeGuard[MiddlewareStage[Any, Any, Any]]:
+    return isinstance(token, MiddlewareStage)
+
+
+def _is_phase_token(
+    token: object,
+) -> TypeGuard[InputPhase[Any, Any, Any] | WrapPhase[Any, Any, Any] | OutputPhase[Any, Any, Any]]:
+    return isinstance(token, InputPhase | WrapPhase | OutputPhase)
 
 
 def _underlying_function(handler: object) -> object:
