@@ -7,8 +7,18 @@ what middleware may rely on, not everything a host has.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    # Only for annotations: the generated payload package imports this runtime.
+    from stageware._generated.payloads import (
+        Messages,
+        StreamEvent,
+        SystemContentBlock,
+        ToolChoice,
+        ToolSpec,
+    )
 
 __all__ = ["AgentHandle", "AgentTool", "CancelSignal", "Model"]
 
@@ -19,12 +29,15 @@ class Model(Protocol):
 
     def stream(
         self,
-        messages: Sequence[Mapping[str, Any]],
-        tool_specs: Sequence[Mapping[str, Any]] | None = None,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
         system_prompt: str | None = None,
+        *,
+        tool_choice: ToolChoice | None = None,
+        system_prompt_content: list[SystemContentBlock] | None = None,
         **kwargs: Any,
-    ) -> AsyncIterator[Mapping[str, Any]]:
-        """Stream the model's response as Converse stream events."""
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream the model's response to *messages* as Converse stream events."""
         ...
 
 
@@ -38,7 +51,7 @@ class AgentTool(Protocol):
         ...
 
     @property
-    def tool_spec(self) -> Mapping[str, Any]:
+    def tool_spec(self) -> ToolSpec:
         """The Converse tool specification sent to the model."""
         ...
 
