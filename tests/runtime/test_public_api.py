@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import pydantic
+
 import stageware
 
 
 def test_every_public_name_is_in_all() -> None:
     public = {name for name in vars(stageware) if not name.startswith("_")}
-    submodules = {"hooks"}  # Namespaces, imported as modules rather than re-exported names.
-
-    assert public - submodules - set(stageware.__all__) == set()
+    assert public - set(stageware.__all__) == set()
 
 
 def test_everything_in_all_exists() -> None:
@@ -20,3 +20,16 @@ def test_everything_in_all_exists() -> None:
 
 def test_all_has_no_duplicates() -> None:
     assert len(stageware.__all__) == len(set(stageware.__all__))
+
+
+def test_every_hook_point_event_is_exported_from_the_hooks_namespace() -> None:
+    for point, spec in stageware.hooks.HOOK_POINTS.items():
+        assert getattr(stageware.hooks, spec.event.__name__) is spec.event, point
+        assert spec.event.__name__ in stageware.hooks.__all__
+
+
+def test_the_hook_event_of_a_stage_event_name_is_a_different_type() -> None:
+    hook_event: object = stageware.hooks.ToolResultEvent
+
+    assert hook_event is not stageware.ToolResultEvent
+    assert issubclass(stageware.hooks.ToolResultEvent, pydantic.BaseModel)

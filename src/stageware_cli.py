@@ -1,0 +1,203 @@
+"""The ``stageware`` command line.
+
+Subcommands are small functions registered in :data:`_COMMANDS`; each declares its own
+arguments, so a new subcommand is one function and one entry. The generator is imported
+lazily: it needs the ``codegen`` extra, which the runtime does not. This module lives
+outside the ``stageware`` package on purpose: importing that package imports the
+generated code, and the command that regenerates it must work when it is broken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_STALE = 1
+EXIT_ERROR = 2
+
+_CODEGEN_MODULES = frozenset({"jinja2", "yaml", "datamodel_code_generator"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Paths:
+    """Schema and output locations, and the project root the banner is relative to."""
+
+    schema: Path
+    output: Path
+    root: Path
+
+
+@dataclass(frozen=True, slots=True)
+class _Command:
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+class _UsageError(Exception):
+    """A problem with the command line or the project configuration."""
+
+
+def _find_pyproject(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _table(value: object) -> dict[str, object]:
+    """A TOML table as a dict, or an empty one when *value* is missing or not a table."""
+    return cast("dict[str, object]", value) if isinstance(value, dict) else {}
+
+
+def _resolve_paths(args: argparse.Namespace) -> _Paths:
+    """Paths from the command line, falling back to ``[tool.stageware]`` in pyproject.toml."""
+    cwd = Path.cwd()
+    pyproject = _find_pyproject(cwd)
+    config: dict[str, object] = {}
+    if pyproject is not None:
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise _UsageError(f"{pyproject}: cannot read: {exc}") from None
+        config = _table(_table(data.get("tool")).get("stageware"))
+    root = pyproject.parent if pyproject is not None else cwd
+
+    def pick(key: str, given: str | None) -> Path:
+        if given is not None:
+            return Path(given)
+        value = config.get(key)
+        if value is None:
+            raise _UsageError(
+                f"no {key} given: pass --{key} or set {key} under [tool.stageware] "
+                "in pyproject.toml"
+            )
+        if not isinstance(value, str):
+            raise _UsageError(f"{pyproject}: [tool.stageware] {key} must be a string")
+        return root / value
+
+    schema: str | None = args.schema
+    output: str | None = args.output
+    return _Paths(pick("schema", schema), pick("output", output), root)
+
+
+def _missing_extra(exc: ImportError) -> Exception:
+    """A clear message when the codegen extra is not installed; other errors unchanged."""
+    if exc.name is not None and exc.name.split(".")[0] in _CODEGEN_MODULES:
+        return _UsageError(
+            f"the generator needs the codegen extra ({exc.name} is missing): "
+            "pip install 'stageware[codegen]'"
+        )
+    return exc
+
+
+def _print_schema_errors(errors: Sequence[object]) -> int:
+    for error in errors:
+        print(error, file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _schema_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schema", help="stage schema YAML (default: [tool.stageware] schema)")
+    parser.add_argument(
+        "--output", help="package directory to generate (default: [tool.stageware] output)"
+    )
+
+
+def _run_generate(args: argparse.Namespace) -> int:
+    paths = _resolve_paths(args)
+    try:
+        import stageware_codegen as codegen
+    except ImportError as exc:
+        raise _missing_extra(exc) from None
+    try:
+        report = codegen.generate(paths.schema, paths.output, project_root=paths.root)
+    except codegen.InvalidSchemaError as exc:
+        return _print_schema_errors(exc.errors)
+    except codegen.OutputError as exc:
+        raise _UsageError(str(exc)) from None
+    print(
+        f"{_shown(paths.output)}: {len(report.written)} written, "
+        f"{len(report.unchanged)} unchanged, {len(report.removed)} removed"
+    )
+    return EXIT_OK
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    paths = _resolve_paths(args)
+    try:
+        import stageware_codegen as codegen
+    except ImportError as exc:
+        raise _missing_extra(exc) from None
+    try:
+        report = codegen.check(paths.schema, paths.output, project_root=paths.root)
+    except codegen.InvalidSchemaError as exc:
+        return _print_schema_errors(exc.errors)
+    except codegen.OutputError as exc:
+        raise _UsageError(str(exc)) from None
+    if report.up_to_date:
+        print(f"{_shown(paths.output)} is up to date")
+        return EXIT_OK
+    sys.stdout.write(report.diff)
+    print(f"{_shown(paths.output)} is stale: run `stageware generate`", file=sys.stderr)
+    return EXIT_STALE
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+_COMMANDS: tuple[_Command, ...] = (
+    _Command(
+        "generate",
+        "generate the typed surface from the stage schema",
+        _schema_arguments,
+        _run_generate,
+    ),
+    _Command(
+        "check",
+        "exit 1 with a diff if the generated code is stale",
+        _schema_arguments,
+        _run_check,
+    ),
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stageware", description="Typed middleware around AI-agent stages."
+    )
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in _COMMANDS:
+        sub = subcommands.add_parser(command.name, help=command.help, description=command.help)
+        command.configure(sub)
+        sub.set_defaults(run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 stale, 2 error)."""
+    args = _parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except _UsageError as exc:
+        print(f"stageware: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The stageware code generator: turns a stage schema into the typed middleware surface.
+
+Needs the ``codegen`` extra (``pip install 'stageware[codegen]'``); the runtime never
+imports this package. :func:`generate` writes the generated package, :func:`check`
+reports whether the checked-in one is up to date. Both raise
+:class:`InvalidSchemaError` for a bad schema and write nothing in that case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._errors import InvalidSchemaError, SchemaError
+from ._generate import build
+from ._output import OutputError, WriteReport, diff_output, write_output
+
+__all__ = [
+    "CheckReport",
+    "InvalidSchemaError",
+    "OutputError",
+    "SchemaError",
+    "WriteReport",
+    "check",
+    "generate",
+]
+
+
+def _build(schema: Path, project_root: Path | None) -> dict[str, str]:
+    """Render every module.
+
+    Messages name the schema relative to the cwd, the banner relative to *project_root*.
+    """
+    cwd = Path.cwd()
+    banner = _relative(schema, cwd if project_root is None else project_root)
+    return build(schema, _relative(schema, cwd), banner, cwd)
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def generate(schema: Path, output: Path, *, project_root: Path | None = None) -> WriteReport:
+    """Generate the package for *schema* into the directory *output*.
+
+    Args:
+        schema: The stage schema YAML.
+        output: The package directory to write (created if missing).
+        project_root: Directory the banner names the schema relative to (default: cwd).
+
+    Raises:
+        InvalidSchemaError: The schema is invalid; nothing was written.
+        OutputError: Formatting, compiling or writing failed.
+    """
+    return write_output(output, _build(schema, project_root))
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """Result of :func:`check`: ``diff`` is empty when the output is up to date."""
+
+    diff: str
+
+    @property
+    def up_to_date(self) -> bool:
+        """Whether the checked-in output matches the schema."""
+        return not self.diff
+
+
+def check(schema: Path, output: Path, *, project_root: Path | None = None) -> CheckReport:
+    """Compare the generated package in *output* with what *schema* generates now.
+
+    Raises:
+        InvalidSchemaError: The schema is invalid.
+        OutputError: Formatting or compiling failed.
+    """
+    files = _build(schema, project_root)
+    return CheckReport(diff_output(output, files, _relative(output, Path.cwd())))

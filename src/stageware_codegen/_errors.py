@@ -1,0 +1,98 @@
+"""Schema diagnostics: where a problem is, and the exception that carries them.
+
+Every problem the generator finds in user input is reported as ``file:line: path: message``
+so an editor can jump to it. Problems are collected rather than raised one at a time, so a
+user fixes a whole batch per run instead of one typo per run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = [
+    "DocPath",
+    "ErrorCollector",
+    "InvalidSchemaError",
+    "SchemaError",
+    "did_you_mean",
+    "format_path",
+]
+
+_PLAIN_KEY = re.compile(r"[^.\[\]\s'\"]+")
+
+DocPath = tuple[str | int, ...]
+"""A location inside a YAML or JSON document: mapping keys and sequence indexes."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaError:
+    """One problem in the schema input.
+
+    Attributes:
+        file: The file as shown to the user (relative where possible).
+        line: 1-based line of the innermost document node that exists.
+        path: Dotted path inside the document, empty for file-level problems.
+        message: What is wrong and, where known, what was expected.
+    """
+
+    file: str
+    line: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        if self.path:
+            return f"{self.file}:{self.line}: {self.path}: {self.message}"
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+class InvalidSchemaError(Exception):
+    """The schema (or a payload file it names) is invalid; nothing was generated."""
+
+    def __init__(self, errors: Iterable[SchemaError]) -> None:
+        self.errors = tuple(errors)
+        super().__init__("\n".join(str(error) for error in self.errors))
+
+
+def format_path(path: DocPath) -> str:
+    """Render *path* as ``a.b[0].c``; keys that would be ambiguous (``tool.before``) are quoted."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.fullmatch(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]"
+    return out
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """Return `` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {matches[0]!r}?)" if matches else ""
+
+
+class ErrorCollector:
+    """Collects problems for one document, resolving each path to a line number."""
+
+    def __init__(self, file: str, lines: Mapping[DocPath, int]) -> None:
+        self.file = file
+        self._lines = lines
+        self.errors: list[SchemaError] = []
+
+    def line_of(self, path: DocPath) -> int:
+        """Line of the longest prefix of *path* present in the document (1 if none)."""
+        for end in range(len(path), -1, -1):
+            line = self._lines.get(path[:end])
+            if line is not None:
+                return line
+        return 1
+
+    def add(self, path: DocPath, message: str, *, line: int | None = None) -> None:
+        """Record a problem at *path*, on *line* if given, else on the line of *path*."""
+        where = self.line_of(path) if line is None else line
+        self.errors.append(SchemaError(self.file, where, format_path(path), message))

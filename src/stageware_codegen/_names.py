@@ -1,0 +1,193 @@
+"""Rules for the names a schema may declare, and the names generated code reserves.
+
+Names reach generated code verbatim (as class, field and enum-member names), so each kind
+is checked against a pattern, Python keywords, and the names the generated modules use
+themselves: a field called ``dict`` would shadow the builtin inside ``from_host()``, a
+field called ``str`` would turn every later ``str`` annotation in its class into a
+reference to the field.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from typing import Final
+
+__all__ = [
+    "BUILTIN_TYPE_NAMES",
+    "CONTEXT_MEMBERS",
+    "EVENT_MEMBERS",
+    "RESERVED_FIELD_NAMES",
+    "RESERVED_TYPE_NAMES",
+    "RUNTIME_MODULE",
+    "check_field_name",
+    "check_hook_point_name",
+    "check_lower_name",
+    "check_python_path",
+    "check_type_name",
+]
+
+RUNTIME_MODULE: Final = "stageware._runtime"
+
+# Names a type expression may use without declaring them, with the module they come from
+# (None for builtins).
+BUILTIN_TYPE_NAMES: Final[dict[str, str | None]] = {
+    "str": None,
+    "int": None,
+    "float": None,
+    "bool": None,
+    "bytes": None,
+    "object": None,
+    "Exception": None,
+    "BaseException": None,
+    "list": None,
+    "dict": None,
+    "tuple": None,
+    "Any": "typing",
+    "Literal": "typing",
+    "Mapping": "collections.abc",
+    "Sequence": "collections.abc",
+}
+
+# Capitalised names the generated modules import or define. A schema type may only use
+# one of them when it declares exactly the same object (``Interrupt`` from the runtime).
+RESERVED_TYPE_NAMES: Final[dict[str, str]] = {
+    **{
+        name: f"{RUNTIME_MODULE}:{name}"
+        for name in (
+            "AsyncInputHandler",
+            "AsyncOutputHandler",
+            "InputHandler",
+            "InputPhase",
+            "Interrupt",
+            "MiddlewareInterruptResult",
+            "MiddlewareResult",
+            "MiddlewareStage",
+            "MiddlewareToken",
+            "NextFn",
+            "OutputHandler",
+            "OutputPhase",
+            "Phase",
+            "UNSET",
+            "Unset",
+            "WrapHandler",
+            "WrapPhase",
+        )
+    },
+    "ABC": "abc:ABC",
+    "Annotated": "typing:Annotated",
+    "AsyncIterator": "collections.abc:AsyncIterator",
+    "Awaitable": "collections.abc:Awaitable",
+    "BaseModel": "pydantic:BaseModel",
+    "Callable": "collections.abc:Callable",
+    "ClassVar": "typing:ClassVar",
+    "Field": "pydantic:Field",
+    "Final": "typing:Final",
+    "MappingProxyType": "types:MappingProxyType",
+    # Imported by the modules datamodel-code-generator writes.
+    "NotRequired": "typing:NotRequired",
+    "RootModel": "pydantic:RootModel",
+    "TypeAliasType": "typing_extensions:TypeAliasType",
+    "TypedDict": "typing:TypedDict",
+    "StrEnum": "enum:StrEnum",
+    "TypeAlias": "typing:TypeAlias",
+    "TypeVar": "typing:TypeVar",
+    # Defined by the generated modules themselves.
+    "BANDS": "",
+    "Band": "",
+    "C": "",
+    "Direction": "",
+    "E": "",
+    "HOOK_POINTS": "",
+    "HookEvent": "",
+    "HookPoint": "",
+    "HookPointSpec": "",
+    "MiddlewareHost": "",
+    "R": "",
+}
+
+# Lower-case names used inside generated class bodies and methods, where a field or
+# parameter of the same name would shadow them.
+RESERVED_FIELD_NAMES: Final = frozenset(
+    {
+        "bool",
+        "bytes",
+        "classmethod",
+        "cls",
+        "dict",
+        "field",
+        "float",
+        "int",
+        "isinstance",
+        "list",
+        "object",
+        "overload",
+        "self",
+        "str",
+        "tuple",
+    }
+)
+
+CONTEXT_MEMBERS: Final = frozenset({"from_host", "interrupt", "interrupts", "name_uuid", "replace"})
+"""Context methods and parameters a context field may not be named after."""
+
+EVENT_MEMBERS: Final = frozenset({"is_interrupt"})
+"""Event class attributes an event field may not be named after."""
+
+_TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*")
+_LOWER_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_HOOK_POINT = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*")
+_PYTHON_PATH = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"
+)
+
+
+def check_type_name(name: str) -> str:
+    """Validate a stage, event, payload or external type name (PascalCase)."""
+    if not _TYPE_NAME.fullmatch(name):
+        raise ValueError(f"invalid name {name!r}: expected a PascalCase identifier")
+    if keyword.iskeyword(name):
+        raise ValueError(f"{name!r} is a Python keyword")
+    if hasattr(builtins, name):
+        raise ValueError(f"{name!r} would shadow the Python builtin of that name")
+    return name
+
+
+def check_field_name(name: str) -> str:
+    """Validate a context, event or hook payload field name (lower_snake_case)."""
+    if not _LOWER_NAME.fullmatch(name):
+        raise ValueError(f"invalid field name {name!r}: expected a lower_snake_case identifier")
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        raise ValueError(f"{name!r} is a Python keyword")
+    if name in RESERVED_FIELD_NAMES:
+        raise ValueError(f"{name!r} is reserved: generated code uses that name")
+    return name
+
+
+def check_lower_name(name: str) -> str:
+    """Validate a band, direction or event-key name (lower_snake_case)."""
+    if not _LOWER_NAME.fullmatch(name):
+        raise ValueError(f"invalid name {name!r}: expected a lower_snake_case identifier")
+    return name
+
+
+def check_hook_point_name(name: str) -> str:
+    """Validate a dotted hook point name such as ``tool.before``."""
+    if not _HOOK_POINT.fullmatch(name):
+        raise ValueError(
+            f"invalid hook point {name!r}: "
+            "expected dotted lower_snake_case parts like 'tool.before'"
+        )
+    return name
+
+
+def check_python_path(path: str) -> str:
+    """Validate ``package.module:Name``, the import location of an external type."""
+    if not _PYTHON_PATH.fullmatch(path):
+        raise ValueError(f"invalid import path {path!r}: expected 'package.module:Name'")
+    module, _, name = path.partition(":")
+    for part in (*module.split("."), name):
+        if keyword.iskeyword(part):
+            raise ValueError(f"invalid import path {path!r}: {part!r} is a Python keyword")
+    return path

@@ -1,0 +1,173 @@
+"""Load YAML and JSON documents as plain data plus a map from document path to line.
+
+PyYAML's ``safe_load`` silently keeps the last of two equal keys and forgets where each
+value came from. The generator needs both: a duplicate stage or field must be an error,
+and every later error must name a line. So the document is composed into nodes and
+converted here, recording each node's line and rejecting duplicate keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import yaml
+
+from ._errors import DocPath, ErrorCollector, InvalidSchemaError, SchemaError
+
+__all__ = ["Document", "as_list", "as_mapping", "load_json", "load_yaml"]
+
+# Only the JSON-compatible scalar types (null, bool, int, float, str) are accepted:
+# anything else (dates, binary, custom tags) would reach generated code as a value whose
+# repr is not a Python literal.
+_TAG = "tag:yaml.org,2002:"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A parsed document.
+
+    Attributes:
+        file: The file as shown in error messages.
+        data: Plain data: dicts with str keys (in document order), lists and scalars.
+        lines: 1-based line of every mapping key and sequence item, by document path.
+    """
+
+    file: str
+    data: Any
+    lines: Mapping[DocPath, int]
+
+    def collector(self) -> ErrorCollector:
+        """Return an error collector bound to this document's lines."""
+        return ErrorCollector(self.file, self.lines)
+
+
+class _Converter:
+    """Turns a composed YAML node tree into plain data, recording lines and problems."""
+
+    def __init__(self, loader: yaml.SafeLoader, file: str) -> None:
+        self._loader = loader
+        self.lines: dict[DocPath, int] = {(): 1}
+        self.errors = ErrorCollector(file, self.lines)
+
+    def convert(self, node: yaml.Node, path: DocPath) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            items: list[Any] = []
+            for index, item in enumerate(node.value):
+                self.lines[(*path, index)] = item.start_mark.line + 1
+                items.append(self.convert(item, (*path, index)))
+            return items
+        assert isinstance(node, yaml.ScalarNode)
+        return self._scalar(node, path)
+
+    def _scalar(self, node: yaml.ScalarNode, path: DocPath) -> object:
+        tag = node.tag
+        if tag == _TAG + "null":
+            return None
+        if tag == _TAG + "bool":
+            return self._loader.construct_yaml_bool(node)
+        if tag == _TAG + "int":
+            return self._loader.construct_yaml_int(node)
+        if tag == _TAG + "float":
+            number = self._loader.construct_yaml_float(node)
+            if not math.isfinite(number):
+                self.errors.add(path, "non-finite numbers are not supported")
+            return number
+        if tag == _TAG + "str":
+            return str(node.value)
+        self.errors.add(path, f"unsupported YAML value of type {tag!r}; quote it to make a string")
+        return None
+
+    def _mapping(self, node: yaml.MappingNode, path: DocPath) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.errors.add(path, "mapping keys must be plain names", line=line)
+                continue
+            # The key's source text, not its YAML 1.1 interpretation: `on:` or `yes:` is a
+            # name here, not a boolean.
+            key = str(key_node.value)
+            if key in first_line:
+                message = f"duplicate key {key!r} (first defined on line {first_line[key]})"
+                self.errors.add((*path, key), message, line=line)
+                continue
+            first_line[key] = line
+            self.lines[(*path, key)] = line
+            result[key] = self.convert(value_node, (*path, key))
+        return result
+
+
+def as_mapping(value: object) -> dict[str, Any] | None:
+    """*value* as a JSON object (documents only have str keys), or None if it is not one."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def as_list(value: object) -> list[object] | None:
+    """*value* as a JSON array, or None if it is not one."""
+    return cast("list[object]", value) if isinstance(value, list) else None
+
+
+def _mark_line(error: yaml.MarkedYAMLError) -> int:
+    mark = error.problem_mark or error.context_mark
+    return mark.line + 1 if mark is not None else 1
+
+
+def load_yaml(text: str, file: str) -> Document:
+    """Parse one YAML document from *text*.
+
+    Raises:
+        InvalidSchemaError: On a syntax error, a duplicate key, a non-plain value or an
+            empty document.
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        problem = exc.problem or "invalid YAML"
+        raise InvalidSchemaError([SchemaError(file, _mark_line(exc), "", problem)]) from None
+    except yaml.YAMLError as exc:
+        raise InvalidSchemaError([SchemaError(file, 1, "", f"invalid YAML: {exc}")]) from None
+    if node is None:
+        raise InvalidSchemaError([SchemaError(file, 1, "", "the document is empty")])
+    converter = _Converter(loader, file)
+    data = converter.convert(node, ())
+    if converter.errors.errors:
+        raise InvalidSchemaError(converter.errors.errors)
+    return Document(file, data, converter.lines)
+
+
+def load_json(text: str, file: str) -> Document:
+    """Parse a JSON document from *text*, with the same line map and duplicate check.
+
+    JSON semantics come from :mod:`json`; the YAML composer (JSON is valid YAML for
+    the documents we accept) only supplies line numbers and duplicate-key detection.
+
+    Raises:
+        InvalidSchemaError: On a syntax error or a duplicate key.
+    """
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidSchemaError([SchemaError(file, exc.lineno, "", exc.msg)]) from None
+    except ValueError as exc:
+        raise InvalidSchemaError([SchemaError(file, 1, "", str(exc))]) from None
+    try:
+        located = load_yaml(text, file)
+    except InvalidSchemaError as exc:
+        duplicates = [error for error in exc.errors if "duplicate key" in error.message]
+        if duplicates:
+            raise InvalidSchemaError(duplicates) from None
+        # Valid JSON that this YAML parser reads differently: keep the data, lose lines.
+        return Document(file, data, {(): 1})
+    return Document(file, data, located.lines)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")

@@ -1,0 +1,279 @@
+"""Views of the small modules: results, stage tokens, the host mixin, hooks, ``__init__``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _ir
+from ._imports import Imports
+from ._names import RUNTIME_MODULE
+from ._text import docstring
+from ._viewkit import MEMBER, ModuleView
+
+__all__ = ["hooks_view", "host_view", "init_view", "results_view", "stages_view"]
+
+_PHASES = ("Input", "Wrap", "Output")
+
+
+def results_view(schema: _ir.Schema) -> dict[str, Any]:
+    """The view of ``results.py``: one ``MiddlewareResult`` subclass per stage."""
+    # No @dataclass here: the runtime base is already a frozen dataclass whose __init__
+    # accepts `result` or the earlier `value`; re-decorating would replace that __init__.
+    module = ModuleView(schema, ".results")
+    module.imports.add("typing", "final")
+    module.runtime("MiddlewareResult")
+    results: list[dict[str, str]] = []
+    for stage in schema.stages:
+        module.imports.add(".events", stage.result)
+        doc = "\n".join(
+            [
+                f"Result passed to and returned from `{stage.name}Stage.Output` handlers.",
+                "",
+                f"Build it as `{stage.name}Result(event)`; use `result.replace(result=...)` to",
+                f"hand back a different `{stage.result}`.",
+                "",
+                "Attributes:",
+                f"    result: The `{stage.result}` event that ends the stage.",
+            ]
+        )
+        results.append(
+            {
+                "name": f"{stage.name}Result",
+                "base": f"MiddlewareResult[{stage.result}]",
+                "docstring": docstring(doc, MEMBER),
+            }
+        )
+    return {
+        "doc": "Stage results: the wrappers Output handlers receive and return.",
+        "imports": module.imports.lines(),
+        "results": results,
+    }
+
+
+def stages_view(schema: _ir.Schema) -> dict[str, Any]:
+    """The view of ``stages.py``: stage tokens and handler type aliases."""
+    module = ModuleView(schema, ".stages")
+    module.imports.add("typing", "Final")
+    module.imports.add("typing", "TypeAlias")
+    module.runtime(
+        "AsyncInputHandler",
+        "AsyncOutputHandler",
+        "InputHandler",
+        "MiddlewareStage",
+        "NextFn",
+        "OutputHandler",
+        "WrapHandler",
+    )
+    stages: list[dict[str, Any]] = []
+    for stage in schema.stages:
+        s = stage.name
+        context, result, event = f"{s}Context", f"{s}Result", f"{s}Event"
+        module.imports.add(".contexts", context)
+        module.imports.add(".results", result)
+        module.imports.add(".events", event)
+        module.imports.add(".events", stage.result)
+        stages.append(
+            {
+                "token": f"{s}Stage",
+                "type": f"MiddlewareStage[{context}, {result}, {event}]",
+                "name": repr(s),
+                "result_type": result,
+                "result_event": stage.result,
+                "internal": repr(stage.internal),
+                "doc": repr(stage.doc),
+                "docstring": docstring(stage.doc),
+                "aliases": [
+                    (
+                        f"{s}Next",
+                        f"NextFn[{context}, {event}]",
+                        f"The `next_fn` a `{s}Stage` Wrap handler calls.",
+                    ),
+                    (
+                        f"{s}InputHandler",
+                        f"InputHandler[{context}]",
+                        f"A synchronous `{s}Stage.Input` handler.",
+                    ),
+                    (
+                        f"{s}AsyncInputHandler",
+                        f"AsyncInputHandler[{context}]",
+                        f"An asynchronous `{s}Stage.Input` handler.",
+                    ),
+                    (
+                        f"{s}WrapHandler",
+                        f"WrapHandler[{context}, {event}]",
+                        f"A `{s}Stage` Wrap handler (an async generator function).",
+                    ),
+                    (
+                        f"{s}OutputHandler",
+                        f"OutputHandler[{result}]",
+                        f"A synchronous `{s}Stage.Output` handler.",
+                    ),
+                    (
+                        f"{s}AsyncOutputHandler",
+                        f"AsyncOutputHandler[{result}]",
+                        f"An asynchronous `{s}Stage.Output` handler.",
+                    ),
+                ],
+            }
+        )
+    return {
+        "doc": "Stage tokens and the handler type aliases that make handlers short to annotate.",
+        "imports": module.imports.lines(),
+        "stages": stages,
+    }
+
+
+def host_view() -> dict[str, Any]:
+    """The view of ``host.py``: the ``add_middleware`` overloads, one per phase form."""
+    handler_types = {
+        "Input": ["Callable[[C], C]", "Callable[[C], Awaitable[C]]"],
+        "Wrap": ["Callable[[C, Callable[[C], AsyncIterator[E]]], AsyncIterator[E]]"],
+        "Output": ["Callable[[R], R]", "Callable[[R], Awaitable[R]]"],
+    }
+    overloads: list[dict[str, str]] = []
+    for phase in _PHASES:
+        if phase == "Wrap":
+            # A bare stage token registers a Wrap handler, the most common form.
+            overloads.append(
+                {"token": "MiddlewareStage[C, R, E]", "handler": handler_types["Wrap"][0]}
+            )
+        overloads.extend(
+            {"token": f"{phase}Phase[C, R, E]", "handler": handler}
+            for handler in handler_types[phase]
+        )
+    imports = Imports()
+    imports.add("abc", "ABC")
+    imports.add("abc", "abstractmethod")
+    for name in ("AsyncIterator", "Awaitable", "Callable"):
+        imports.add("collections.abc", name)
+    for name in ("Any", "TypeVar", "overload"):
+        imports.add("typing", name)
+    for name in (
+        "InputPhase",
+        "MiddlewareResult",
+        "MiddlewareStage",
+        "MiddlewareToken",
+        "OutputPhase",
+        "WrapPhase",
+    ):
+        imports.add(RUNTIME_MODULE, name)
+    return {
+        "doc": "`MiddlewareHost`: typed `add_middleware` overloads for middleware hosts.",
+        "imports": imports.lines(),
+        "overloads": overloads,
+    }
+
+
+HOOKS_NAMES = (
+    "BANDS",
+    "HOOK_POINTS",
+    "Band",
+    "Direction",
+    "HookEvent",
+    "HookPoint",
+    "HookPointSpec",
+)
+"""What ``hooks.py`` defines itself, all of it public."""
+
+
+def hooks_view(hooks: _ir.Hooks) -> dict[str, Any]:
+    """The view of ``hooks.py``: hook point, band and direction enums and the point table."""
+    imports = Imports()
+    imports.add("collections.abc", "Mapping")
+    imports.add("dataclasses", "dataclass")
+    imports.add("enum", "StrEnum")
+    imports.add("types", "MappingProxyType")
+    for name in ("Annotated", "Any", "Final", "TypeAlias", "final"):
+        imports.add("typing", name)
+    imports.add("pydantic", "BaseModel")
+    imports.add("pydantic", "Field")
+    imports.add(RUNTIME_MODULE, "MiddlewareStage")
+    imports.add(RUNTIME_MODULE, "Phase")
+    for point in hooks.points:
+        imports.add(".stages", f"{point.stage}Stage")
+        imports.add(".hook_events", point.event)
+
+    def members(items: list[tuple[str, str]]) -> list[dict[str, str]]:
+        return [
+            {"member": _member(value), "value": repr(value), "docstring": docstring(doc, MEMBER)}
+            for value, doc in items
+        ]
+
+    return {
+        "doc": "Policy hook points, bands and directions, and the hook event union.",
+        "imports": imports.lines(),
+        "points": members([(point.name, point.doc) for point in hooks.points]),
+        "bands": members(list(hooks.bands)),
+        "directions": members(list(hooks.directions)),
+        "specs": [
+            {
+                "member": _member(point.name),
+                "stage": f"{point.stage}Stage",
+                "phase": point.phase.upper(),
+                "direction": _member(point.direction),
+                "event": point.event,
+            }
+            for point in hooks.points
+        ],
+        "band_members": [_member(name) for name, _ in hooks.bands],
+        "events": [point.event for point in hooks.points],
+        # The hook event classes are re-exported here, next to the enums, so that this
+        # module is the one namespace of the policy surface.
+        "exported": [
+            repr(name)
+            for name in sorted(
+                [*HOOKS_NAMES, *(point.event for point in hooks.points)],
+                key=lambda name: (not name.isupper(), name),
+            )
+        ],
+    }
+
+
+def _member(value: str) -> str:
+    return value.replace(".", "_").upper()
+
+
+def init_view(schema: _ir.Schema, payload_names: list[str]) -> dict[str, Any]:
+    """The view of ``__init__.py``: explicit re-exports of every public generated name."""
+    groups: list[tuple[str, list[str]]] = [
+        (".payloads", payload_names),
+        (
+            ".events",
+            [event.name for event in schema.events]
+            + [f"{stage.name}Event" for stage in schema.stages],
+        ),
+        (".contexts", [f"{stage.name}Context" for stage in schema.stages]),
+        (".results", [f"{stage.name}Result" for stage in schema.stages]),
+        (
+            ".stages",
+            [
+                f"{stage.name}{suffix}"
+                for stage in schema.stages
+                for suffix in (
+                    "Stage",
+                    "Next",
+                    "InputHandler",
+                    "AsyncInputHandler",
+                    "WrapHandler",
+                    "OutputHandler",
+                    "AsyncOutputHandler",
+                )
+            ],
+        ),
+        (".host", ["MiddlewareHost"]),
+    ]
+    if schema.hooks is not None:
+        groups.append((".hooks", list(HOOKS_NAMES)))
+    imports = Imports()
+    exported: list[str] = []
+    for module_name, names in groups:
+        for name in names:
+            imports.add(module_name, name)
+        exported.extend(names)
+    # Hook events share names with stage events and payload types (as pydantic models),
+    # so they stay in the namespace of the hooks module and are not re-exported here.
+    return {
+        "doc": "The generated stage surface, re-exported in one place.",
+        "imports": imports.lines(),
+        "exported": [repr(name) for name in sorted(exported)],
+    }

@@ -1,0 +1,86 @@
+"""Fixtures for generator tests: a project copy in a temporary directory, and the CLI."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from stageware_cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_DIR = REPO / "schema"
+GENERATED = REPO / "src" / "stageware" / "_generated"
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
+    """Run ``stageware`` in-process; return its exit status and output."""
+
+    def run(*argv: str) -> CliResult:
+        code = main(list(argv))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@dataclass(frozen=True)
+class Project:
+    """A copy of the repository's schema and generated code, with its own pyproject."""
+
+    root: Path
+
+    @property
+    def schema(self) -> Path:
+        return self.root / "schema" / "stages.yaml"
+
+    @property
+    def output(self) -> Path:
+        return self.root / "out"
+
+    def edit(self, old: str, new: str) -> None:
+        """Replace the first *old* in the schema with *new*; *old* must be present."""
+        text = self.schema.read_text(encoding="utf-8")
+        assert old in text, f"test bug: {old!r} is not in the schema"
+        self.schema.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+    def line_of(self, fragment: str, nth: int = 1) -> int:
+        """1-based number of the *nth* line of the schema that contains *fragment*."""
+        lines = self.schema.read_text(encoding="utf-8").splitlines()
+        found = [number for number, line in enumerate(lines, 1) if fragment in line]
+        assert len(found) >= nth, f"test bug: {fragment!r} is not in the schema {nth} time(s)"
+        return found[nth - 1]
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every file under the output directory, by relative path."""
+        return {
+            path.relative_to(self.output).as_posix(): path.read_bytes()
+            for path in sorted(self.output.rglob("*"))
+            if path.is_file()
+        }
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    """The schema and the checked-in output copied to *tmp_path*, which becomes the cwd."""
+    shutil.copytree(SCHEMA_DIR, tmp_path / "schema")
+    shutil.copytree(GENERATED, tmp_path / "out", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.stageware]\nschema = "schema/stages.yaml"\noutput = "out"\n', encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    return Project(tmp_path)

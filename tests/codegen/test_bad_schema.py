@@ -1,0 +1,325 @@
+"""A bad schema is reported as file:line: path: message, exits 2, and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from .conftest import Cli, Project
+
+
+@dataclass(frozen=True)
+class Case:
+    """An edit to the schema and the error it must produce.
+
+    The error must name the line of the ``nth`` line of the edited schema that contains
+    ``line_at``, start with ``path`` and contain ``message``.
+    """
+
+    old: str
+    new: str
+    line_at: str
+    path: str
+    message: str
+    nth: int = 1
+
+
+CASES: dict[str, Case] = {
+    "yaml_syntax": Case(
+        "version: 1\n",
+        "version: 1\nbroken: [unclosed\n",
+        "payloads:",
+        "",
+        "expected ',' or ']'",
+    ),
+    "unknown_key": Case(
+        "    internal: true\n",
+        "    internl: true\n",
+        "internl:",
+        "stages.AgentStream.internl",
+        "unknown key 'internl' (did you mean 'internal'?)",
+    ),
+    "missing_key": Case(
+        "    result: ModelStopReason\n",
+        "",
+        "  InvokeModel:",
+        "stages.InvokeModel.result",
+        "missing required key 'result'",
+    ),
+    "unknown_type_name": Case(
+        "        type: Messages\n        doc: Messages to send to the model.",
+        "        type: Mesages\n        doc: Messages to send to the model.",
+        "type: Mesages",
+        "stages.InvokeModel.context.messages.type",
+        "unknown type 'Mesages' (did you mean 'Messages'?)",
+    ),
+    "type_syntax": Case(
+        "type: list[ToolSpec]\n        doc: Tool specifications",
+        "type: list[ToolSpec\n        doc: Tool specifications",
+        "type: list[ToolSpec",
+        "stages.InvokeModel.context.tool_specs.type",
+        "invalid type expression 'list[ToolSpec'",
+    ),
+    "dotted_type": Case(
+        "type: int | None\n        doc: Estimated",
+        "type: typing.Optional[int]\n        doc: Estimated",
+        "typing.Optional",
+        "stages.InvokeModel.context.projected_input_tokens.type",
+        "dotted name 'typing.Optional' is not allowed",
+    ),
+    "invalid_identifier": Case(
+        "      tool_specs:\n",
+        "      tool-specs:\n",
+        "tool-specs:",
+        "stages.InvokeModel.context.tool-specs",
+        "invalid field name 'tool-specs': expected a lower_snake_case identifier",
+    ),
+    "python_keyword": Case(
+        "      projected_input_tokens:\n",
+        "      lambda:\n",
+        "lambda:",
+        "stages.InvokeModel.context.lambda",
+        "'lambda' is a Python keyword",
+    ),
+    "reserved_field": Case(
+        "      projected_input_tokens:\n",
+        "      isinstance:\n",
+        "isinstance:",
+        "stages.InvokeModel.context.isinstance",
+        "'isinstance' is reserved",
+    ),
+    "duplicate_stage": Case(
+        "  ExecuteTool:\n    doc: >-",
+        "  InvokeModel:\n    doc: >-",
+        "  InvokeModel:",
+        "stages.InvokeModel",
+        "duplicate key 'InvokeModel' (first defined on line",
+        nth=2,
+    ),
+    "duplicate_field": Case(
+        "      tool_specs:\n",
+        "      messages:\n",
+        "      messages:",
+        "stages.InvokeModel.context.messages",
+        "duplicate key 'messages' (first defined on line",
+        nth=2,
+    ),
+    "result_not_in_events": Case(
+        "    result: ModelStopReason\n",
+        "    result: ModelMessageEvent\n",
+        "result: ModelMessageEvent",
+        "stages.InvokeModel.result",
+        "result event 'ModelMessageEvent' is not in this stage's events",
+    ),
+    "unknown_stage_event": Case(
+        "events: [ModelStreamChunkEvent, ModelStopReason]",
+        "events: [ModelStreamChunk, ModelStopReason]",
+        "events: [ModelStreamChunk,",
+        "stages.InvokeModel.events[0]",
+        "unknown event 'ModelStreamChunk' (did you mean 'ModelStreamChunkEvent'?)",
+    ),
+    "default_wrong_type": Case(
+        "        default: 0\n",
+        "        default: abc\n",
+        "default: abc",
+        "stages.InvokeModel.context.dynamic_trailing_blocks.default",
+        "default 'abc' does not fit int",
+    ),
+    "default_null_not_optional": Case(
+        "        default: 0\n",
+        "        default: ~\n",
+        "default: ~",
+        "stages.InvokeModel.context.dynamic_trailing_blocks.default",
+        "default None does not fit int",
+    ),
+    "default_payload_shape": Case(
+        "        type: list[ToolSpec]\n        doc: Tool specifications available to the model.\n",
+        "        type: list[ToolSpec]\n        doc: Tool specifications available to the model.\n"
+        "        default: [{name: x}]\n",
+        "default: [{name: x}]",
+        "stages.InvokeModel.context.tool_specs.default",
+        "missing required key 'description'",
+    ),
+    "doc_triple_quote": Case(
+        "doc: Why the model stopped.}",
+        'doc: \'Why """ stopped\'}',
+        'Why """ stopped',
+        "events.ModelStopReason.fields.stop_reason.doc",
+        'docs may not contain \'"""\'',
+    ),
+    "doc_backslash": Case(
+        "doc: Why the model stopped.}",
+        "doc: 'Why \\ stopped'}",
+        "Why \\ stopped",
+        "events.ModelStopReason.fields.stop_reason.doc",
+        "docs may not contain backslashes",
+    ),
+    "unknown_interrupt_placeholder": Case(
+        "v1:middleware_agent_stream:{name_uuid}",
+        "v1:middleware_agent_stream:{agent_id}:{name_uuid}",
+        "{agent_id}",
+        "stages.AgentStream.interrupt.id",
+        "unknown interrupt-id placeholder {agent_id} (did you mean 'agent'?)",
+    ),
+    "interrupt_key_not_in_payload": Case(
+        "{tool_use[toolUseId]}",
+        "{tool_use[toolUseID]}",
+        "{tool_use[toolUseID]}",
+        "stages.ExecuteTool.interrupt.id",
+        "'toolUseID' is not a required key of ToolUse",
+    ),
+    "hook_unknown_stage": Case(
+        "      stage: ExecuteTool\n      phase: Input",
+        "      stage: ExecuteTol\n      phase: Input",
+        "stage: ExecuteTol",
+        "hooks.points['tool.before'].stage",
+        "unknown stage 'ExecuteTol' (did you mean 'ExecuteTool'?)",
+    ),
+    "hook_unknown_direction": Case(
+        "      phase: Input\n      direction: inbound\n      doc: A tool is about to run.",
+        "      phase: Input\n      direction: inward\n      doc: A tool is about to run.",
+        "direction: inward",
+        "hooks.points['tool.before'].direction",
+        "unknown direction 'inward'",
+    ),
+    "hook_bad_phase": Case(
+        "      phase: Input\n      direction: inbound\n      doc: A tool is about to run.",
+        "      phase: Before\n      direction: inbound\n      doc: A tool is about to run.",
+        "phase: Before",
+        "hooks.points['tool.before'].phase",
+        "expected 'Input', 'Wrap' or 'Output', got 'Before'",
+    ),
+    "hook_event_clash": Case(
+        "      event: ToolCallEvent\n",
+        "      event: ToolUse\n",
+        "event: ToolUse",
+        "hooks.points['tool.before'].event",
+        "hook event 'ToolUse' clashes with payload type 'ToolUse'",
+    ),
+    "hook_payload_not_json": Case(
+        "agent_name: {type: str, doc: Name of the agent.}",
+        "agent_name: {type: AgentHandle, doc: Name of the agent.}",
+        "agent_name:",
+        "hooks.points['run.start'].payload.agent_name.type",
+        "hook payloads are JSON data; 'AgentHandle' is not",
+    ),
+    "hook_point_name": Case(
+        "    tool.before:\n",
+        "    Tool.Before:\n",
+        "Tool.Before:",
+        "hooks.points['Tool.Before']",
+        "invalid hook point 'Tool.Before'",
+    ),
+    "unhonoured_without_why": Case(
+        "        replace: unhonoured\n        why: The signal",
+        "        replace: unhonoured\n        doc2: The signal",
+        "doc2:",
+        "stages.ExecuteTool.context.cancel_signal.doc2",
+        "unknown key 'doc2'",
+    ),
+    "event_name_clash": Case(
+        "  ModelMessageEvent:\n",
+        "  Message:\n",
+        "  Message:",
+        "events.Message",
+        "event 'Message' clashes with payload type 'Message'",
+    ),
+    "reserved_type_name": Case(
+        "  ModelMessageEvent:\n",
+        "  MiddlewareStage:\n",
+        "  MiddlewareStage:",
+        "events.MiddlewareStage",
+        "'MiddlewareStage' is reserved",
+    ),
+    "defaulted_event_field_order": Case(
+        "      message: {type: Message, doc: The assistant message the model produced.}",
+        "      message: {type: Message | None, doc: The assistant message., default: null}",
+        "usage: {type: Usage",
+        "events.ModelStopReason.fields.usage",
+        "field without a default follows 'message'",
+    ),
+    "missing_payload_file": Case(
+        "  - payloads/converse.schema.json",
+        "  - payloads/missing.schema.json",
+        "missing.schema.json",
+        "payloads[0]",
+        "cannot read payload file",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_schema_is_reported_and_nothing_is_written(
+    name: str, project: Project, cli: Cli
+) -> None:
+    case = CASES[name]
+    before = project.snapshot()
+    project.edit(case.old, case.new)
+
+    result = cli("generate")
+
+    assert result.code == 2, result.err
+    assert "Traceback" not in result.err
+    line = project.line_of(case.line_at, case.nth)
+    prefix = f"schema/stages.yaml:{line}: " + (f"{case.path}: " if case.path else "")
+    reported = [error for error in result.err.splitlines() if error.startswith(prefix)]
+    assert any(case.message in error for error in reported), result.err
+    assert project.snapshot() == before
+
+
+def test_several_problems_are_reported_in_one_run(project: Project, cli: Cli) -> None:
+    project.edit("        copy: deep\n", "        copy: dep\n")
+    project.edit("    internal: true\n", "    internl: true\n")
+
+    result = cli("check")
+
+    assert result.code == 2
+    lines = result.err.splitlines()
+    assert len(lines) == 2, lines
+    assert "(did you mean 'deep'?)" in lines[0]
+    assert "unknown key 'internl'" in lines[1]
+
+
+def test_payload_file_errors_name_the_payload_file(project: Project, cli: Cli) -> None:
+    path = project.root / "schema" / "payloads" / "converse.schema.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["$defs"]["Message"]["properties"]["role"] = {"$ref": "#/$defs/Rol"}
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    before = project.snapshot()
+
+    result = cli("generate")
+
+    assert result.code == 2
+    assert result.err.startswith("schema/payloads/converse.schema.json:"), result.err
+    assert "$defs.Message.properties.role.$ref: $ref '#/$defs/Rol' names no payload" in result.err
+    assert project.snapshot() == before
+
+
+def test_payload_json_syntax_error_names_its_line(project: Project, cli: Cli) -> None:
+    path = project.root / "schema" / "payloads" / "converse.schema.json"
+    path.write_text('{\n  "$defs": {\n    "A": {"type": "string",}\n  }\n}\n', encoding="utf-8")
+
+    result = cli("generate")
+
+    assert result.code == 2
+    assert result.err.startswith("schema/payloads/converse.schema.json:3: "), result.err
+
+
+def test_missing_schema_file_is_an_error_not_a_traceback(project: Project, cli: Cli) -> None:
+    result = cli("generate", "--schema", "schema/nope.yaml")
+
+    assert result.code == 2
+    assert result.err.startswith("schema/nope.yaml:1: cannot read the schema"), result.err
+
+
+def test_a_hand_written_file_in_the_output_is_never_overwritten(project: Project, cli: Cli) -> None:
+    (project.output / "events.py").write_text("# mine\n", encoding="utf-8")
+    before = project.snapshot()
+
+    result = cli("generate")
+
+    assert result.code == 2
+    assert "was not generated by stageware" in result.err
+    assert project.snapshot() == before

@@ -1,0 +1,175 @@
+"""The generator's building blocks: type expressions, YAML loading, docstring rendering."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from stageware_codegen._errors import InvalidSchemaError, format_path
+from stageware_codegen._source import load_json, load_yaml
+from stageware_codegen._text import check_doc, docstring
+from stageware_codegen._types import NameKind, TypeExprError, fits, parse_type, to_json_schema
+
+KNOWN = {
+    **dict.fromkeys(
+        ["str", "int", "float", "bool", "bytes", "object", "list", "dict", "tuple"],
+        NameKind.BUILTIN,
+    ),
+    **dict.fromkeys(["Any", "Literal", "Mapping", "Sequence", "Exception"], NameKind.BUILTIN),
+    "Messages": NameKind.PAYLOAD,
+    "Model": NameKind.EXTERNAL,
+    "Done": NameKind.EVENT,
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "rendered"),
+    [
+        ("str", "str"),
+        ("int|None", "int | None"),
+        ("list[ Messages ]", "list[Messages]"),
+        ("dict[str, Any]", "dict[str, Any]"),
+        ("Mapping[str, Sequence[int]]", "Mapping[str, Sequence[int]]"),
+        ("tuple[int, ...]", "tuple[int, ...]"),
+        ("tuple[int, str]", "tuple[int, str]"),
+        ("Literal['a', 1, True, -2]", "Literal['a', 1, True, -2]"),
+        ("Model | Done | None", "Model | Done | None"),
+    ],
+)
+def test_valid_type_expressions_are_rendered_back(text: str, rendered: str) -> None:
+    assert parse_type(text, KNOWN).text == rendered
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Mesages", "unknown type 'Mesages' (did you mean 'Messages'?)"),
+        ("list", "'list' needs type arguments"),
+        ("str[int]", "'str' takes no type arguments"),
+        ("dict[str]", "dict[...] takes 2 type argument(s), got 1"),
+        ("os.PathLike", "dotted name 'os.PathLike' is not allowed"),
+        ("Literal[None]", "Literal arguments must be str, int or bool constants"),
+        ("Literal[x]", "Literal arguments must be str, int or bool constants"),
+        ("__import__('os')", "unsupported type syntax"),
+        ("int | 'str'", "unsupported type syntax"),
+        ("list[int", "invalid type expression"),
+        ("lambda: 1", "unsupported type syntax"),
+    ],
+)
+def test_invalid_type_expressions_are_rejected(text: str, message: str) -> None:
+    with pytest.raises(TypeExprError, match=re.escape(message)):
+        parse_type(text, KNOWN)
+
+
+def _payload(name: str, value: object) -> str | None:
+    return None if isinstance(value, list) else f"{name}: expected a list"
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "ok"),
+    [
+        ("int", 1, True),
+        ("int", True, False),
+        ("int", "1", False),
+        ("float", 2, True),
+        ("bool", 0, False),
+        ("str | None", None, True),
+        ("str", None, False),
+        ("list[int]", [1, 2], True),
+        ("list[int]", [1, "2"], False),
+        ("dict[str, int]", {"a": 1}, True),
+        ("Literal['a', 1]", 1, True),
+        ("Literal[1]", True, False),
+        ("Any", {"x": [1]}, True),
+        ("Messages", [], True),
+        ("Messages", {}, False),
+        ("Model | None", None, True),
+        ("Model", "x", False),
+        ("tuple[int, ...]", [1], False),
+    ],
+)
+def test_defaults_are_checked_against_their_type(text: str, value: object, ok: bool) -> None:
+    assert (fits(parse_type(text, KNOWN), value, KNOWN, _payload) is None) is ok
+
+
+def test_hook_payload_types_translate_to_json_schema() -> None:
+    expr = parse_type("list[Messages] | dict[str, int] | Literal['a'] | None", KNOWN)
+    assert to_json_schema(expr, KNOWN) == {
+        "anyOf": [
+            {"type": "array", "items": {"$ref": "#/$defs/Messages"}},
+            {"type": "object", "additionalProperties": {"type": "integer"}},
+            {"const": "a"},
+            {"type": "null"},
+        ]
+    }
+    with pytest.raises(TypeExprError, match="'Model' is not"):
+        to_json_schema(parse_type("Model", KNOWN), KNOWN)
+
+
+def test_yaml_keys_are_names_and_lines_are_recorded() -> None:
+    document = load_yaml("a:\n  on: 1\n  yes: [x, y]\n", "f.yaml")
+    assert document.data == {"a": {"on": 1, "yes": ["x", "y"]}}
+    assert document.lines[("a", "yes")] == 3
+    assert document.lines[("a", "yes", 1)] == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: 1\nb: 2\na: 3\n", "f.yaml:3: a: duplicate key 'a' (first defined on line 1)"),
+        ("a: 2024-01-01\n", "f.yaml:1: a: unsupported YAML value"),
+        ("a: !!python/name:os.system\n", "f.yaml:1: a: unsupported YAML value"),
+        ("a: .inf\n", "f.yaml:1: a: non-finite numbers are not supported"),
+        ("", "f.yaml:1: the document is empty"),
+        ("a: [\n", "f.yaml:2: "),
+        ("a: 1\n---\nb: 2\n", "f.yaml:2: "),
+    ],
+)
+def test_bad_yaml_is_reported_with_a_line(text: str, message: str) -> None:
+    with pytest.raises(InvalidSchemaError) as raised:
+        load_yaml(text, "f.yaml")
+    assert str(raised.value.errors[0]).startswith(message)
+
+
+def test_json_duplicates_and_syntax_errors_are_reported() -> None:
+    with pytest.raises(InvalidSchemaError) as raised:
+        load_json('{\n  "a": 1,\n  "a": 2\n}', "p.json")
+    assert str(raised.value.errors[0]).startswith("p.json:3: a: duplicate key 'a'")
+    with pytest.raises(InvalidSchemaError) as raised:
+        load_json('{\n  "a": NaN\n}', "p.json")
+    assert "NaN is not valid JSON" in str(raised.value.errors[0])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('a """ b', '\'"""\''),
+        ("a \\ b", "backslashes"),
+        ("a \t b", "control character"),
+        ("a \x00 b", "control character"),
+        ("a \u2028 b", "control character"),
+        ("   \n  ", "empty"),
+    ],
+)
+def test_docs_that_could_escape_a_docstring_are_rejected(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_doc(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['Ends with a "quote"', "Two\nlines", "It's 'fine' and ''' too", "x" * 150],
+)
+def test_docstrings_render_as_the_literal_text(text: str) -> None:
+    literal = docstring(check_doc(text), "    ")
+    value = ast.literal_eval(literal)
+    assert " ".join(value.split()) == " ".join(text.split())
+
+
+def test_paths_quote_only_ambiguous_keys() -> None:
+    assert format_path(("hooks", "points", "tool.before", "payload", 0)) == (
+        "hooks.points['tool.before'].payload[0]"
+    )
+    assert format_path(("$defs", "A", "$ref")) == "$defs.A.$ref"
