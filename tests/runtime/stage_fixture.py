@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Final, TypeAlias, final
+from typing import ClassVar, Final, TypeAlias, final
 
 from stageware import UNSET, MiddlewareResult, MiddlewareStage, Unset
 
@@ -32,11 +32,20 @@ class Done:
 
 
 @final
+@dataclass(frozen=True, slots=True)
+class Paused:
+    """An interrupt event: the call halted for a human, so it has no result."""
+
+    is_interrupt: ClassVar[bool] = True
+    question: str
+
+
+@final
 class EchoResult(MiddlewareResult[Done]):
     """Result subclasses inherit the wrapper's dataclass behaviour; no decorator needed."""
 
 
-EchoEvent: TypeAlias = Chunk | Done
+EchoEvent: TypeAlias = Chunk | Done | Paused
 
 EchoStage: Final[MiddlewareStage[EchoContext, EchoResult, EchoEvent]] = MiddlewareStage(
     "Echo", result_type=EchoResult, result_event=Done

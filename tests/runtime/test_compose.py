@@ -74,3 +74,20 @@ async def test_registries_are_independent() -> None:
     assert (await collect(tagged.invoke(EchoStage, EchoContext(text="x"), echo_terminal)))[
         -1
     ] == Done("x+tag")
+
+
+def test_a_bound_method_terminal_reuses_its_chain() -> None:
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage, tag)
+
+    class Host:
+        async def terminal(self, context: EchoContext) -> AsyncIterator[EchoEvent]:
+            yield Done(context.text)
+
+    host = Host()
+    assert host.terminal is not host.terminal  # A new bound-method object per access.
+
+    assert registry.compose(EchoStage, host.terminal) is registry.compose(EchoStage, host.terminal)
+    assert registry.compose(EchoStage, host.terminal) is not registry.compose(
+        EchoStage, Host().terminal
+    )

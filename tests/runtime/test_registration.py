@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from stageware import MiddlewareRegistry, Phase
+from stageware import (
+    MiddlewareHost,
+    MiddlewareRegistration,
+    MiddlewareRegistry,
+    MiddlewareStage,
+    Phase,
+)
 
-from .stage_fixture import EchoContext, EchoEvent, EchoResult, EchoStage
+from .stage_fixture import Done, EchoContext, EchoEvent, EchoResult, EchoStage
 
 Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
 
@@ -125,3 +131,41 @@ def test_the_bare_token_registers_a_wrap_handler() -> None:
     registry.add_middleware(EchoStage, passthrough)
 
     assert registry.handlers(EchoStage)[Phase.WRAP] == (passthrough,)
+
+
+def test_a_class_is_not_a_handler() -> None:
+    registry = MiddlewareRegistry()
+
+    class Gate:
+        async def __call__(self, context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+            async for event in next_fn(context):
+                yield event
+
+    with pytest.raises(TypeError, match="a class is not a handler; pass an instance"):
+        registry.add_middleware(EchoStage.Wrap, Gate)  # type: ignore[arg-type]
+
+
+def test_any_host_class_gets_validated_registrations() -> None:
+    received: list[MiddlewareRegistration] = []
+
+    class Harness(MiddlewareHost):
+        def _register_middleware(self, registration: MiddlewareRegistration) -> None:
+            received.append(registration)
+
+    harness = Harness()
+    harness.add_middleware(EchoStage, passthrough)
+    harness.add_middleware(EchoStage.Input, keep)
+
+    assert [(r.stage, r.phase, r.handler) for r in received] == [
+        (EchoStage, Phase.WRAP, passthrough),
+        (EchoStage, Phase.INPUT, keep),
+    ]
+    with pytest.raises(TypeError, match="is not a stage or phase token"):
+        harness.add_middleware("bogus", keep)  # type: ignore[call-overload]
+    assert len(received) == 2
+
+
+def test_stage_names_read_like_their_tokens() -> None:
+    assert repr(EchoStage) == "EchoStage"
+    assert repr(EchoStage.Output) == "EchoStage.Output"
+    assert repr(MiddlewareStage("MyStage", result_type=EchoResult, result_event=Done)) == "MyStage"

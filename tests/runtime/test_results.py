@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import pytest
 
@@ -15,6 +16,7 @@ from .stage_fixture import (
     EchoEvent,
     EchoResult,
     EchoStage,
+    Paused,
     collect,
     echo_terminal,
 )
@@ -22,6 +24,7 @@ from .stage_fixture import (
 pytestmark = pytest.mark.anyio
 
 Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+AnyResult = TypeVar("AnyResult", bound=MiddlewareResult[Any])
 
 
 async def test_output_handlers_run_once_on_the_last_result_event() -> None:
@@ -127,3 +130,59 @@ def test_middleware_result_is_a_plain_frozen_wrapper() -> None:
     assert generic.replace() == generic
     with pytest.raises(AttributeError):
         generic.result = 3  # type: ignore[misc]
+
+
+async def test_a_call_halted_by_an_interrupt_event_has_no_result_and_no_output_pass() -> None:
+    registry = MiddlewareRegistry()
+    outputs: list[EchoResult] = []
+
+    async def halts(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        yield Chunk("thinking")
+        yield Paused("may I?")
+
+    def record(result: EchoResult) -> EchoResult:
+        outputs.append(result)
+        return result
+
+    registry.add_middleware(EchoStage.Output, record)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text=""), halts))
+
+    assert events == [Chunk("thinking"), Paused("may I?")]
+    assert outputs == []
+
+
+async def test_an_output_handler_may_return_the_base_wrapper() -> None:
+    registry = MiddlewareRegistry()
+    seen: list[type[object]] = []
+
+    def legacy(result: EchoResult) -> EchoResult:
+        # An older handler that builds the base wrapper under its earlier field name.
+        return MiddlewareResult(value=Done("legacy"))  # type: ignore[return-value]
+
+    def after(result: EchoResult) -> EchoResult:
+        seen.append(type(result))
+        return result
+
+    registry.add_middleware(EchoStage.Output, after)
+    registry.add_middleware(EchoStage.Output, legacy)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text="x"), echo_terminal))
+
+    assert events[-1] == Done("legacy")
+    assert seen == [EchoResult]  # Re-wrapped in the stage's own type for the next handler.
+
+
+async def test_a_generic_output_handler_fits_every_stage() -> None:
+    registry = MiddlewareRegistry()
+    stamped: list[object] = []
+
+    def stamp(result: AnyResult) -> AnyResult:
+        stamped.append(result.result)
+        return result
+
+    registry.add_middleware(EchoStage.Output, stamp)
+
+    await collect(registry.invoke(EchoStage, EchoContext(text="x"), echo_terminal))
+
+    assert stamped == [Done("x")]

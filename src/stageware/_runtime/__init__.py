@@ -22,6 +22,7 @@ from ._protocols import AgentHandle, AgentTool, CancelSignal, Model
 from ._result import MiddlewareResult
 from ._stage import InputPhase, MiddlewareStage, MiddlewareToken, OutputPhase, Phase, WrapPhase
 from ._unset import UNSET, Unset
+from ._validation import MiddlewareRegistration, validate_registration
 
 __all__ = [
     "UNSET",
@@ -35,6 +36,7 @@ __all__ = [
     "Interrupt",
     "InterruptException",
     "MiddlewareInterruptResult",
+    "MiddlewareRegistration",
     "MiddlewareResult",
     "MiddlewareStage",
     "MiddlewareToken",
@@ -48,4 +50,5 @@ __all__ = [
     "WrapPhase",
     "interrupt_name_hash",
     "resolve_middleware_interrupt",
+    "validate_registration",
 ]

@@ -20,14 +20,15 @@ unwinding: on success, on error, on cancellation and when the consumer calls
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, final
+from typing import Any, TypeGuard, TypeVar, cast, final
 
+from ._result import MiddlewareResult
 from ._stage import MiddlewareStage, Phase
-from ._validation import Registration, describe_handler
+from ._validation import MiddlewareRegistration, describe_handler
 
-__all__ = ["StagePlan", "build_chain", "missing_result_error"]
+__all__ = ["ResultTracker", "StagePlan", "build_chain"]
 
 C = TypeVar("C")
 E = TypeVar("E")
@@ -40,20 +41,17 @@ Chain = Callable[[C], AsyncIterator[E]]
 class StagePlan:
     """The handlers of one stage, by phase, in registration order."""
 
-    inputs: tuple[Registration, ...] = ()
-    wraps: tuple[Registration, ...] = ()
-    outputs: tuple[Registration, ...] = ()
+    inputs: tuple[MiddlewareRegistration, ...] = ()
+    wraps: tuple[MiddlewareRegistration, ...] = ()
+    outputs: tuple[MiddlewareRegistration, ...] = ()
 
-    def with_registration(self, registration: Registration) -> StagePlan:
+    def with_registration(self, registration: MiddlewareRegistration) -> StagePlan:
         """Return the plan with *registration* appended to its phase."""
         if registration.phase is Phase.INPUT:
             return StagePlan((*self.inputs, registration), self.wraps, self.outputs)
         if registration.phase is Phase.WRAP:
             return StagePlan(self.inputs, (*self.wraps, registration), self.outputs)
         return StagePlan(self.inputs, self.wraps, (*self.outputs, registration))
-
-    def __len__(self) -> int:
-        return len(self.inputs) + len(self.wraps) + len(self.outputs)
 
 
 def build_chain(
@@ -68,13 +66,41 @@ def build_chain(
     return chain
 
 
-def missing_result_error(stage: MiddlewareStage[Any, Any, Any]) -> RuntimeError:
-    """The error for a chain that finished without yielding its result event."""
-    event = stage.result_event.__name__
-    return RuntimeError(
-        f"the {stage!r} chain finished without yielding a {event}. A Wrap handler must yield "
-        f"the {event} its next_fn produced, or yield one of its own to short-circuit."
-    )
+@final
+class ResultTracker:
+    """Watches a stage's events for its result, and for an interrupt that replaces it.
+
+    A call halted by an interrupt event (a truthy ``is_interrupt``, such as a tool's
+    ``ToolInterruptEvent``) legitimately has no result; any other chain without one has
+    dropped it, which is a bug worth an actionable error.
+    """
+
+    __slots__ = ("_result_event", "_stage", "has_result", "interrupted")
+
+    def __init__(self, stage: MiddlewareStage[Any, Any, Any]) -> None:
+        self._stage = stage
+        self._result_event = stage.result_event
+        self.has_result = False
+        self.interrupted = False
+
+    def see(self, event: object) -> bool:
+        """Record *event*; return whether it is a result event."""
+        if isinstance(event, self._result_event):
+            self.has_result = True
+            return True
+        if getattr(event, "is_interrupt", False):
+            self.interrupted = True
+        return False
+
+    def check(self) -> None:
+        """Raise if the stream ended with neither a result nor an interrupt."""
+        if not self.has_result and not self.interrupted:
+            event = self._result_event.__name__
+            raise RuntimeError(
+                f"the {self._stage!r} chain finished without yielding a {event}. A Wrap "
+                f"handler must yield the {event} its next_fn produced, or yield one of its "
+                "own to short-circuit."
+            )
 
 
 def _input_and_wrap_layers(
@@ -92,7 +118,7 @@ def _input_and_wrap_layers(
 async def _run(
     stage: MiddlewareStage[Any, Any, Any],
     context: C,
-    inputs: tuple[Registration, ...],
+    inputs: tuple[MiddlewareRegistration, ...],
     wraps: tuple[Callable[..., AsyncIterator[E]], ...],
     inner: Chain[C, E],
 ) -> AsyncIterator[E]:
@@ -152,7 +178,7 @@ async def _close_all(opened: list[AsyncIterator[Any]]) -> None:
 
 
 async def _apply_input(
-    stage: MiddlewareStage[Any, Any, Any], registration: Registration, context: C
+    stage: MiddlewareStage[Any, Any, Any], registration: MiddlewareRegistration, context: C
 ) -> C:
     returned: Any = registration.handler(context)
     if registration.is_async or inspect.isawaitable(returned):
@@ -168,7 +194,7 @@ async def _apply_input(
 
 def _output_layer(
     stage: MiddlewareStage[Any, Any, Any],
-    outputs: tuple[Registration, ...],
+    outputs: tuple[MiddlewareRegistration, ...],
     inner: Chain[C, E],
 ) -> Chain[C, E]:
     # Innermost first: the first registered Output handler is the outermost one.
@@ -182,20 +208,21 @@ def _output_layer(
 
 async def _run_outputs(
     stage: MiddlewareStage[Any, Any, Any],
-    handlers: tuple[Registration, ...],
+    handlers: tuple[MiddlewareRegistration, ...],
     events: AsyncIterator[E],
 ) -> AsyncIterator[E]:
     """Pass events through, hold back the last result event, and transform it at the end.
 
     Events that follow a result event are held with it, so that when the stream ends the
     transformed result is yielded in its original position, followed by what came after it.
+    A call halted by an interrupt has no result, and Output handlers do not run.
     """
-    result_event = stage.result_event
+    tracker = ResultTracker(stage)
     held: E | None = None
     trailing: list[E] = []
     try:
         async for event in events:
-            if isinstance(event, result_event):
+            if tracker.see(event):
                 if held is not None:
                     # An earlier result was not the last one: release it unchanged.
                     yield held
@@ -209,34 +236,52 @@ async def _run_outputs(
                 trailing.append(event)
     finally:
         await _close_all([events])
+    tracker.check()
     if held is None:
-        raise missing_result_error(stage)
+        return  # Halted by an interrupt.
     yield await _apply_outputs(stage, handlers, held)
     for later in trailing:
         yield later
 
 
 async def _apply_outputs(
-    stage: MiddlewareStage[Any, Any, Any], handlers: tuple[Registration, ...], event: E
+    stage: MiddlewareStage[Any, Any, Any], handlers: tuple[MiddlewareRegistration, ...], event: E
 ) -> E:
     result_type = stage.result_type
-    wrapper: Any = result_type(result=event)
+    wrapper: MiddlewareResult[Any] = result_type(result=event)
     for registration in handlers:
-        returned: Any = registration.handler(wrapper)
+        returned: object = registration.handler(wrapper)
         if registration.is_async or inspect.isawaitable(returned):
-            returned = await returned
-        if not isinstance(returned, result_type):
-            raise TypeError(
-                f"{stage!r}.Output handler {describe_handler(registration.handler)} returned "
-                f"{type(returned).__name__}, expected {result_type.__name__}: an Output handler "
-                "must return the result it was given or a copy from result.replace(result=...)"
-            )
-        if not isinstance(returned.result, stage.result_event):
-            raise TypeError(
-                f"{stage!r}.Output handler {describe_handler(registration.handler)} returned a "
-                f"{result_type.__name__} holding {type(returned.result).__name__}, expected "
-                f"{stage.result_event.__name__}"
-            )
-        wrapper = returned
+            returned = await cast("Awaitable[object]", returned)
+        wrapper = _stage_result(stage, registration, returned)
     result: E = wrapper.result
     return result
+
+
+def _stage_result(
+    stage: MiddlewareStage[Any, Any, Any], registration: MiddlewareRegistration, returned: object
+) -> MiddlewareResult[Any]:
+    """Check what an Output handler returned and give it the stage's own result type."""
+    result_type = stage.result_type
+    handler = describe_handler(registration.handler)
+    if not _is_result(returned):
+        raise TypeError(
+            f"{stage!r}.Output handler {handler} returned {type(returned).__name__}, expected "
+            f"{result_type.__name__}: an Output handler must return the result it was given "
+            "or a copy from result.replace(result=...)"
+        )
+    if not isinstance(returned.result, stage.result_event):
+        raise TypeError(
+            f"{stage!r}.Output handler {handler} returned a {type(returned).__name__} holding "
+            f"{type(returned.result).__name__}, expected {stage.result_event.__name__}"
+        )
+    # A handler written against the base MiddlewareResult may return a base wrapper; the
+    # next handler, and the stream, still get the stage's own type.
+    if type(returned) is result_type:
+        return returned
+    rewrapped: MiddlewareResult[Any] = result_type(returned.result)
+    return rewrapped
+
+
+def _is_result(candidate: object) -> TypeGuard[MiddlewareResult[Any]]:
+    return isinstance(candidate, MiddlewareResult)

@@ -15,14 +15,13 @@ from typing import Any, TypeVar, final
 
 from stageware._generated.host import MiddlewareHost
 
-from ._chain import StagePlan, build_chain, missing_result_error
-from ._stage import MiddlewareStage, MiddlewareToken, Phase
-from ._validation import validate_registration
+from ._chain import ResultTracker, StagePlan, build_chain
+from ._stage import MiddlewareStage, Phase
+from ._validation import MiddlewareRegistration
 
 __all__ = ["MiddlewareRegistry"]
 
 C = TypeVar("C")
-R = TypeVar("R")
 E = TypeVar("E")
 
 
@@ -49,10 +48,7 @@ class MiddlewareRegistry(MiddlewareHost):
             MiddlewareStage[Any, Any, Any], tuple[object, Callable[[Any], AsyncIterator[Any]]]
         ] = {}
 
-    def _register_middleware(
-        self, stage_or_phase: MiddlewareToken, handler: Callable[..., Any]
-    ) -> None:
-        registration = validate_registration(stage_or_phase, handler)
+    def _register_middleware(self, registration: MiddlewareRegistration) -> None:
         stage = registration.stage
         self._plans[stage] = self._plans.get(stage, StagePlan()).with_registration(registration)
         self._chains.pop(stage, None)
@@ -80,7 +76,9 @@ class MiddlewareRegistry(MiddlewareHost):
         same terminal returns the same chain until a handler is added to *stage*.
         """
         cached = self._chains.get(stage)
-        if cached is not None and cached[0] is terminal:
+        # Equality, not identity: `host.method` is a new bound-method object on every
+        # access, and bound methods of the same function and instance compare equal.
+        if cached is not None and cached[0] == terminal:
             return cached[1]
         plan = self._plans.get(stage)
         chain = terminal if plan is None else build_chain(stage, plan, terminal)
@@ -95,20 +93,23 @@ class MiddlewareRegistry(MiddlewareHost):
     ) -> AsyncIterator[E]:
         """Run *stage* on *context*, yielding its events.
 
+        A chain that ends on an interrupt event (a truthy ``is_interrupt``, such as a
+        tool's ``ToolInterruptEvent``) without a result is a halted call, not an error: the
+        host registers the interrupts. Unlike ``compose()``, this adds one generator layer
+        even to a stage without handlers, to check the result.
+
         Raises:
-            RuntimeError: If the chain finishes without yielding the stage's result event.
+            RuntimeError: If the chain finishes without yielding the stage's result event
+                and without an interrupt event.
         """
-        result_event = stage.result_event
-        produced_result = False
+        tracker = ResultTracker(stage)
         events = self.compose(stage, terminal)(context)
         try:
             async for event in events:
-                if isinstance(event, result_event):
-                    produced_result = True
+                tracker.see(event)
                 yield event
         finally:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
-        if not produced_result:
-            raise missing_result_error(stage)
+        tracker.check()

@@ -128,7 +128,8 @@ class MiddlewareStage(Generic[C, R, E]):
         self.Output: OutputPhase[C, R, E] = OutputPhase(self)
 
     def __repr__(self) -> str:
-        return f"{self.name}Stage"
+        # Reads like the token's name in code: "InvokeModel" is `InvokeModelStage`.
+        return self.name if self.name.endswith("Stage") else f"{self.name}Stage"
 
 
 def _is_class(candidate: object) -> bool:

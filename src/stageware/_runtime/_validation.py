@@ -1,4 +1,4 @@
-"""Registration-time checks on tokens and handlers.
+"""MiddlewareRegistration-time checks on tokens and handlers.
 
 Mistakes are reported by ``add_middleware`` itself, naming the handler and the phase,
 rather than surfacing later as a confusing error deep inside a running chain.
@@ -14,7 +14,7 @@ from typing import Any, TypeGuard, final
 
 from ._stage import InputPhase, MiddlewareStage, OutputPhase, Phase, WrapPhase
 
-__all__ = ["Registration", "describe_handler", "validate_registration"]
+__all__ = ["MiddlewareRegistration", "describe_handler", "validate_registration"]
 
 # How many positional arguments a handler of each phase is called with, and what they are.
 _ARGUMENTS: dict[Phase, tuple[str, ...]] = {
@@ -26,8 +26,12 @@ _ARGUMENTS: dict[Phase, tuple[str, ...]] = {
 
 @final
 @dataclass(frozen=True, slots=True)
-class Registration:
-    """A validated handler, ready to be placed in a stage's chain."""
+class MiddlewareRegistration:
+    """A handler that passed the registration checks, with the stage and phase it is for.
+
+    ``MiddlewareHost.add_middleware`` builds these; a host's ``_register_middleware``
+    receives them.
+    """
 
     stage: MiddlewareStage[Any, Any, Any]
     phase: Phase
@@ -36,7 +40,7 @@ class Registration:
     """For Input and Output: whether the handler is a coroutine function."""
 
 
-def validate_registration(token: object, handler: object) -> Registration:
+def validate_registration(token: object, handler: object) -> MiddlewareRegistration:
     """Resolve *token* to a stage and phase and check that *handler* fits that phase.
 
     Raises:
@@ -49,6 +53,11 @@ def validate_registration(token: object, handler: object) -> Registration:
     if not callable(handler):
         raise TypeError(f"add_middleware({where}, ...): the handler {handler!r} is not callable")
     name = describe_handler(handler)
+    if inspect.isclass(handler):
+        raise TypeError(
+            f"add_middleware({where}, {name}): a class is not a handler; pass an instance "
+            "whose __call__ is the handler, or a function"
+        )
     target = _underlying_function(handler)
     is_asyncgen = inspect.isasyncgenfunction(target)
     if phase is Phase.WRAP:
@@ -69,7 +78,7 @@ def validate_registration(token: object, handler: object) -> Registration:
             f" register it on {stage!r}.Wrap or on the bare {stage!r} token"
         )
     _check_arity(where, name, handler, _ARGUMENTS[phase])
-    return Registration(
+    return MiddlewareRegistration(
         stage=stage,
         phase=phase,
         handler=handler,
