@@ -128,6 +128,9 @@ def host_view() -> dict[str, Any]:
     handler_types = {
         "Input": ["Callable[[C], C]", "Callable[[C], Awaitable[C]]"],
         "Wrap": ["Callable[[C, Callable[[C], AsyncIterator[E]]], AsyncIterator[E]]"],
+        # A handler for any stage is generic: `def h(result: T) -> T` with T bound to
+        # MiddlewareResult[Any] fits these; a base-typed overload would make pyright
+        # report the specific ones as overlapping.
         "Output": ["Callable[[R], R]", "Callable[[R], Awaitable[R]]"],
     }
     overloads: list[dict[str, str]] = []
@@ -150,11 +153,13 @@ def host_view() -> dict[str, Any]:
         imports.add("typing", name)
     for name in (
         "InputPhase",
+        "MiddlewareRegistration",
         "MiddlewareResult",
         "MiddlewareStage",
         "MiddlewareToken",
         "OutputPhase",
         "WrapPhase",
+        "validate_registration",
     ):
         imports.add(RUNTIME_MODULE, name)
     return {

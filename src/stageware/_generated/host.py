@@ -10,10 +10,12 @@ from typing import Any, overload, TypeVar
 
 from stageware._runtime import (
     InputPhase,
+    MiddlewareRegistration,
     MiddlewareResult,
     MiddlewareStage,
     MiddlewareToken,
     OutputPhase,
+    validate_registration,
     WrapPhase,
 )
 
@@ -25,9 +27,9 @@ E = TypeVar("E")
 class MiddlewareHost(ABC):
     """Mixin: the typed `add_middleware` overloads for any class that accepts middleware.
 
-    Subclasses implement `_register_middleware`. The overloads bind the context, result
-    and event types through the stage token, so a handler of the wrong shape is a type
-    error at the call site.
+    Subclasses implement `_register_middleware`, which receives registrations that were
+    already validated. The overloads bind the context, result and event types through the
+    stage token, so a handler of the wrong shape is a type error at the call site.
     """
 
     __slots__ = ()
@@ -82,10 +84,8 @@ class MiddlewareHost(ABC):
                 generator function, or a handler of the wrong arity; raised here, at
                 registration, not when the stage runs.
         """
-        self._register_middleware(stage_or_phase, handler)
+        self._register_middleware(validate_registration(stage_or_phase, handler))
 
     @abstractmethod
-    def _register_middleware(
-        self, stage_or_phase: MiddlewareToken, handler: Callable[..., Any]
-    ) -> None:
-        """Store *handler* for *stage_or_phase*; the host validates and composes chains."""
+    def _register_middleware(self, registration: MiddlewareRegistration) -> None:
+        """Store a validated *registration*; the host composes the chains."""
