@@ -127,7 +127,7 @@ def _run_generate(args: argparse.Namespace) -> int:
     except codegen.OutputError as exc:
         raise _UsageError(str(exc)) from None
     print(
-        f"{_shown(paths.output)}: {len(report.written)} written, "
+        f"{codegen.relative_path(paths.output, Path.cwd())}: {len(report.written)} written, "
         f"{len(report.unchanged)} unchanged, {len(report.removed)} removed"
     )
     return EXIT_OK
@@ -146,18 +146,14 @@ def _run_check(args: argparse.Namespace) -> int:
     except codegen.OutputError as exc:
         raise _UsageError(str(exc)) from None
     if report.up_to_date:
-        print(f"{_shown(paths.output)} is up to date")
+        print(f"{codegen.relative_path(paths.output, Path.cwd())} is up to date")
         return EXIT_OK
     sys.stdout.write(report.diff)
-    print(f"{_shown(paths.output)} is stale: run `stageware generate`", file=sys.stderr)
+    print(
+        f"{codegen.relative_path(paths.output, Path.cwd())} is stale: run `stageware generate`",
+        file=sys.stderr,
+    )
     return EXIT_STALE
-
-
-def _shown(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 _COMMANDS: tuple[_Command, ...] = (

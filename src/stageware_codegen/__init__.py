@@ -14,6 +14,7 @@ from pathlib import Path
 from ._errors import InvalidSchemaError, SchemaError
 from ._generate import build
 from ._output import OutputError, WriteReport, diff_output, write_output
+from ._project import relative_path
 
 __all__ = [
     "CheckReport",
@@ -23,6 +24,7 @@ __all__ = [
     "WriteReport",
     "check",
     "generate",
+    "relative_path",
 ]
 
 
@@ -32,15 +34,8 @@ def _build(schema: Path, project_root: Path | None) -> dict[str, str]:
     Messages name the schema relative to the cwd, the banner relative to *project_root*.
     """
     cwd = Path.cwd()
-    banner = _relative(schema, cwd if project_root is None else project_root)
-    return build(schema, _relative(schema, cwd), banner, cwd)
-
-
-def _relative(path: Path, base: Path) -> str:
-    try:
-        return path.resolve().relative_to(base.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    banner = relative_path(schema, cwd if project_root is None else project_root)
+    return build(schema, relative_path(schema, cwd), banner, cwd)
 
 
 def generate(schema: Path, output: Path, *, project_root: Path | None = None) -> WriteReport:
@@ -78,4 +73,4 @@ def check(schema: Path, output: Path, *, project_root: Path | None = None) -> Ch
         OutputError: Formatting or compiling failed.
     """
     files = _build(schema, project_root)
-    return CheckReport(diff_output(output, files, _relative(output, Path.cwd())))
+    return CheckReport(diff_output(output, files, relative_path(output, Path.cwd())))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import _ir
-from ._types import to_json_schema
+from ._type_schema import to_json_schema
 
 __all__ = ["DatamodelError", "hook_models_schema", "run_datamodel_codegen"]
 

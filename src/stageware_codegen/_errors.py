@@ -19,9 +19,11 @@ __all__ = [
     "SchemaError",
     "did_you_mean",
     "format_path",
+    "show_value",
 ]
 
 _PLAIN_KEY = re.compile(r"[^.\[\]\s'\"]+")
+_SHOWN_LENGTH = 40
 
 DocPath = tuple[str | int, ...]
 """A location inside a YAML or JSON document: mapping keys and sequence indexes."""
@@ -74,6 +76,16 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """Return `` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
     matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean {matches[0]!r}?)" if matches else ""
+
+
+def show_value(value: object) -> str:
+    """A short rendering of a document value for a message: containers by kind only."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= _SHOWN_LENGTH else text[: _SHOWN_LENGTH - 3] + "..."
 
 
 class ErrorCollector:

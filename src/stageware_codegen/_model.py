@@ -23,7 +23,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from ._errors import DocPath, ErrorCollector, did_you_mean
+from ._errors import DocPath, ErrorCollector, did_you_mean, show_value
 from ._names import (
     check_field_name,
     check_hook_point_name,
@@ -204,16 +204,8 @@ def _translate(detail: ErrorDetails) -> tuple[DocPath, str]:
         got = detail["input"]
         expected = str(detail.get("ctx", {}).get("expected", ""))
         hint = did_you_mean(got, expected.replace("'", "").replace(" or ", ", ").split(", "))
-        return loc, f"expected {expected}, got {_describe(got)}{hint}"
-    return loc, f"{detail['msg'][0].lower()}{detail['msg'][1:]}, got {_describe(detail['input'])}"
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
+        return loc, f"expected {expected}, got {show_value(got)}{hint}"
+    return loc, f"{detail['msg'][0].lower()}{detail['msg'][1:]}, got {show_value(detail['input'])}"
 
 
 def _expected_keys(loc: tuple[int | str, ...]) -> list[str]:

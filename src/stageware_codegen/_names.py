@@ -26,6 +26,7 @@ __all__ = [
     "check_lower_name",
     "check_python_path",
     "check_type_name",
+    "enum_member",
 ]
 
 RUNTIME_MODULE: Final = "stageware._runtime"
@@ -191,3 +192,8 @@ def check_python_path(path: str) -> str:
         if keyword.iskeyword(part):
             raise ValueError(f"invalid import path {path!r}: {part!r} is a Python keyword")
     return path
+
+
+def enum_member(name: str) -> str:
+    """The enum member generated for a hook point, band or direction (``tool.before``)."""
+    return name.replace(".", "_").upper()

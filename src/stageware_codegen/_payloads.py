@@ -15,6 +15,7 @@ from typing import Any
 
 from ._errors import DocPath, ErrorCollector, InvalidSchemaError, SchemaError
 from ._names import check_type_name
+from ._project import relative_path
 from ._source import Document, as_list, as_mapping, load_json
 from ._text import check_doc
 
@@ -39,6 +40,14 @@ class PayloadSet:
     def check_value(self, name: str, value: object) -> str | None:
         """Return why *value* is not a valid ``name`` payload, or None."""
         return _validate(self.defs[name], value, self.defs, name)
+
+    def deref(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        """*schema*, or the definition it names if it is a ``$ref``, followed to the end."""
+        ref = schema.get("$ref")
+        while isinstance(ref, str):
+            schema = self.defs[ref.removeprefix(_REF_PREFIX)]
+            ref = schema.get("$ref")
+        return schema
 
     def closure(self, names: set[str]) -> list[str]:
         """*names* plus every definition they reference, in declaration order."""
@@ -75,7 +84,7 @@ def load_payloads(
             schema_errors.add(("payloads", index), f"cannot read payload file: {exc.strerror}")
             continue
         try:
-            document = load_json(text, _display(path, display))
+            document = load_json(text, relative_path(path, display))
         except InvalidSchemaError as exc:
             errors.extend(exc.errors)
             continue
@@ -95,13 +104,6 @@ def load_payloads(
                 collector.add(where, message)
         errors.extend(collector.errors)
     return PayloadSet(defs, tuple(errors))
-
-
-def _display(path: Path, base: Path) -> str:
-    try:
-        return path.resolve().relative_to(base.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def _file_defs(document: Document, errors: ErrorCollector) -> list[tuple[str, Mapping[str, Any]]]:

@@ -6,7 +6,8 @@ from typing import Any
 
 from . import _ir
 from ._imports import Imports
-from ._names import RUNTIME_MODULE
+from ._names import RUNTIME_MODULE, enum_member
+from ._stage_names import ALIAS_GENERICS, StageNames
 from ._text import docstring
 from ._viewkit import MEMBER, ModuleView
 
@@ -24,12 +25,13 @@ def results_view(schema: _ir.Schema) -> dict[str, Any]:
     module.runtime("MiddlewareResult")
     results: list[dict[str, str]] = []
     for stage in schema.stages:
+        names = StageNames(stage.name)
         module.imports.add(".events", stage.result)
         doc = "\n".join(
             [
-                f"Result passed to and returned from `{stage.name}Stage.Output` handlers.",
+                f"Result passed to and returned from `{names.token}.Output` handlers.",
                 "",
-                f"Build it as `{stage.name}Result(event)`; use `result.replace(result=...)` to",
+                f"Build it as `{names.result}(event)`; use `result.replace(result=...)` to",
                 f"hand back a different `{stage.result}`.",
                 "",
                 "Attributes:",
@@ -38,7 +40,7 @@ def results_view(schema: _ir.Schema) -> dict[str, Any]:
         )
         results.append(
             {
-                "name": f"{stage.name}Result",
+                "name": names.result,
                 "base": f"MiddlewareResult[{stage.result}]",
                 "docstring": docstring(doc, MEMBER),
             }
@@ -55,65 +57,25 @@ def stages_view(schema: _ir.Schema) -> dict[str, Any]:
     module = ModuleView(schema, ".stages")
     module.imports.add("typing", "Final")
     module.imports.add("typing", "TypeAlias")
-    module.runtime(
-        "AsyncInputHandler",
-        "AsyncOutputHandler",
-        "InputHandler",
-        "MiddlewareStage",
-        "NextFn",
-        "OutputHandler",
-        "WrapHandler",
-    )
+    module.runtime("MiddlewareStage", *ALIAS_GENERICS)
     stages: list[dict[str, Any]] = []
     for stage in schema.stages:
-        s = stage.name
-        context, result, event = f"{s}Context", f"{s}Result", f"{s}Event"
-        module.imports.add(".contexts", context)
-        module.imports.add(".results", result)
-        module.imports.add(".events", event)
+        names = StageNames(stage.name)
+        module.imports.add(".contexts", names.context)
+        module.imports.add(".results", names.result)
+        module.imports.add(".events", names.event)
         module.imports.add(".events", stage.result)
         stages.append(
             {
-                "token": f"{s}Stage",
-                "type": f"MiddlewareStage[{context}, {result}, {event}]",
-                "name": repr(s),
-                "result_type": result,
+                "token": names.token,
+                "type": f"MiddlewareStage[{names.context}, {names.result}, {names.event}]",
+                "name": repr(stage.name),
+                "result_type": names.result,
                 "result_event": stage.result,
                 "internal": repr(stage.internal),
                 "doc": repr(stage.doc),
                 "docstring": docstring(stage.doc),
-                "aliases": [
-                    (
-                        f"{s}Next",
-                        f"NextFn[{context}, {event}]",
-                        f"The `next_fn` a `{s}Stage` Wrap handler calls.",
-                    ),
-                    (
-                        f"{s}InputHandler",
-                        f"InputHandler[{context}]",
-                        f"A synchronous `{s}Stage.Input` handler.",
-                    ),
-                    (
-                        f"{s}AsyncInputHandler",
-                        f"AsyncInputHandler[{context}]",
-                        f"An asynchronous `{s}Stage.Input` handler.",
-                    ),
-                    (
-                        f"{s}WrapHandler",
-                        f"WrapHandler[{context}, {event}]",
-                        f"A `{s}Stage` Wrap handler (an async generator function).",
-                    ),
-                    (
-                        f"{s}OutputHandler",
-                        f"OutputHandler[{result}]",
-                        f"A synchronous `{s}Stage.Output` handler.",
-                    ),
-                    (
-                        f"{s}AsyncOutputHandler",
-                        f"AsyncOutputHandler[{result}]",
-                        f"An asynchronous `{s}Stage.Output` handler.",
-                    ),
-                ],
+                "aliases": [(alias.name, alias.target, alias.doc) for alias in names.aliases()],
             }
         )
     return {
@@ -200,7 +162,11 @@ def hooks_view(hooks: _ir.Hooks) -> dict[str, Any]:
 
     def members(items: list[tuple[str, str]]) -> list[dict[str, str]]:
         return [
-            {"member": _member(value), "value": repr(value), "docstring": docstring(doc, MEMBER)}
+            {
+                "member": enum_member(value),
+                "value": repr(value),
+                "docstring": docstring(doc, MEMBER),
+            }
             for value, doc in items
         ]
 
@@ -212,15 +178,15 @@ def hooks_view(hooks: _ir.Hooks) -> dict[str, Any]:
         "directions": members(list(hooks.directions)),
         "specs": [
             {
-                "member": _member(point.name),
+                "member": enum_member(point.name),
                 "stage": f"{point.stage}Stage",
                 "phase": point.phase.upper(),
-                "direction": _member(point.direction),
+                "direction": enum_member(point.direction),
                 "event": point.event,
             }
             for point in hooks.points
         ],
-        "band_members": [_member(name) for name, _ in hooks.bands],
+        "band_members": [enum_member(name) for name, _ in hooks.bands],
         "events": [point.event for point in hooks.points],
         # The hook event classes are re-exported here, next to the enums, so that this
         # module is the one namespace of the policy surface.
@@ -234,44 +200,21 @@ def hooks_view(hooks: _ir.Hooks) -> dict[str, Any]:
     }
 
 
-def _member(value: str) -> str:
-    return value.replace(".", "_").upper()
-
-
 def init_view(schema: _ir.Schema, payload_names: list[str]) -> dict[str, Any]:
     """The view of ``__init__.py``: explicit re-exports of every public generated name."""
-    groups: list[tuple[str, list[str]]] = [
-        (".payloads", payload_names),
-        (
-            ".events",
-            [event.name for event in schema.events]
-            + [f"{stage.name}Event" for stage in schema.stages],
-        ),
-        (".contexts", [f"{stage.name}Context" for stage in schema.stages]),
-        (".results", [f"{stage.name}Result" for stage in schema.stages]),
-        (
-            ".stages",
-            [
-                f"{stage.name}{suffix}"
-                for stage in schema.stages
-                for suffix in (
-                    "Stage",
-                    "Next",
-                    "InputHandler",
-                    "AsyncInputHandler",
-                    "WrapHandler",
-                    "OutputHandler",
-                    "AsyncOutputHandler",
-                )
-            ],
-        ),
-        (".host", ["MiddlewareHost"]),
-    ]
+    groups: dict[str, list[str]] = {
+        ".payloads": list(payload_names),
+        ".events": [event.name for event in schema.events],
+    }
+    for stage in schema.stages:
+        for module_name, stage_names in StageNames(stage.name).by_module().items():
+            groups.setdefault(module_name, []).extend(stage_names)
+    groups[".host"] = ["MiddlewareHost"]
     if schema.hooks is not None:
-        groups.append((".hooks", list(HOOKS_NAMES)))
+        groups[".hooks"] = list(HOOKS_NAMES)
     imports = Imports()
     exported: list[str] = []
-    for module_name, names in groups:
+    for module_name, names in groups.items():
         for name in names:
             imports.add(module_name, name)
         exported.extend(names)

@@ -8,9 +8,11 @@ import re
 import pytest
 
 from stageware_codegen._errors import InvalidSchemaError, format_path
+from stageware_codegen._fits import fits
 from stageware_codegen._source import load_json, load_yaml
 from stageware_codegen._text import check_doc, docstring
-from stageware_codegen._types import NameKind, TypeExprError, fits, parse_type, to_json_schema
+from stageware_codegen._type_schema import to_json_schema
+from stageware_codegen._types import NameKind, TypeExprError, parse_type
 
 KNOWN = {
     **dict.fromkeys(
