@@ -72,8 +72,13 @@ def format_path(path: DocPath) -> str:
     return out
 
 
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """Return `` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
+def did_you_mean(word: object, candidates: Iterable[str]) -> str:
+    """Return `` (did you mean 'x'?)`` for the closest candidate, or an empty string.
+
+    Only a string can be misspelled: for any other value the hint is empty.
+    """
+    if not isinstance(word, str):
+        return ""
     matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean {matches[0]!r}?)" if matches else ""
 

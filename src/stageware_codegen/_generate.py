@@ -72,9 +72,13 @@ def build(
     if spec is None:
         raise InvalidSchemaError(errors.errors)
     payloads = load_payloads(spec.payloads, schema_path.parent, errors, display_base)
-    schema = resolve(spec, payloads, errors) if not payloads.errors else None
-    if schema is None or errors.errors or payloads.errors:
+    if errors.errors or payloads.errors:
+        # Without its payload types the rest of the schema would only add a cascade of
+        # "unknown type" errors.
         raise InvalidSchemaError([*errors.errors, *payloads.errors])
+    schema = resolve(spec, payloads, errors)
+    if schema is None:
+        raise InvalidSchemaError(errors.errors)
     # The generator subprocesses (datamodel-code-generator, ruff) dominate the run time
     # and are independent, so they run side by side; results are keyed, so the output
     # does not depend on which finishes first.

@@ -3,14 +3,12 @@
 These models check the local shape of the YAML: which keys exist, their value types, and
 the spelling of every name. Cross-references (a stage's result event exists, a type
 expression names known types, a default fits its type) need the whole document and are
-checked afterwards by :mod:`._resolve`. Pydantic's errors are translated into
-``file:line: path: message`` diagnostics here.
+checked afterwards by :mod:`._resolve`. Pydantic's errors are translated into schema
+terms by :mod:`._validation_messages`.
 """
 
 from __future__ import annotations
 
-import types
-import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -21,9 +19,8 @@ from pydantic import (
     PlainValidator,
     ValidationError,
 )
-from pydantic_core import ErrorDetails
 
-from ._errors import DocPath, ErrorCollector, did_you_mean, show_value
+from ._errors import ErrorCollector
 from ._names import (
     check_field_name,
     check_hook_point_name,
@@ -33,6 +30,7 @@ from ._names import (
 )
 from ._source import as_list
 from ._text import check_doc
+from ._validation_messages import translate
 
 __all__ = [
     "ContextFieldSpec",
@@ -180,64 +178,6 @@ def parse_schema(data: Any, errors: ErrorCollector) -> SchemaSpec | None:
     try:
         return SchemaSpec.model_validate(data)
     except ValidationError as exc:
-        for detail in exc.errors(include_url=False):
-            path, message = _translate(detail)
-            errors.add(path, message)
+        for problem in translate(exc.errors(include_url=False), SchemaSpec):
+            errors.add(problem.path, problem.message)
         return None
-
-
-def _translate(detail: ErrorDetails) -> tuple[DocPath, str]:
-    """Turn one pydantic error into a document path and a message in schema terms."""
-    loc = tuple(detail["loc"])
-    kind = detail["type"]
-    if loc and loc[-1] == "[key]":
-        # Errors about a mapping key: the path is the key itself.
-        loc = loc[:-1]
-    if kind == "extra_forbidden":
-        key = str(loc[-1])
-        return loc, f"unknown key {key!r}" + did_you_mean(key, _expected_keys(loc[:-1]))
-    if kind == "missing":
-        return loc, f"missing required key {loc[-1]!r}"
-    if kind in ("value_error", "assertion_error"):
-        return loc, str(detail.get("ctx", {}).get("error", detail["msg"]))
-    if kind == "literal_error":
-        got = detail["input"]
-        expected = str(detail.get("ctx", {}).get("expected", ""))
-        hint = did_you_mean(got, expected.replace("'", "").replace(" or ", ", ").split(", "))
-        return loc, f"expected {expected}, got {show_value(got)}{hint}"
-    return loc, f"{detail['msg'][0].lower()}{detail['msg'][1:]}, got {show_value(detail['input'])}"
-
-
-def _expected_keys(loc: tuple[int | str, ...]) -> list[str]:
-    """The keys the model at *loc* accepts, for "did you mean" hints."""
-    annotation: Any = SchemaSpec
-    for part in loc:
-        annotation = _step(annotation, part)
-        if annotation is None:
-            return []
-    model = _unwrap_model(annotation)
-    return list(model.model_fields) if model is not None else []
-
-
-def _step(annotation: Any, part: int | str) -> Any:
-    model = _unwrap_model(annotation)
-    if model is not None:
-        field = model.model_fields.get(str(part))
-        return None if field is None else field.annotation
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is dict and len(args) == 2:
-        return args[1]
-    if origin is list and args:
-        return args[0]
-    return None
-
-
-def _unwrap_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        for arg in typing.get_args(annotation):
-            if isinstance(arg, type) and issubclass(arg, BaseModel):
-                return arg
-    return None

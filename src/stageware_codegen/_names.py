@@ -27,6 +27,7 @@ __all__ = [
     "check_python_path",
     "check_type_name",
     "enum_member",
+    "reserved_type_problem",
 ]
 
 RUNTIME_MODULE: Final = "stageware._runtime"
@@ -153,6 +154,22 @@ def check_type_name(name: str) -> str:
     if hasattr(builtins, name):
         raise ValueError(f"{name!r} would shadow the Python builtin of that name")
     return name
+
+
+def reserved_type_problem(name: str, same_as: str | None = None) -> str | None:
+    """Why *name* cannot name a schema type, or None.
+
+    Args:
+        name: A PascalCase name the schema defines.
+        same_as: The ``module:Attr`` an external type imports; a reserved name is fine
+            when it is exactly what the generated code imports under that name.
+    """
+    reserved = RESERVED_TYPE_NAMES.get(name)
+    if reserved is not None and reserved != same_as:
+        return f"{name!r} is reserved: the generated code defines or imports it"
+    if name in BUILTIN_TYPE_NAMES:
+        return f"{name!r} is a built-in type name"
+    return None
 
 
 def check_field_name(name: str) -> str:

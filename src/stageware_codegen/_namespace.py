@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._errors import DocPath, ErrorCollector
 from ._model import SchemaSpec
-from ._names import BUILTIN_TYPE_NAMES, RESERVED_TYPE_NAMES
+from ._names import BUILTIN_TYPE_NAMES, reserved_type_problem
 from ._payloads import PayloadSet
 from ._stage_names import StageNames
 from ._types import NameKind
@@ -26,19 +26,19 @@ def claim_names(
 
     def claim(name: str, label: str, path: DocPath, same_as: str | None = None) -> None:
         """Reserve *name*, described as *label* in messages, for one definition."""
-        reserved = RESERVED_TYPE_NAMES.get(name)
-        if reserved is not None and reserved != same_as:
-            errors.add(path, f"{name!r} is reserved: the generated code defines or imports it")
-        elif name in BUILTIN_TYPE_NAMES:
-            errors.add(path, f"{name!r} is a built-in type name")
+        problem = reserved_type_problem(name, same_as)
+        if problem is not None:
+            errors.add(path, problem)
         elif name in owners:
             errors.add(path, f"{label} clashes with {owners[name]}")
         else:
             owners[name] = label
 
     kinds: dict[str, NameKind] = dict.fromkeys(BUILTIN_TYPE_NAMES, NameKind.BUILTIN)
+    # Payload names were checked where they are defined, in their JSON files; a later
+    # definition that clashes with one is reported at its own place in the YAML.
     for name in payloads.defs:
-        claim(name, f"payload type {name!r}", ("payloads",))
+        owners[name] = f"payload type {name!r}"
         kinds[name] = NameKind.PAYLOAD
     for name, external in spec.types.items():
         claim(name, f"external type {name!r}", ("types", name), same_as=external.python)
@@ -64,10 +64,9 @@ def _claim_hook_events(spec: SchemaSpec, payloads: PayloadSet, errors: ErrorColl
         owners[token] = f"stage token {token!r}"
     for point, item in spec.hooks.points.items():
         path: DocPath = ("hooks", "points", point, "event")
-        if item.event in RESERVED_TYPE_NAMES or item.event in BUILTIN_TYPE_NAMES:
-            errors.add(
-                path, f"{item.event!r} is reserved: the generated code defines or imports it"
-            )
+        problem = reserved_type_problem(item.event)
+        if problem is not None:
+            errors.add(path, problem)
         elif item.event in owners:
             errors.add(path, f"hook event {item.event!r} clashes with {owners[item.event]}")
         else:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import DocPath, ErrorCollector, InvalidSchemaError, SchemaError
-from ._names import check_type_name
+from ._names import check_type_name, reserved_type_problem
 from ._project import relative_path
 from ._source import Document, as_list, as_mapping, load_json
 from ._text import check_doc
@@ -130,6 +130,10 @@ def _file_defs(document: Document, errors: ErrorCollector) -> list[tuple[str, Ma
             check_type_name(name)
         except ValueError as exc:
             errors.add(("$defs", name), str(exc))
+            continue
+        reserved = reserved_type_problem(name)
+        if reserved is not None:
+            errors.add(("$defs", name), reserved)
             continue
         if definition is None:
             errors.add(("$defs", name), "a definition must be a JSON Schema object")

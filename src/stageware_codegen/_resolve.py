@@ -147,6 +147,12 @@ def _context_field(
             expr = types.parse(spec.type, path)
         if spec.replace == "unhonoured" and spec.why is None:
             errors.add((*path, "replace"), "'unhonoured' needs 'why:' to tell middleware authors")
+        if spec.replace == "allowed" and spec.why is not None:
+            errors.add(
+                (*path, "why"),
+                "'why:' explains a field that replace() cannot set or that is excluded; "
+                "this field is neither, so it would not be shown anywhere",
+            )
         if spec.has("default"):
             types.check_default(expr, spec.default, path)
     return _ir.ContextField(

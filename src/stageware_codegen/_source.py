@@ -20,9 +20,10 @@ from ._errors import DocPath, ErrorCollector, InvalidSchemaError, SchemaError
 
 __all__ = ["Document", "as_list", "as_mapping", "load_json", "load_yaml"]
 
-# Only the JSON-compatible scalar types (null, bool, int, float, str) are accepted:
-# anything else (dates, binary, custom tags) would reach generated code as a value whose
-# repr is not a Python literal.
+# Only plain mappings, sequences and the JSON-compatible scalar types (null, bool, int,
+# float, str) are accepted: anything else (dates, binary, sets, custom tags) would either
+# reach generated code as a value whose repr is not a Python literal or be silently read
+# as something its tag does not say.
 _TAG = "tag:yaml.org,2002:"
 
 
@@ -55,8 +56,12 @@ class _Converter:
 
     def convert(self, node: yaml.Node, path: DocPath) -> Any:
         if isinstance(node, yaml.MappingNode):
+            if node.tag != _TAG + "map":
+                self.errors.add(path, f"unsupported YAML tag {node.tag!r} on a mapping")
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
+            if node.tag != _TAG + "seq":
+                self.errors.add(path, f"unsupported YAML tag {node.tag!r} on a sequence")
             items: list[Any] = []
             for index, item in enumerate(node.value):
                 self.lines[(*path, index)] = item.start_mark.line + 1
@@ -90,6 +95,11 @@ class _Converter:
             line = key_node.start_mark.line + 1
             if not isinstance(key_node, yaml.ScalarNode):
                 self.errors.add(path, "mapping keys must be plain names", line=line)
+                continue
+            if key_node.tag == _TAG + "merge":
+                self.errors.add(
+                    path, "YAML merge keys ('<<') are not supported; write the keys out", line=line
+                )
                 continue
             # The key's source text, not its YAML 1.1 interpretation: `on:` or `yes:` is a
             # name here, not a boolean.

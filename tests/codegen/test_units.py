@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from stageware_codegen._errors import InvalidSchemaError, format_path
+from stageware_codegen._errors import InvalidSchemaError, did_you_mean, format_path
 from stageware_codegen._fits import fits
 from stageware_codegen._source import load_json, load_yaml
 from stageware_codegen._text import check_doc, docstring
@@ -175,3 +175,8 @@ def test_paths_quote_only_ambiguous_keys() -> None:
         "hooks.points['tool.before'].payload[0]"
     )
     assert format_path(("$defs", "A", "$ref")) == "$defs.A.$ref"
+
+
+@pytest.mark.parametrize("word", [1, None, True, ["deep"], {"a": 1}])
+def test_only_strings_get_spelling_suggestions(word: object) -> None:
+    assert did_you_mean(word, ["deep", "1", "True"]) == ""
