@@ -63,16 +63,6 @@ class TypeExpr:
     text: str
     names: frozenset[str]
 
-    @property
-    def mutable_value(self) -> bool:
-        """Whether a default of this type needs a ``default_factory``."""
-        return any(
-            isinstance(part, ast.Subscript)
-            and isinstance(part.value, ast.Name)
-            and part.value.id in ("list", "dict", "Mapping", "Sequence")
-            for part in union_members(self.tree)
-        )
-
 
 def parse_type(text: str, known: Mapping[str, NameKind]) -> TypeExpr:
     """Parse and check *text* against the *known* names.

@@ -34,6 +34,16 @@ class ModuleView:
     schema: _ir.Schema
     home: str
     imports: Imports = field(default_factory=Imports)
+    _defined: set[str] = field(default_factory=set[str])
+
+    def unique_name(self, name: str) -> str:
+        """*name*, numbered if the module already defines it (``_A_b_c`` twice)."""
+        unique, number = name, 1
+        while unique in self._defined:
+            number += 1
+            unique = f"{name}_{number}"
+        self._defined.add(unique)
+        return unique
 
     def use_type(self, expr: TypeExpr) -> str:
         """Import every name in *expr* and return its text."""
@@ -69,17 +79,20 @@ def default_code(
 ) -> tuple[str, dict[str, str] | None]:
     """The dataclass default for a field, and a factory function if one is needed.
 
-    A mutable default becomes a typed factory function, so each instance gets its own
-    value and the checkers see the literal against the field's declared type.
+    The value decides, not the type: a list or a mapping is mutable whatever the type
+    calls it (a payload alias such as ``Messages``, ``Any``), so it becomes a typed
+    factory function. Each instance gets its own value, and the checkers see the literal
+    against the field's declared type.
     """
-    if not expr.mutable_value or value is None:
-        return repr(value), None
+    literal = repr(value)
+    if not isinstance(value, list | dict):
+        return literal, None
     module.imports.add("dataclasses", "field")
-    factory = f"_{owner}_{name}_default"
+    factory = module.unique_name(f"_{owner}_{name}_default")
     return f"field(default_factory={factory})", {
         "name": factory,
         "type": expr.text,
-        "value": repr(value),
+        "value": literal,
     }
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -84,3 +87,12 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     )
     monkeypatch.chdir(tmp_path)
     return Project(tmp_path)
+
+
+def import_package(directory: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """Import the generated package in *directory*, fresh, under the directory's name."""
+    monkeypatch.syspath_prepend(str(directory.parent))
+    prefix = directory.name + "."
+    for name in [name for name in sys.modules if name == directory.name or name.startswith(prefix)]:
+        monkeypatch.delitem(sys.modules, name)
+    return importlib.import_module(directory.name)
