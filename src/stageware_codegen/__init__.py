@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._errors import InvalidSchemaError, SchemaError
+from ._errors import InvalidSchemaError, OutputError, SchemaError
 from ._generate import build
-from ._output import OutputError, WriteReport, diff_output, write_output
+from ._output import WriteReport, diff_output, write_output
 from ._project import relative_path
+from ._smoke import check_imports
 
 __all__ = [
     "CheckReport",
@@ -48,7 +49,8 @@ def generate(schema: Path, output: Path, *, project_root: Path | None = None) ->
 
     Raises:
         InvalidSchemaError: The schema is invalid; nothing was written.
-        OutputError: Formatting, compiling or writing failed.
+        OutputError: Formatting, compiling, importing or writing failed; nothing was
+            written.
     """
     return write_output(output, _build(schema, project_root))
 
@@ -70,7 +72,8 @@ def check(schema: Path, output: Path, *, project_root: Path | None = None) -> Ch
 
     Raises:
         InvalidSchemaError: The schema is invalid.
-        OutputError: Formatting or compiling failed.
+        OutputError: Formatting, compiling or importing the generated package failed.
     """
     files = _build(schema, project_root)
+    check_imports(files, output)
     return CheckReport(diff_output(output, files, relative_path(output, Path.cwd())))

@@ -1,8 +1,9 @@
-"""Schema diagnostics: where a problem is, and the exception that carries them.
+"""Diagnostics: where a schema problem is, and the exceptions the generator raises.
 
 Every problem the generator finds in user input is reported as ``file:line: path: message``
 so an editor can jump to it. Problems are collected rather than raised one at a time, so a
-user fixes a whole batch per run instead of one typo per run.
+user fixes a whole batch per run instead of one typo per run. Problems with the output
+(formatting, importing, writing) are an :class:`OutputError`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = [
     "DocPath",
     "ErrorCollector",
     "InvalidSchemaError",
+    "OutputError",
     "SchemaError",
     "did_you_mean",
     "format_path",
@@ -57,6 +59,10 @@ class InvalidSchemaError(Exception):
     def __init__(self, errors: Iterable[SchemaError]) -> None:
         self.errors = tuple(errors)
         super().__init__("\n".join(str(error) for error in self.errors))
+
+
+class OutputError(Exception):
+    """Formatting, importing or writing the generated output failed; nothing was written."""
 
 
 def format_path(path: DocPath) -> str:
