@@ -1,7 +1,9 @@
 """Hook points resolved: each names a real stage, a declared direction and JSON payload.
 
 Hook payloads become pydantic models, so their types must be JSON data and their field
-names must not shadow pydantic's own attributes.
+names must not shadow pydantic's own attributes. Each point becomes a member of the
+``HookPoint`` enum, named by :func:`._names.enum_member`, so no two points may map to the
+same member (``run.end`` and ``run_end``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from . import _ir
 from ._errors import DocPath, ErrorCollector, did_you_mean
 from ._field_types import FieldTypes
 from ._model import HooksSpec, SchemaSpec
+from ._names import enum_member
 from ._type_schema import to_json_schema
 from ._types import TypeExprError
 
@@ -33,8 +36,17 @@ def resolve_hooks(
             "the policy runtime orders hooks by them",
         )
     points: list[_ir.HookPoint] = []
+    members: dict[str, str] = {}
     for name, item in spec.points.items():
         base: DocPath = ("hooks", "points", name)
+        member = enum_member(name)
+        if member in members:
+            errors.add(
+                base,
+                f"hook point {name!r} would be the enum member HookPoint.{member}, "
+                f"like {members[member]!r}; rename one of them",
+            )
+        members.setdefault(member, name)
         if item.stage not in schema.stages:
             errors.add(
                 (*base, "stage"),

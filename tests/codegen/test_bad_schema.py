@@ -212,6 +212,13 @@ CASES: dict[str, Case] = {
         "hooks.points['Tool.Before']",
         "invalid hook point 'Tool.Before'",
     ),
+    "hook_points_with_one_enum_member": Case(
+        "    run.error:\n",
+        "    run_end:\n",
+        "    run.end:",
+        "hooks.points['run.end']",
+        "hook point 'run.end' would be the enum member HookPoint.RUN_END, like 'run_end'",
+    ),
     "unhonoured_without_why": Case(
         "        replace: unhonoured\n        why: The signal",
         "        replace: unhonoured\n        doc2: The signal",
@@ -225,6 +232,22 @@ CASES: dict[str, Case] = {
         "  Message:",
         "events.Message",
         "event 'Message' clashes with payload type 'Message'",
+    ),
+    "event_named_like_a_stage_context": Case(
+        "  ModelMessageEvent:\n",
+        "  InvokeModelContext:\n",
+        "  InvokeModel:",
+        "stages.InvokeModel",
+        "'InvokeModelContext' (generated for stage 'InvokeModel') clashes with event "
+        "'InvokeModelContext'",
+    ),
+    "stage_names_that_generate_one_alias": Case(
+        "  AgentStream:\n",
+        "  InvokeModelAsync:\n",
+        "  InvokeModelAsync:",
+        "stages.InvokeModelAsync",
+        "'InvokeModelAsyncInputHandler' (generated for stage 'InvokeModelAsync') clashes with "
+        "'InvokeModelAsyncInputHandler' (generated for stage 'InvokeModel')",
     ),
     "reserved_type_name": Case(
         "  ModelMessageEvent:\n",
@@ -452,5 +475,21 @@ def test_a_payload_name_the_generator_reserves_is_reported_in_its_file(
     assert result.err.splitlines() == [
         f"schema/payloads/converse.schema.json:{line}: $defs.Final: "
         "'Final' is reserved: the generated code defines or imports it"
+    ]
+    assert project.snapshot() == before
+
+
+def test_hook_points_that_differ_only_in_where_the_dot_is_clash(project: Project, cli: Cli) -> None:
+    before = project.snapshot()
+    project.edit("    run.error:\n", "    run.x_end:\n")
+    project.edit("    run.end:\n", "    run_x.end:\n")
+
+    result = cli("generate")
+
+    assert result.code == 2
+    line = project.line_of("run_x.end:")
+    assert result.err.splitlines() == [
+        f"schema/stages.yaml:{line}: hooks.points['run_x.end']: hook point 'run_x.end' would "
+        "be the enum member HookPoint.RUN_X_END, like 'run.x_end'; rename one of them"
     ]
     assert project.snapshot() == before

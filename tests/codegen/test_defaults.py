@@ -7,6 +7,7 @@ dicts that a dataclass may not share.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -84,3 +85,38 @@ def test_typed_dict_and_any_defaults_are_fresh_per_event(api: Any) -> None:
     other = api.EventLoopStopEvent("end_turn", message, {"latencyMs": 1}, {})
     assert stop.structured_output == [1, 2]
     assert stop.structured_output is not other.structured_output
+
+
+_FACTORY_CLASH = """\
+version: 1
+events:
+  A:
+    doc: Its field b_c and A_b's field c would share a factory name.
+    fields:
+      b_c: {type: "list[int]", default: [1]}
+  A_b:
+    doc: The other half of the clash.
+    fields:
+      c: {type: "dict[str, int]", default: {x: 1}}
+stages:
+  S:
+    doc: A stage.
+    result: A
+    events: [A, A_b]
+    context:
+      count: {type: int, doc: A field., copy: reference}
+"""
+
+
+def test_factories_whose_names_would_clash_stay_apart(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "clash.yaml").write_text(_FACTORY_CLASH, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = cli("generate", "--schema", "clash.yaml", "--output", "pkg/clash_api")
+    assert result.code == 0, result.err
+
+    api: Any = import_package(tmp_path / "pkg" / "clash_api", monkeypatch)
+
+    assert api.A().b_c == [1]
+    assert api.A_b().c == {"x": 1}
