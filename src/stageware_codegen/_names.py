@@ -134,8 +134,8 @@ RESERVED_FIELD_NAMES: Final = frozenset(
 CONTEXT_MEMBERS: Final = frozenset({"from_host", "interrupt", "interrupts", "name_uuid", "replace"})
 """Context methods and parameters a context field may not be named after."""
 
-EVENT_MEMBERS: Final = frozenset({"is_interrupt"})
-"""Event class attributes an event field may not be named after."""
+EVENT_MEMBERS: Final = frozenset({"get", "is_interrupt", "keys"})
+"""Event class attributes and methods an event field may not be named after."""
 
 _TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*")
 _LOWER_NAME = re.compile(r"[a-z][a-z0-9_]*")

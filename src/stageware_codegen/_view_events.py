@@ -1,4 +1,9 @@
-"""The view of ``events.py``: one frozen dataclass per event, one union per stage."""
+"""The view of ``events.py``: one frozen dataclass per event, one union per stage.
+
+An event with ``keys`` reads like a read-only dict, as the spec indexes events:
+``event["stop"]``, ``"stop" in event``, iteration over the keys, ``keys()`` and ``get()``,
+each typed per key.
+"""
 
 from __future__ import annotations
 
@@ -44,9 +49,11 @@ def events_view(schema: _ir.Schema) -> dict[str, Any]:
             )
         keys = [_key_view(key, types) for key in event.keys]
         if keys:
+            module.imports.add("collections.abc", "Iterator")
             module.imports.add("typing", "Literal")
-        if len(keys) > 1:
             module.imports.add("typing", "overload")
+            module.imports.add("typing", "TypeVar")
+        names = [repr(key.name) for key in event.keys]
         events.append(
             {
                 "name": event.name,
@@ -55,6 +62,8 @@ def events_view(schema: _ir.Schema) -> dict[str, Any]:
                 "fields": fields,
                 "getters": keys,
                 "getitem_doc": docstring(_getitem_doc(event), BODY),
+                "key_type": f"Literal[{', '.join(names)}]",
+                "key_tuple": f"({', '.join(names)}{',' if len(names) == 1 else ''})",
             }
         )
     unions: list[dict[str, str]] = []
@@ -71,6 +80,8 @@ def events_view(schema: _ir.Schema) -> dict[str, Any]:
     return {
         "doc": "Stage events: what flows through each stage's middleware chain.",
         "imports": module.imports.lines(),
+        # `get(key, default)` returns the default's own type for keys it does not know.
+        "default_typevar": any(event.keys for event in schema.events),
         "factories": factories,
         "events": events,
         "unions": unions,

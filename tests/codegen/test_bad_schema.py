@@ -249,6 +249,13 @@ CASES: dict[str, Case] = {
         "'InvokeModelAsyncInputHandler' (generated for stage 'InvokeModelAsync') clashes with "
         "'InvokeModelAsyncInputHandler' (generated for stage 'InvokeModel')",
     ),
+    "event_field_named_like_a_mapping_method": Case(
+        "      stop_reason: {type: StopReason, doc: Why the model stopped.}",
+        "      get: {type: StopReason, doc: Why the model stopped.}",
+        "get: {type: StopReason",
+        "events.ModelStopReason.fields.get",
+        "'get' is reserved on events",
+    ),
     "reserved_type_name": Case(
         "  ModelMessageEvent:\n",
         "  MiddlewareStage:\n",

@@ -4,12 +4,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar, final, Literal, TypeAlias
+from typing import Any, ClassVar, final, Literal, overload, TypeAlias, TypeVar
 
 from stageware._runtime import Interrupt
 
 from .payloads import Message, Metrics, StopReason, StreamEvent, ToolResult, ToolUse, Usage
+
+_Default = TypeVar("_Default")
 
 
 @final
@@ -50,6 +53,35 @@ class ModelStopReason:
         if key == "stop":
             return (self.stop_reason, self.message, self.usage, self.metrics)
         raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether *key* is one of the keys this event can be indexed with."""
+        return key in ("stop",)
+
+    def __iter__(self) -> Iterator[Literal["stop"]]:
+        """Iterate over the keys, as iterating a dict does."""
+        return iter(self.keys())
+
+    def keys(self) -> tuple[Literal["stop"], ...]:
+        """The keys this event can be indexed with."""
+        return ("stop",)
+
+    @overload
+    def get(
+        self, key: Literal["stop"], default: object = None
+    ) -> tuple[StopReason, Message, Usage, Metrics]: ...
+
+    @overload
+    def get(self, key: str, default: None = None) -> object | None: ...
+
+    @overload
+    def get(self, key: str, default: _Default) -> object | _Default: ...
+
+    def get(self, key: str, default: object = None) -> object:
+        """The value for *key*, or *default* if *key* is not one of this event's keys."""
+        if key == "stop":
+            return self["stop"]
+        return default
 
 
 @final
@@ -113,6 +145,33 @@ class ToolResultEvent:
             return self.tool_result
         raise KeyError(key)
 
+    def __contains__(self, key: object) -> bool:
+        """Whether *key* is one of the keys this event can be indexed with."""
+        return key in ("tool_result",)
+
+    def __iter__(self) -> Iterator[Literal["tool_result"]]:
+        """Iterate over the keys, as iterating a dict does."""
+        return iter(self.keys())
+
+    def keys(self) -> tuple[Literal["tool_result"], ...]:
+        """The keys this event can be indexed with."""
+        return ("tool_result",)
+
+    @overload
+    def get(self, key: Literal["tool_result"], default: object = None) -> ToolResult: ...
+
+    @overload
+    def get(self, key: str, default: None = None) -> object | None: ...
+
+    @overload
+    def get(self, key: str, default: _Default) -> object | _Default: ...
+
+    def get(self, key: str, default: object = None) -> object:
+        """The value for *key*, or *default* if *key* is not one of this event's keys."""
+        if key == "tool_result":
+            return self["tool_result"]
+        return default
+
 
 @final
 @dataclass(frozen=True, slots=True)
@@ -167,6 +226,35 @@ class EventLoopStopEvent:
                 self.structured_output,
             )
         raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether *key* is one of the keys this event can be indexed with."""
+        return key in ("stop",)
+
+    def __iter__(self) -> Iterator[Literal["stop"]]:
+        """Iterate over the keys, as iterating a dict does."""
+        return iter(self.keys())
+
+    def keys(self) -> tuple[Literal["stop"], ...]:
+        """The keys this event can be indexed with."""
+        return ("stop",)
+
+    @overload
+    def get(
+        self, key: Literal["stop"], default: object = None
+    ) -> tuple[StopReason, Message, Metrics, dict[str, Any], list[Interrupt] | None, Any]: ...
+
+    @overload
+    def get(self, key: str, default: None = None) -> object | None: ...
+
+    @overload
+    def get(self, key: str, default: _Default) -> object | _Default: ...
+
+    def get(self, key: str, default: object = None) -> object:
+        """The value for *key*, or *default* if *key* is not one of this event's keys."""
+        if key == "stop":
+            return self["stop"]
+        return default
 
 
 InvokeModelEvent: TypeAlias = ModelStreamChunkEvent | ModelStopReason
