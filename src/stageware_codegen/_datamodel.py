@@ -20,7 +20,8 @@ from ._type_schema import to_json_schema
 __all__ = ["DatamodelError", "hook_models_schema", "run_datamodel_codegen"]
 
 # Flags shared by both outputs: Python 3.11 syntax, enums as Literal, schema
-# descriptions as docstrings, and the built-in formatter because ruff formats afterwards.
+# descriptions as docstrings, constraints that type-check, and the built-in formatter
+# because ruff formats afterwards.
 _COMMON_FLAGS = (
     "--input-file-type",
     "jsonschema",
@@ -33,6 +34,8 @@ _COMMON_FLAGS = (
     "--use-union-operator",
     "--use-schema-description",
     "--use-field-description",
+    # Constraints as Field(...) arguments: constr(...) annotations do not type-check.
+    "--field-constraints",
     "--skip-root-model",
     "--formatters",
     "builtin",

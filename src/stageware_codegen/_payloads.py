@@ -1,9 +1,9 @@
 """Payload files: JSON Schema documents whose ``$defs`` are the schema's JSON data types.
 
 All payload files are merged into one ``$defs`` namespace (a name defined twice is an
-error), and every ``$ref`` must point into it, so datamodel-code-generator sees one
-self-contained document. This module also checks YAML defaults against a payload type,
-covering the JSON Schema keywords payload files use.
+error), every ``$ref`` must point into it, and every definition must stay within the
+JSON Schema subset of :mod:`._jsonschema`, so datamodel-code-generator sees one
+self-contained document it turns into code that type-checks.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import DocPath, ErrorCollector, InvalidSchemaError, SchemaError
+from ._json_values import REF_PREFIX, Defs, validate_value
+from ._jsonschema import ref_cycle, schema_problems, subschemas
 from ._names import check_type_name, reserved_type_problem
 from ._project import relative_path
-from ._source import Document, as_list, as_mapping, load_json
-from ._text import check_doc
+from ._source import Document, as_mapping, load_json
 
 __all__ = ["PayloadSet", "load_payloads"]
 
 _ROOT_KEYS = frozenset({"$schema", "$id", "$comment", "title", "description", "$defs"})
-_REF_PREFIX = "#/$defs/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +39,13 @@ class PayloadSet:
 
     def check_value(self, name: str, value: object) -> str | None:
         """Return why *value* is not a valid ``name`` payload, or None."""
-        return _validate(self.defs[name], value, self.defs, name)
+        return validate_value(self.defs[name], value, self.defs, name)
 
     def deref(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
         """*schema*, or the definition it names if it is a ``$ref``, followed to the end."""
         ref = schema.get("$ref")
         while isinstance(ref, str):
-            schema = self.defs[ref.removeprefix(_REF_PREFIX)]
+            schema = self.defs[ref.removeprefix(REF_PREFIX)]
             ref = schema.get("$ref")
         return schema
 
@@ -80,8 +80,8 @@ def load_payloads(
         path = schema_dir / entry
         try:
             text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            schema_errors.add(("payloads", index), f"cannot read payload file: {exc.strerror}")
+        except (OSError, UnicodeDecodeError) as exc:
+            schema_errors.add(("payloads", index), f"cannot read payload file: {_reason(exc)}")
             continue
         try:
             document = load_json(text, relative_path(path, display))
@@ -97,13 +97,34 @@ def load_payloads(
                 defs[name] = definition
                 origin[name] = document.file
         loaded.append((collector, found))
-    # $refs are checked once every file is loaded, since files may use each other's defs.
+    # Definitions are checked once every file is loaded: files may use each other's defs.
+    in_cycles: set[str] = set()
     for collector, found in loaded:
         for name, definition in found:
-            for where, message in _bad_refs(definition, defs, ("$defs", name)):
+            for where, message in schema_problems(definition, ("$defs", name), defs):
                 collector.add(where, message)
+            cycle = ref_cycle(name, defs) if name not in in_cycles else None
+            if cycle is not None:
+                in_cycles.update(cycle)
+                collector.add(
+                    ("$defs", name, "$ref"),
+                    f"{name!r} is defined as itself: {' -> '.join(cycle)}",
+                )
+    # Defaults are values of the definitions around them, so they are checked only
+    # once every definition is known to be sound.
+    if not any(collector.errors for collector, _ in loaded):
+        for collector, found in loaded:
+            for name, definition in found:
+                _check_defaults(definition, ("$defs", name), defs, collector)
+    for collector, _ in loaded:
         errors.extend(collector.errors)
     return PayloadSet(defs, tuple(errors))
+
+
+def _reason(exc: OSError | UnicodeDecodeError) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8"
+    return exc.strerror or str(exc)
 
 
 def _file_defs(document: Document, errors: ErrorCollector) -> list[tuple[str, Mapping[str, Any]]]:
@@ -111,18 +132,15 @@ def _file_defs(document: Document, errors: ErrorCollector) -> list[tuple[str, Ma
     if data is None:
         errors.add((), "a payload file must be a JSON object with '$defs'")
         return []
-    for key in data:
+    for key, value in data.items():
         if key not in _ROOT_KEYS:
             errors.add((key,), f"unsupported top-level key {key!r}: only '$defs' are generated")
+        elif key in ("title", "description") and not isinstance(value, str):
+            errors.add((key,), f"{key!r} must be a string")
     defs = as_mapping(data.get("$defs"))
     if defs is None:
         errors.add(("$defs",), "'$defs' must be an object of named JSON Schemas")
         return []
-    for path, text in _texts(defs, ("$defs",)):
-        try:
-            check_doc(text)
-        except ValueError as exc:
-            errors.add(path, str(exc))
     found: list[tuple[str, Mapping[str, Any]]] = []
     for name, value in defs.items():
         definition = as_mapping(value)
@@ -142,130 +160,24 @@ def _file_defs(document: Document, errors: ErrorCollector) -> list[tuple[str, Ma
     return found
 
 
-def _children(node: object, path: DocPath) -> list[tuple[DocPath, str | int, Any]]:
-    """The (path, key, value) children of a JSON object or array; none for scalars."""
-    mapping = as_mapping(node)
-    if mapping is not None:
-        return [((*path, key), key, value) for key, value in mapping.items()]
-    items = as_list(node)
-    if items is not None:
-        return [((*path, index), index, value) for index, value in enumerate(items)]
-    return []
-
-
-def _texts(node: object, path: DocPath) -> list[tuple[DocPath, str]]:
-    """Every ``title`` and ``description`` under *node*: they become docstrings."""
-    found: list[tuple[DocPath, str]] = []
-    for where, key, value in _children(node, path):
-        if key in ("title", "description") and isinstance(value, str):
-            found.append((where, value))
-        else:
-            found.extend(_texts(value, where))
-    return found
-
-
-def _bad_refs(
-    node: object, known: Mapping[str, object], path: DocPath
-) -> list[tuple[DocPath, str]]:
-    """Every ``$ref`` under *node* that does not name a known definition."""
-    problems: list[tuple[DocPath, str]] = []
-    for where, key, value in _children(node, path):
-        if key != "$ref":
-            problems.extend(_bad_refs(value, known, where))
-        elif not isinstance(value, str) or not value.startswith(_REF_PREFIX):
-            problems.append((where, f"$ref must look like '{_REF_PREFIX}Name', got {value!r}"))
-        elif value.removeprefix(_REF_PREFIX) not in known:
-            problems.append((where, f"$ref {value!r} names no payload definition"))
-    return problems
-
-
-def _refs(node: object) -> list[str]:
-    """The definition names every well-formed ``$ref`` under *node* points to."""
-    found: list[str] = []
-    for _, key, value in _children(node, ()):
-        if key == "$ref" and isinstance(value, str) and value.startswith(_REF_PREFIX):
-            found.append(value.removeprefix(_REF_PREFIX))
-        else:
-            found.extend(_refs(value))
-    return found
-
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "null": (type(None),),
-    "object": (dict,),
-    "array": (list,),
-}
-
-
-def _is_json_type(value: object, name: object) -> bool:
-    if isinstance(value, bool) and name in ("integer", "number"):
-        return False
-    return isinstance(value, _JSON_TYPES.get(str(name), (object,)))
-
-
-def _same(a: object, b: object) -> bool:
-    # `True == 1` in Python, but not in JSON Schema.
-    return type(a) is type(b) and a == b
-
-
-Defs = Mapping[str, Mapping[str, Any]]
-
-
-def _validate(schema: Mapping[str, Any], value: object, defs: Defs, where: str) -> str | None:
-    """A small JSON Schema check for defaults: the keywords payload files use."""
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
-        name = ref.removeprefix(_REF_PREFIX)
-        return _validate(defs[name], value, defs, name)
-    if "const" in schema and not _same(schema["const"], value):
-        return f"{where}: expected {schema['const']!r}, got {value!r}"
-    enum = as_list(schema.get("enum"))
-    if enum is not None and not any(_same(option, value) for option in enum):
-        return f"{where}: {value!r} is not one of {enum!r}"
-    for keyword in ("anyOf", "oneOf"):
-        options = [
-            option
-            for item in as_list(schema.get(keyword)) or []
-            if (option := as_mapping(item)) is not None
-        ]
-        if options and all(_validate(option, value, defs, where) is not None for option in options):
-            return f"{where}: {value!r} matches none of the allowed shapes"
-    kind = schema.get("type")
-    kinds: list[object] = [kind] if isinstance(kind, str) else as_list(kind) or []
-    if kinds and not any(_is_json_type(value, name) for name in kinds):
-        return f"{where}: expected {' or '.join(map(str, kinds))}, got {value!r}"
-    mapping = as_mapping(value)
-    if mapping is not None:
-        return _validate_object(schema, mapping, defs, where)
-    items = as_list(value)
-    item_schema = as_mapping(schema.get("items"))
-    if items is not None and item_schema is not None:
-        for index, item in enumerate(items):
-            problem = _validate(item_schema, item, defs, f"{where}[{index}]")
-            if problem is not None:
-                return problem
-    return None
-
-
-def _validate_object(
-    schema: Mapping[str, Any], value: dict[str, Any], defs: Defs, where: str
-) -> str | None:
-    properties = as_mapping(schema.get("properties")) or {}
-    for key in as_list(schema.get("required")) or []:
-        if key not in value:
-            return f"{where}: missing required key {key!r}"
-    extra: object = schema.get("additionalProperties", True)
-    for key, item in value.items():
-        sub = as_mapping(properties.get(key))
-        if sub is None:
-            if extra is False:
-                return f"{where}: unexpected key {key!r}"
-            sub = as_mapping(extra) or {}
-        problem = _validate(sub, item, defs, f"{where}.{key}")
+def _check_defaults(
+    schema: Mapping[str, Any], path: DocPath, defs: Defs, errors: ErrorCollector
+) -> None:
+    """Report every ``default`` in *schema* that does not fit the schema it sits in."""
+    if "default" in schema:
+        problem = validate_value(schema, schema["default"], defs, "default")
         if problem is not None:
-            return problem
-    return None
+            errors.add((*path, "default"), f"the default does not fit its schema: {problem}")
+    for where, sub in subschemas(schema, path):
+        _check_defaults(sub, where, defs, errors)
+
+
+def _refs(schema: Mapping[str, Any]) -> list[str]:
+    """The definition names every ``$ref`` in *schema* points to."""
+    found: list[str] = []
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith(REF_PREFIX):
+        found.append(ref.removeprefix(REF_PREFIX))
+    for _, sub in subschemas(schema, ()):
+        found.extend(_refs(sub))
+    return found
