@@ -17,6 +17,8 @@ from ._errors import did_you_mean
 
 __all__ = [
     "GENERICS",
+    "MAX_TYPE_LENGTH",
+    "MAX_TYPE_NESTING",
     "NameKind",
     "TypeExpr",
     "TypeExprError",
@@ -25,6 +27,12 @@ __all__ = [
     "type_args",
     "union_members",
 ]
+
+MAX_TYPE_LENGTH = 1000
+"""The longest type expression accepted, in characters."""
+
+MAX_TYPE_NESTING = 16
+"""How deep type arguments may nest (``list[list[...]]``)."""
 
 GENERICS: dict[str, int | None] = {
     "list": 1,
@@ -70,21 +78,31 @@ def parse_type(text: str, known: Mapping[str, NameKind]) -> TypeExpr:
     Raises:
         TypeExprError: With a message fit for a schema diagnostic.
     """
+    if len(text) > MAX_TYPE_LENGTH:
+        raise TypeExprError(f"type expression is longer than {MAX_TYPE_LENGTH} characters")
     try:
         tree = ast.parse(text.strip(), mode="eval").body
+        names: set[str] = set()
+        _check(tree, known, names, 0)
+        rendered = ast.unparse(tree)
     except SyntaxError as exc:
         raise TypeExprError(f"invalid type expression {text!r}: {exc.msg}") from None
-    names: set[str] = set()
-    _check(tree, known, names)
-    return TypeExpr(tree, ast.unparse(tree), frozenset(names))
+    except (RecursionError, MemoryError):
+        # ast recurses once per `|` and per bracket; the length limit normally stops
+        # this first.
+        raise TypeExprError("type expression is too complex to check") from None
+    return TypeExpr(tree, rendered, frozenset(names))
 
 
-def _check(node: ast.expr, known: Mapping[str, NameKind], names: set[str]) -> None:
-    if isinstance(node, ast.Constant) and node.value is None:
+def _check(node: ast.expr, known: Mapping[str, NameKind], names: set[str], depth: int) -> None:
+    if depth > MAX_TYPE_NESTING:
+        raise TypeExprError(f"type expression is nested more than {MAX_TYPE_NESTING} levels deep")
+    members = union_members(node)
+    if len(members) > 1:
+        for member in members:
+            _check(member, known, names, depth)
         return
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        _check(node.left, known, names)
-        _check(node.right, known, names)
+    if isinstance(node, ast.Constant) and node.value is None:
         return
     if isinstance(node, ast.Name):
         if node.id in GENERICS or node.id == "Literal":
@@ -94,7 +112,7 @@ def _check(node: ast.expr, known: Mapping[str, NameKind], names: set[str]) -> No
         names.add(node.id)
         return
     if isinstance(node, ast.Subscript):
-        _check_subscript(node, known, names)
+        _check_subscript(node, known, names, depth)
         return
     if isinstance(node, ast.Attribute):
         raise TypeExprError(
@@ -103,9 +121,11 @@ def _check(node: ast.expr, known: Mapping[str, NameKind], names: set[str]) -> No
     raise TypeExprError(f"unsupported type syntax {ast.unparse(node)!r}")
 
 
-def _check_subscript(node: ast.Subscript, known: Mapping[str, NameKind], names: set[str]) -> None:
+def _check_subscript(
+    node: ast.Subscript, known: Mapping[str, NameKind], names: set[str], depth: int
+) -> None:
     if isinstance(node.value, ast.Attribute):
-        _check(node.value, known, names)
+        _check(node.value, known, names, depth)
     if not isinstance(node.value, ast.Name):
         raise TypeExprError(f"unsupported type syntax {ast.unparse(node)!r}")
     name = node.value.id
@@ -127,7 +147,7 @@ def _check_subscript(node: ast.Subscript, known: Mapping[str, NameKind], names: 
     elif arity is not None and len(args) != arity:
         raise TypeExprError(f"{name}[...] takes {arity} type argument(s), got {len(args)}")
     for arg in args:
-        _check(arg, known, names)
+        _check(arg, known, names, depth + 1)
 
 
 def _is_ellipsis(node: ast.expr) -> bool:
@@ -149,10 +169,17 @@ def literal_value(node: ast.expr) -> tuple[object] | None:
 
 
 def union_members(node: ast.expr) -> list[ast.expr]:
-    """The members of a ``X | Y`` union, or the node itself."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return [*union_members(node.left), *union_members(node.right)]
-    return [node]
+    """The members of a ``X | Y`` union, left to right, or the node itself."""
+    members: list[ast.expr] = []
+    # `a | b | c` nests to the left as deep as it is long: walk it without recursion.
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
+            pending += [current.right, current.left]
+        else:
+            members.append(current)
+    return members
 
 
 def type_args(node: ast.Subscript) -> list[ast.expr]:

@@ -347,6 +347,45 @@ CASES: dict[str, Case] = {
         "stages.InvokeModel.context.model.why",
         "'why:' explains a field that replace() cannot set or that is excluded",
     ),
+    "recursive_alias": Case(
+        "version: 1\n",
+        "version: 1\nloop: &loop [*loop]\n",
+        "loop: &loop",
+        "loop[0]",
+        "a YAML alias refers to a collection that contains it",
+    ),
+    "exponential_aliases": Case(
+        "version: 1\n",
+        "version: 1\n"
+        + "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 10)}]\n" for level in range(1, 7)
+        ),
+        "a0: &a0",
+        "",
+        "the document expands to more than 100000 values",
+    ),
+    "deep_nesting": Case(
+        "version: 1\n",
+        "version: 1\ndeep: " + "[" * 3000 + "]" * 3000 + "\n",
+        "deep: [[[",
+        "",
+        "collections are nested more than 64 levels deep",
+    ),
+    "huge_union_type": Case(
+        "type: int | None\n        doc: Estimated",
+        "type: " + "int | " * 4999 + "int\n        doc: Estimated",
+        "type: int | int | int",
+        "stages.InvokeModel.context.projected_input_tokens.type",
+        "type expression is longer than 1000 characters",
+    ),
+    "deeply_nested_type": Case(
+        "type: int | None\n        doc: Estimated",
+        "type: " + "list[" * 20 + "int" + "]" * 20 + "\n        doc: Estimated",
+        "type: list[list[",
+        "stages.InvokeModel.context.projected_input_tokens.type",
+        "type expression is nested more than 16 levels deep",
+    ),
     "missing_payload_file": Case(
         "  - payloads/converse.schema.json",
         "  - payloads/missing.schema.json",
@@ -499,4 +538,20 @@ def test_hook_points_that_differ_only_in_where_the_dot_is_clash(project: Project
         f"schema/stages.yaml:{line}: hooks.points['run_x.end']: hook point 'run_x.end' would "
         "be the enum member HookPoint.RUN_X_END, like 'run.x_end'; rename one of them"
     ]
+    assert project.snapshot() == before
+
+
+def test_a_deeply_nested_payload_file_is_an_error_not_a_traceback(
+    project: Project, cli: Cli
+) -> None:
+    before = project.snapshot()
+    path = project.root / "schema" / "payloads" / "converse.schema.json"
+    path.write_text('{\n  "$defs": ' + "[" * 3000 + "]" * 3000 + "\n}\n", encoding="utf-8")
+
+    result = cli("generate")
+
+    assert result.code == 2
+    assert "Traceback" not in result.err
+    assert result.err.startswith("schema/payloads/converse.schema.json:2: "), result.err
+    assert "nested more than 64 levels deep" in result.err
     assert project.snapshot() == before
