@@ -10,12 +10,11 @@ generated code, and the command that regenerates it must work when it is broken.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 __all__ = ["main"]
 
@@ -24,15 +23,6 @@ EXIT_STALE = 1
 EXIT_ERROR = 2
 
 _CODEGEN_MODULES = frozenset({"jinja2", "yaml", "datamodel_code_generator"})
-
-
-@dataclass(frozen=True, slots=True)
-class _Paths:
-    """Schema and output locations, and the project root the banner is relative to."""
-
-    schema: Path
-    output: Path
-    root: Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,50 +37,6 @@ class _UsageError(Exception):
     """A problem with the command line or the project configuration."""
 
 
-def _find_pyproject(start: Path) -> Path | None:
-    for directory in (start, *start.parents):
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _table(value: object) -> dict[str, object]:
-    """A TOML table as a dict, or an empty one when *value* is missing or not a table."""
-    return cast("dict[str, object]", value) if isinstance(value, dict) else {}
-
-
-def _resolve_paths(args: argparse.Namespace) -> _Paths:
-    """Paths from the command line, falling back to ``[tool.stageware]`` in pyproject.toml."""
-    cwd = Path.cwd()
-    pyproject = _find_pyproject(cwd)
-    config: dict[str, object] = {}
-    if pyproject is not None:
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise _UsageError(f"{pyproject}: cannot read: {exc}") from None
-        config = _table(_table(data.get("tool")).get("stageware"))
-    root = pyproject.parent if pyproject is not None else cwd
-
-    def pick(key: str, given: str | None) -> Path:
-        if given is not None:
-            return Path(given)
-        value = config.get(key)
-        if value is None:
-            raise _UsageError(
-                f"no {key} given: pass --{key} or set {key} under [tool.stageware] "
-                "in pyproject.toml"
-            )
-        if not isinstance(value, str):
-            raise _UsageError(f"{pyproject}: [tool.stageware] {key} must be a string")
-        return root / value
-
-    schema: str | None = args.schema
-    output: str | None = args.output
-    return _Paths(pick("schema", schema), pick("output", output), root)
-
-
 def _missing_extra(exc: ImportError) -> Exception:
     """A clear message when the codegen extra is not installed; other errors unchanged."""
     if exc.name is not None and exc.name.split(".")[0] in _CODEGEN_MODULES:
@@ -99,6 +45,39 @@ def _missing_extra(exc: ImportError) -> Exception:
             "pip install 'stageware[codegen]'"
         )
     return exc
+
+
+def _resolve_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Schema and output from the command line, else from ``[tool.stageware]``.
+
+    The configuration is that of the ``pyproject.toml`` nearest the working directory;
+    configured paths are relative to that file. Call only once the generator imported.
+    """
+    from stageware_codegen import ConfigError, ProjectConfig, find_config
+
+    schema: str | None = args.schema
+    output: str | None = args.output
+    config: ProjectConfig | None = None
+    if schema is None or output is None:
+        try:
+            config = find_config(Path.cwd())
+        except ConfigError as exc:
+            raise _UsageError(str(exc)) from None
+
+    def pick(key: str, given: str | None, configured: Path | None) -> Path:
+        if given is not None:
+            return Path(given)
+        if configured is None:
+            raise _UsageError(
+                f"no {key} given: pass --{key} or set {key} under [tool.stageware] "
+                "in pyproject.toml"
+            )
+        return configured
+
+    return (
+        pick("schema", schema, None if config is None else config.schema),
+        pick("output", output, None if config is None else config.output),
+    )
 
 
 def _print_schema_errors(errors: Sequence[object]) -> int:
@@ -115,45 +94,53 @@ def _schema_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_generate(args: argparse.Namespace) -> int:
-    paths = _resolve_paths(args)
     try:
         import stageware_codegen as codegen
     except ImportError as exc:
         raise _missing_extra(exc) from None
+    schema, output = _resolve_paths(args)
     try:
-        report = codegen.generate(paths.schema, paths.output, project_root=paths.root)
+        report = codegen.generate(schema, output)
     except codegen.InvalidSchemaError as exc:
         return _print_schema_errors(exc.errors)
     except codegen.OutputError as exc:
         raise _UsageError(str(exc)) from None
     print(
-        f"{codegen.relative_path(paths.output, Path.cwd())}: {len(report.written)} written, "
+        f"{codegen.relative_path(output, Path.cwd())}: {len(report.written)} written, "
         f"{len(report.unchanged)} unchanged, {len(report.removed)} removed"
     )
     return EXIT_OK
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    paths = _resolve_paths(args)
     try:
         import stageware_codegen as codegen
     except ImportError as exc:
         raise _missing_extra(exc) from None
+    schema, output = _resolve_paths(args)
     try:
-        report = codegen.check(paths.schema, paths.output, project_root=paths.root)
+        report = codegen.check(schema, output)
     except codegen.InvalidSchemaError as exc:
         return _print_schema_errors(exc.errors)
     except codegen.OutputError as exc:
         raise _UsageError(str(exc)) from None
+    shown = codegen.relative_path(output, Path.cwd())
     if report.up_to_date:
-        print(f"{codegen.relative_path(paths.output, Path.cwd())} is up to date")
+        print(f"{shown} is up to date")
         return EXIT_OK
     sys.stdout.write(report.diff)
-    print(
-        f"{codegen.relative_path(paths.output, Path.cwd())} is stale: run `stageware generate`",
-        file=sys.stderr,
-    )
+    print(f"{shown} is stale: run `{_generate_command(args)}`", file=sys.stderr)
     return EXIT_STALE
+
+
+def _generate_command(args: argparse.Namespace) -> str:
+    """The `generate` command with the options this command was given, for this cwd."""
+    words = ["stageware", "generate"]
+    for option in ("schema", "output"):
+        value: str | None = getattr(args, option)
+        if value is not None:
+            words += [f"--{option}", value]
+    return shlex.join(words)
 
 
 _COMMANDS: tuple[_Command, ...] = (

@@ -4,6 +4,7 @@ Needs the ``codegen`` extra (``pip install 'stageware[codegen]'``); the runtime 
 imports this package. :func:`generate` writes the generated package, :func:`check`
 reports whether the checked-in one is up to date. Both raise
 :class:`InvalidSchemaError` for a bad schema and write nothing in that case.
+:func:`find_config` reads ``[tool.stageware]``, as the command line does.
 """
 
 from __future__ import annotations
@@ -13,30 +14,42 @@ from pathlib import Path
 
 from ._errors import InvalidSchemaError, OutputError, SchemaError
 from ._generate import build
-from ._output import WriteReport, diff_output, write_output
-from ._project import relative_path
+from ._output import WriteReport, banner, diff_output, write_output
+from ._project import (
+    ConfigError,
+    ProjectConfig,
+    find_config,
+    project_root,
+    regenerate_command,
+    relative_path,
+)
 from ._smoke import check_imports
 
 __all__ = [
     "CheckReport",
+    "ConfigError",
     "InvalidSchemaError",
     "OutputError",
+    "ProjectConfig",
     "SchemaError",
     "WriteReport",
     "check",
+    "find_config",
     "generate",
     "relative_path",
 ]
 
 
-def _build(schema: Path, project_root: Path | None) -> dict[str, str]:
+def _build(schema: Path, output: Path, root: Path | None) -> dict[str, str]:
     """Render every module.
 
-    Messages name the schema relative to the cwd, the banner relative to *project_root*.
+    Messages name files relative to the cwd; the banner names the schema relative to the
+    project root and gives the command that regenerates *output* from there.
     """
     cwd = Path.cwd()
-    banner = relative_path(schema, cwd if project_root is None else project_root)
-    return build(schema, relative_path(schema, cwd), banner, cwd)
+    root = project_root(schema) if root is None else root
+    text = banner(relative_path(schema, root), regenerate_command(schema, output, root))
+    return build(schema, relative_path(schema, cwd), text, cwd)
 
 
 def generate(schema: Path, output: Path, *, project_root: Path | None = None) -> WriteReport:
@@ -45,14 +58,15 @@ def generate(schema: Path, output: Path, *, project_root: Path | None = None) ->
     Args:
         schema: The stage schema YAML.
         output: The package directory to write (created if missing).
-        project_root: Directory the banner names the schema relative to (default: cwd).
+        project_root: Directory the banner names paths relative to (default: that of the
+            ``pyproject.toml`` nearest the schema, else the schema's directory).
 
     Raises:
         InvalidSchemaError: The schema is invalid; nothing was written.
         OutputError: Formatting, compiling, importing or writing failed; nothing was
             written.
     """
-    return write_output(output, _build(schema, project_root))
+    return write_output(output, _build(schema, output, project_root))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +84,12 @@ class CheckReport:
 def check(schema: Path, output: Path, *, project_root: Path | None = None) -> CheckReport:
     """Compare the generated package in *output* with what *schema* generates now.
 
+    *project_root* is as for :func:`generate`.
+
     Raises:
         InvalidSchemaError: The schema is invalid.
         OutputError: Formatting, compiling or importing the generated package failed.
     """
-    files = _build(schema, project_root)
+    files = _build(schema, output, project_root)
     check_imports(files, output)
     return CheckReport(diff_output(output, files, relative_path(output, Path.cwd())))

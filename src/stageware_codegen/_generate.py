@@ -43,14 +43,14 @@ _HOOK_EVENTS_DOC = (
 
 
 def build(
-    schema_path: Path, file_label: str, banner_label: str, display_base: Path
+    schema_path: Path, file_label: str, banner_text: str, display_base: Path
 ) -> dict[str, str]:
     """Generate every module for the schema at *schema_path*.
 
     Args:
         schema_path: The stage schema YAML.
         file_label: How the schema file is named in error messages.
-        banner_label: How the schema file is named in the generated banner.
+        banner_text: The banner every generated module starts with.
         display_base: Directory that payload file names in messages are relative to.
 
     Returns:
@@ -85,7 +85,7 @@ def build(
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         bodies = _render(schema, payloads, errors, pool)
         finished = {
-            name: pool.submit(finish_module, name, body, banner_label)
+            name: pool.submit(finish_module, name, body, banner_text)
             for name, body in bodies.items()
         }
         return {name: future.result() for name, future in finished.items()}
