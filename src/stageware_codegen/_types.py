@@ -71,6 +71,15 @@ class TypeExpr:
     text: str
     names: frozenset[str]
 
+    @property
+    def accepts_none(self) -> bool:
+        """Whether ``None`` is a value of this type (``X | None``, ``Any``, ``object``)."""
+        return any(
+            (isinstance(member, ast.Constant) and member.value is None)
+            or (isinstance(member, ast.Name) and member.id in ("Any", "object"))
+            for member in union_members(self.tree)
+        )
+
 
 def parse_type(text: str, known: Mapping[str, NameKind]) -> TypeExpr:
     """Parse and check *text* against the *known* names.

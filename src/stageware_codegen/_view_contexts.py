@@ -201,21 +201,23 @@ def _from_host_doc(stage: _ir.Stage, present: list[_ir.ContextField]) -> str:
 
 
 def _replace_doc(stage: _ir.Stage, present: list[_ir.ContextField], name: str) -> str:
-    lines = [
-        "Return a copy with the given fields replaced.",
-        "",
-        "Omitted fields keep their current value (the same object); "
-        "an explicit `None` is a replacement.",
-    ]
+    replaceable = [item for item in present if item.replace == "allowed"]
+    if not replaceable:
+        lines = ["Return a copy of this context; none of its fields can be replaced."]
+    else:
+        omitted = "Omitted fields keep their current value (the same object)"
+        # Only worth saying when some parameter accepts None, so it could mean "unset".
+        if any(item.type is not None and item.type.accepts_none for item in replaceable):
+            omitted += "; an explicit `None` is a replacement"
+        lines = ["Return a copy with the given fields replaced.", "", omitted + "."]
     kept = [f"`{item.name}`" for item in present if item.replace != "allowed"]
     if stage.interrupt_id is not None:
         kept.append("the interrupt state")
     if kept:
         listed = kept[0] if len(kept) == 1 else ", ".join(kept[:-1]) + " and " + kept[-1]
         lines += ["", f"{listed} {'is' if len(kept) == 1 else 'are'} carried over unchanged."]
-    allowed = [(item.name, item.doc) for item in present if item.replace == "allowed"]
-    if allowed:
-        lines += ["", *_args_section(allowed)]
+    if replaceable:
+        lines += ["", *_args_section([(item.name, item.doc) for item in replaceable])]
     lines += ["", "Returns:", f"    A new `{name}`."]
     return "\n".join(lines)
 

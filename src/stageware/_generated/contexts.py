@@ -385,8 +385,7 @@ class AgentStreamContext:
     ) -> AgentStreamContext:
         """Return a copy with the given fields replaced.
 
-        Omitted fields keep their current value (the same object); an explicit `None` is a
-        replacement.
+        Omitted fields keep their current value (the same object).
 
         `agent`, `messages` and the interrupt state are carried over unchanged.
 
