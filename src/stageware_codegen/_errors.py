@@ -19,6 +19,8 @@ __all__ = [
     "InvalidSchemaError",
     "OutputError",
     "SchemaError",
+    "close_matches",
+    "describe_value",
     "did_you_mean",
     "format_path",
     "show_value",
@@ -26,6 +28,7 @@ __all__ = [
 
 _PLAIN_KEY = re.compile(r"[^.\[\]\s'\"]+")
 _SHOWN_LENGTH = 40
+_NEAR_MISS = 0.6
 
 DocPath = tuple[str | int, ...]
 """A location inside a YAML or JSON document: mapping keys and sequence indexes."""
@@ -78,6 +81,11 @@ def format_path(path: DocPath) -> str:
     return out
 
 
+def close_matches(word: str, candidates: Iterable[str]) -> list[str]:
+    """The candidate closest to *word*, if any is close enough to be a misspelling."""
+    return difflib.get_close_matches(word, list(candidates), n=1, cutoff=_NEAR_MISS)
+
+
 def did_you_mean(word: object, candidates: Iterable[str]) -> str:
     """Return `` (did you mean 'x'?)`` for the closest candidate, or an empty string.
 
@@ -85,12 +93,35 @@ def did_you_mean(word: object, candidates: Iterable[str]) -> str:
     """
     if not isinstance(word, str):
         return ""
-    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    matches = close_matches(word, candidates)
     return f" (did you mean {matches[0]!r}?)" if matches else ""
 
 
+def describe_value(value: object) -> str:
+    """A document value in YAML terms, for "expected X, got Y" messages.
+
+    Its kind, and the value itself if it is a scalar: ``the integer 1``, ``null``,
+    ``a mapping``.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {show_value(value)}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return repr(value)
+
+
 def show_value(value: object) -> str:
-    """A short rendering of a document value for a message: containers by kind only."""
+    """A short rendering of a value a message is about: containers by kind only."""
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):

@@ -8,7 +8,6 @@ was in YAML words. A misspelled required key is one mistake, so it is one messag
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Sequence
@@ -18,12 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
-from ._errors import DocPath, did_you_mean
+from ._errors import DocPath, close_matches, describe_value, did_you_mean
 
 __all__ = ["Problem", "translate"]
-
-_NEAR_MISS = 0.6
-"""The similarity ``did_you_mean`` needs to suggest a key."""
 
 _EXPECTED: dict[str, str] = {
     "dict_type": "a mapping",
@@ -54,7 +50,7 @@ def translate(details: Sequence[ErrorDetails], root: type[BaseModel]) -> list[Pr
         if detail["type"] == "extra_forbidden":
             loc = _path(detail)
             expected = _expected_keys(root, loc[:-1])
-            meant.update((*loc[:-1], match) for match in _closest(str(loc[-1]), expected))
+            meant.update((*loc[:-1], match) for match in close_matches(str(loc[-1]), expected))
     return [
         Problem(_path(detail), _message(detail, _path(detail), root))
         for detail in details
@@ -66,10 +62,6 @@ def _path(detail: ErrorDetails) -> DocPath:
     loc = tuple(detail["loc"])
     # Errors about a mapping key carry a "[key]" marker: the path is the key itself.
     return loc[:-1] if loc and loc[-1] == "[key]" else loc
-
-
-def _closest(word: str, candidates: list[str]) -> list[str]:
-    return difflib.get_close_matches(word, candidates, n=1, cutoff=_NEAR_MISS)
 
 
 def _message(detail: ErrorDetails, loc: DocPath, root: type[BaseModel]) -> str:
@@ -90,42 +82,23 @@ def _message(detail: ErrorDetails, loc: DocPath, root: type[BaseModel]) -> str:
         return "must not be empty" if least == 1 else f"needs at least {least} entries"
     expected = _EXPECTED.get(kind)
     if expected is not None:
-        return f"expected {expected}, got {describe(got)}"
+        return f"expected {expected}, got {describe_value(got)}"
     msg = detail["msg"]
-    return f"{msg[0].lower()}{msg[1:]}, got {describe(got)}"
+    return f"{msg[0].lower()}{msg[1:]}, got {describe_value(got)}"
 
 
 def _literal_message(values: tuple[object, ...], got: object) -> str:
     if len(values) == 1 and type(values[0]) is int:
-        return f"must be the integer {values[0]}, got {describe(got)}"
+        return f"must be the integer {values[0]}, got {describe_value(got)}"
     expected = _one_of([repr(value) for value in values])
     if not all(isinstance(value, str) for value in values):
-        return f"expected {expected}, got {describe(got)}"
+        return f"expected {expected}, got {describe_value(got)}"
     if isinstance(got, str):
         return f"expected {expected}, got {got!r}" + did_you_mean(got, map(str, values))
     if isinstance(got, bool):
         # YAML 1.1 reads unquoted yes/no/on/off as booleans.
-        return f"expected {expected}, got {describe(got)}; quote the value if you meant text"
-    return f"expected {expected}, got {describe(got)}"
-
-
-def describe(value: object) -> str:
-    """A document value in YAML terms: its kind, and the value itself if it is a scalar."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, int):
-        return f"the integer {value}"
-    if isinstance(value, float):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return repr(value)
+        return f"expected {expected}, got {describe_value(got)}; quote the value if you meant text"
+    return f"expected {expected}, got {describe_value(got)}"
 
 
 def _one_of(items: list[str]) -> str:
