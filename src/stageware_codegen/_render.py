@@ -2,7 +2,7 @@
 
 The environment is strict (an undefined variable is an error, not an empty string) and
 does no HTML escaping: the templates produce Python, and everything they print was
-computed and made safe by :mod:`._views`.
+computed and made safe by the ``_view_*`` modules.
 """
 
 from __future__ import annotations
