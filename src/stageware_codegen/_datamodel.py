@@ -101,7 +101,31 @@ def run_datamodel_codegen(
         raise DatamodelError(
             "datamodel-code-generator did not emit " + ", ".join(repr(name) for name in missing)
         )
-    return completed.stdout
+    return _typed_dict_from_typing_extensions(completed.stdout, module)
+
+
+def _typed_dict_from_typing_extensions(source: str, module: ast.Module) -> str:
+    """Import ``TypedDict`` from typing_extensions rather than typing.
+
+    pydantic refuses ``typing.TypedDict`` before Python 3.12, and hosts and the policy
+    layer validate payloads with pydantic (``TypeAdapter(Messages)``), so the payload
+    types must be built on the typing_extensions class.
+    """
+    for node in module.body:
+        if not (isinstance(node, ast.ImportFrom) and node.module == "typing"):
+            continue
+        names = [alias for alias in node.names if alias.name == "TypedDict"]
+        if not names:
+            continue
+        rest = [alias for alias in node.names if alias.name != "TypedDict"]
+        lines = source.splitlines(keepends=True)
+        replacement = "from typing_extensions import TypedDict\n"
+        if rest:
+            kept = ast.ImportFrom(module="typing", names=rest, level=0)
+            replacement = ast.unparse(kept) + "\n" + replacement
+        start, end = node.lineno - 1, node.end_lineno or node.lineno
+        return "".join([*lines[:start], replacement, *lines[end:]])
+    return source
 
 
 def _top_level_names(module: ast.Module) -> set[str]:

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias
+from typing_extensions import TypedDict
 
 Role: TypeAlias = Literal["user", "assistant"]
 """
