@@ -28,7 +28,7 @@ from ._result import MiddlewareResult
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration, describe_handler
 
-__all__ = ["ResultTracker", "StagePlan", "build_chain"]
+__all__ = ["ResultTracker", "StagePlan", "build_chain", "close_all"]
 
 C = TypeVar("C")
 E = TypeVar("E")
@@ -132,7 +132,7 @@ async def _run(
         async for event in outermost:
             yield event
     finally:
-        await _close_all(opened)
+        await close_all(opened)
 
 
 def _next_fn(
@@ -161,7 +161,7 @@ def _next_fn(
     return call_layer
 
 
-async def _close_all(opened: list[AsyncIterator[Any]]) -> None:
+async def close_all(opened: list[AsyncIterator[Any]]) -> None:
     """Close every iterator in *opened*, last opened first, even if one of them fails to close."""
     failure: BaseException | None = None
     for iterator in reversed(opened):
@@ -235,7 +235,7 @@ async def _run_outputs(
             else:
                 trailing.append(event)
     finally:
-        await _close_all([events])
+        await close_all([events])
     tracker.check()
     if held is None:
         return  # Halted by an interrupt.

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, final
 
 from stageware._generated.host import MiddlewareHost
 
-from ._chain import ResultTracker, StagePlan, build_chain
+from ._chain import ResultTracker, StagePlan, build_chain, close_all
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration
 
@@ -109,7 +109,5 @@ class MiddlewareRegistry(MiddlewareHost):
                 tracker.see(event)
                 yield event
         finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await close_all([events])
         tracker.check()

@@ -1,4 +1,4 @@
-"""MiddlewareRegistration-time checks on tokens and handlers.
+"""Registration-time checks on tokens and handlers.
 
 Mistakes are reported by ``add_middleware`` itself, naming the handler and the phase,
 rather than surfacing later as a confusing error deep inside a running chain.
