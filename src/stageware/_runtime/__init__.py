@@ -21,6 +21,7 @@ from ._interrupt import (
 from ._protocols import AgentHandle, AgentTool, CancelSignal, Model
 from ._result import MiddlewareResult
 from ._stage import InputPhase, MiddlewareStage, MiddlewareToken, OutputPhase, Phase, WrapPhase
+from ._tool_context import ToolContext, tool_interrupt_id
 from ._unset import UNSET, Unset
 from ._validation import MiddlewareRegistration, validate_registration
 
@@ -45,10 +46,12 @@ __all__ = [
     "OutputHandler",
     "OutputPhase",
     "Phase",
+    "ToolContext",
     "Unset",
     "WrapHandler",
     "WrapPhase",
     "interrupt_name_hash",
     "resolve_middleware_interrupt",
+    "tool_interrupt_id",
     "validate_registration",
 ]

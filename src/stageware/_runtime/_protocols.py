@@ -11,14 +11,18 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    # Only for annotations: the generated payload package imports this runtime.
+    # Only for annotations: the generated package imports this runtime.
+    from stageware._generated.events import ExecuteToolEvent
     from stageware._generated.payloads import (
         Messages,
         StreamEvent,
         SystemContentBlock,
         ToolChoice,
         ToolSpec,
+        ToolUse,
     )
+
+    from ._tool_context import ToolContext
 
 __all__ = ["AgentHandle", "AgentTool", "CancelSignal", "Model"]
 
@@ -53,6 +57,15 @@ class AgentTool(Protocol):
     @property
     def tool_spec(self) -> ToolSpec:
         """The Converse tool specification sent to the model."""
+        ...
+
+    def stream(self, tool_use: ToolUse, context: ToolContext) -> AsyncIterator[ExecuteToolEvent]:
+        """Run the tool for *tool_use*.
+
+        Yield ``ToolStreamEvent`` for progress and end with one ``ToolResultEvent``; a tool
+        that needs a human yields a ``ToolInterruptEvent`` (or raises ``InterruptException``)
+        instead of a result. An exception raised here becomes an error result for the model.
+        """
         ...
 
 

@@ -1,0 +1,77 @@
+"""What a running tool receives from the host besides its input.
+
+A tool gets the call it is answering, the run's shared state and cancel signal, and a
+way to ask a human (``interrupt()``). Like a middleware interrupt, a tool interrupt is
+read-only: it resolves against the answers the host captured for this call and raises
+``InterruptException`` otherwise; the tool executor is what records it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, final
+
+from ._interrupt import Interrupt, interrupt_name_hash, resolve_middleware_interrupt
+from ._protocols import AgentHandle, CancelSignal
+
+if TYPE_CHECKING:
+    from stageware._generated.payloads import ToolUse
+
+__all__ = ["ToolContext", "tool_interrupt_id"]
+
+
+def tool_interrupt_id(tool_use_id: str, name: str) -> str:
+    """The deterministic id of the interrupt a tool raises under *name* for one call."""
+    return f"v1:tool_call:{tool_use_id}:{interrupt_name_hash(name)}"
+
+
+@final
+class ToolContext:
+    """The host's side of one tool call, as the tool sees it.
+
+    Attributes:
+        agent: The agent that called the tool.
+        tool_use: The call being answered (name, toolUseId, input).
+        invocation_state: Per-invocation state, shared by reference with hooks and
+            middleware.
+        cancel_signal: Set when the run is cancelled; a long-running tool should check it
+            and stop early.
+    """
+
+    __slots__ = ("_interrupts", "agent", "cancel_signal", "invocation_state", "tool_use")
+
+    def __init__(
+        self,
+        *,
+        agent: AgentHandle,
+        tool_use: ToolUse,
+        invocation_state: dict[str, Any],
+        cancel_signal: CancelSignal,
+        interrupts: Mapping[str, Interrupt] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.tool_use = tool_use
+        self.invocation_state = invocation_state
+        self.cancel_signal = cancel_signal
+        self._interrupts: Mapping[str, Interrupt] = {} if interrupts is None else interrupts
+
+    def interrupt(self, name: str, *, reason: Any = None, response: Any = None) -> Any:
+        """Ask a human before the tool goes on, and return the answer.
+
+        The first call raises ``InterruptException``, which halts the run; the executor
+        registers the interrupt. When the run resumes with an answer, the same call returns
+        it. A preemptive *response* skips the question, but a stored human answer wins.
+
+        Args:
+            name: Names the decision; unique per tool call (equal names share one answer).
+            reason: What the human is asked; surfaced to the caller.
+            response: A preemptive answer; when set, no interrupt is raised.
+
+        Raises:
+            InterruptException: When no answer is available yet and none was given.
+        """
+        interrupt_id = tool_interrupt_id(str(self.tool_use["toolUseId"]), name)
+        resolved = resolve_middleware_interrupt(
+            self._interrupts, interrupt_id, name, reason, response
+        )
+        return resolved.response
