@@ -61,7 +61,7 @@ async def test_an_early_aclose_closes_every_layer_inner_first() -> None:
 
     assert await anext(events) == Chunk("first")
     assert log == []
-    await events.aclose()  # type: ignore[attr-defined]
+    await events.aclose()
 
     assert log == ["closed terminal", "closed inner", "closed outer"]
 
@@ -191,6 +191,6 @@ async def test_cleanup_errors_do_not_stop_the_other_layers_from_closing() -> Non
     await anext(events)
 
     with pytest.raises(OSError, match="flush failed"):
-        await events.aclose()  # type: ignore[attr-defined]
+        await events.aclose()
 
     assert log == ["closed terminal", "closing inner", "closed outer"]

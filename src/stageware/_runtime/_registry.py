@@ -10,7 +10,7 @@ terminal.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, TypeVar, final
 
 from stageware._generated.host import MiddlewareHost
@@ -49,6 +49,14 @@ class MiddlewareRegistry(MiddlewareHost):
         ] = {}
 
     def _register_middleware(self, registration: MiddlewareRegistration) -> None:
+        self.add_registration(registration)
+
+    def add_registration(self, registration: MiddlewareRegistration) -> None:
+        """Add a registration that ``add_middleware`` has already validated.
+
+        A host that embeds this registry and inherits ``MiddlewareHost`` itself forwards
+        its own validated registrations here.
+        """
         stage = registration.stage
         self._plans[stage] = self._plans.get(stage, StagePlan()).with_registration(registration)
         self._chains.pop(stage, None)
@@ -90,7 +98,7 @@ class MiddlewareRegistry(MiddlewareHost):
         stage: MiddlewareStage[C, Any, E],
         context: C,
         terminal: Callable[[C], AsyncIterator[E]],
-    ) -> AsyncIterator[E]:
+    ) -> AsyncGenerator[E, None]:
         """Run *stage* on *context*, yielding its events.
 
         A chain that ends on an interrupt event (a truthy ``is_interrupt``, such as a

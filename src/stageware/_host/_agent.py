@@ -1,0 +1,302 @@
+"""The agent: conversation history, a model, tools, middleware, hooks and sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import copy
+import sys
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from typing import Any, Literal, TypeVar, cast, final
+
+import anyio
+import anyio.to_thread
+
+from stageware._generated.events import AgentStreamEvent
+from stageware._generated.host import MiddlewareHost
+from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoice
+from stageware._runtime import AgentTool, Interrupt, MiddlewareRegistration, Model
+
+from ._agent_result import AgentResult, AgentResultEvent
+from ._core import AgentCore
+from ._hook_events import LifecycleEvent
+from ._interrupt_state import InterruptState
+from ._invocation import Invocation
+from ._prompt import Prompt, prompt_messages
+from ._session_store import SNAPSHOT_VERSION, SessionSnapshot, SessionStore
+
+__all__ = ["Agent", "ConcurrentInvocationError"]
+
+EventT = TypeVar("EventT", bound=LifecycleEvent)
+
+
+class ConcurrentInvocationError(RuntimeError):
+    """An agent was invoked while another invocation of it was still running."""
+
+
+@final
+class Agent(MiddlewareHost):
+    """An agent that runs the InvokeModel, ExecuteTool and AgentStream stages for real.
+
+    Example::
+
+        agent = Agent(model=ScriptedModel(["Hello!"]), system_prompt="Be brief.")
+        agent.add_middleware(InvokeModelStage.Input, lambda ctx: ctx.replace(tool_specs=[]))
+        result = agent("Hi")
+        print(result.stop_reason, result)
+
+    Args:
+        model: The model to call; middleware may route single calls elsewhere.
+        tools: The tools the model may call; names must be unique.
+        system_prompt: A string, or system content blocks.
+        messages: The conversation to start from (copied).
+        tool_choice: How the model selects tools; ``None`` lets the provider decide.
+        name: The agent's name, as middleware and hooks see it.
+        state: JSON key-value state kept with the session (copied).
+        session_store: Where to persist the conversation and interrupt state; with
+            ``session_id``, a stored session is loaded now and saved after every
+            invocation, so a restarted process can resume an interrupted run.
+        session_id: The session's key in ``session_store``.
+        backend: The anyio backend the synchronous ``agent(...)`` call runs on.
+
+    Raises:
+        ValueError: For duplicate tool names, a session store without an id (or the
+            reverse), or ``messages`` given for a session that already has a history.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        tools: Iterable[AgentTool] = (),
+        system_prompt: str | list[SystemContentBlock] | None = None,
+        messages: Messages | None = None,
+        tool_choice: ToolChoice | None = None,
+        name: str = "agent",
+        state: dict[str, Any] | None = None,
+        session_store: SessionStore | None = None,
+        session_id: str | None = None,
+        backend: Literal["asyncio", "trio"] = "asyncio",
+    ) -> None:
+        self.name = name
+        self._backend = backend
+        self._running = False
+        if (session_store is None) != (session_id is None):
+            raise ValueError("session_store and session_id must be given together")
+        self._session_store = session_store
+        self._session_id = session_id
+        self._core = AgentCore(
+            handle=self,
+            model=model,
+            tools=_tools_by_name(tools),
+            system_prompt=copy.deepcopy(system_prompt),
+            tool_choice=copy.deepcopy(tool_choice),
+            messages=prompt_messages(messages) if messages else [],
+            state=copy.deepcopy(state) if state is not None else {},
+            model_state={},
+        )
+        if session_store is not None and session_id is not None:
+            self._load_session(session_store, session_id, messages_given=bool(messages))
+
+    # -- configuration and state -------------------------------------------------------
+
+    @property
+    def messages(self) -> Messages:
+        """The conversation history: Converse-style message dicts, oldest first."""
+        return self._core.messages
+
+    @messages.setter
+    def messages(self, messages: Messages) -> None:
+        self._core.messages = messages
+
+    @property
+    def model(self) -> Model:
+        """The model calls go to unless middleware routes them elsewhere."""
+        return self._core.model
+
+    @model.setter
+    def model(self, model: Model) -> None:
+        self._core.model = model
+
+    @property
+    def system_prompt(self) -> str | list[SystemContentBlock] | None:
+        """The system prompt."""
+        return self._core.system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, system_prompt: str | list[SystemContentBlock] | None) -> None:
+        self._core.system_prompt = system_prompt
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """JSON key-value state that travels with the session."""
+        return self._core.state
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the agent's tools."""
+        return list(self._core.tools)
+
+    @property
+    def pending_interrupts(self) -> list[Interrupt]:
+        """The interrupts waiting for an answer; non-empty while the agent must be resumed."""
+        return self._core.interrupts.pending() if self._core.interrupts.activated else []
+
+    def add_hook(
+        self, callback: Callable[[EventT], Awaitable[None] | None], event_type: type[EventT]
+    ) -> None:
+        """Call *callback* (sync or async) with every event of *event_type*.
+
+        Raises:
+            TypeError: If *event_type* is not a lifecycle event class.
+        """
+        self._core.hooks.add(callback, event_type)
+
+    def _register_middleware(self, registration: MiddlewareRegistration) -> None:
+        self._core.registry.add_registration(registration)
+
+    def cancel(self) -> None:
+        """Ask the running invocation to stop; it ends with ``stop_reason="cancelled"``.
+
+        Safe to call from another thread, a hook, middleware or a tool. Calls that have
+        not started are not run; running tools see ``cancel_signal.is_set()`` and should
+        stop early. Without a running invocation this does nothing.
+        """
+        self._core.cancel.set()
+
+    # -- invoking ----------------------------------------------------------------------
+
+    def __call__(
+        self, prompt: Prompt = None, *, invocation_state: dict[str, Any] | None = None
+    ) -> AgentResult:
+        """Run the agent on *prompt* and return its result (blocking).
+
+        Resume an interrupted run with
+        ``agent([{"interruptResponse": {"interruptId": ..., "response": ...}}])``.
+        Inside a running event loop, use ``await agent.invoke_async(...)`` instead; called
+        there anyway, the run goes to a worker thread and this call blocks the loop.
+        """
+
+        def run() -> AgentResult:
+            return anyio.run(self._invoke_with, prompt, invocation_state, backend=self._backend)
+
+        if not _in_event_loop():
+            return run()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(run).result()
+
+    async def _invoke_with(
+        self, prompt: Prompt, invocation_state: dict[str, Any] | None
+    ) -> AgentResult:
+        return await self.invoke_async(prompt, invocation_state=invocation_state)
+
+    async def invoke_async(
+        self, prompt: Prompt = None, *, invocation_state: dict[str, Any] | None = None
+    ) -> AgentResult:
+        """Run the agent on *prompt* and return its result."""
+        result: AgentResult | None = None
+        async for event in self.stream_async(prompt, invocation_state=invocation_state):
+            if isinstance(event, AgentResultEvent):
+                result = event.result
+        assert result is not None  # stream_async always ends with its result or raises
+        return result
+
+    async def stream_async(
+        self, prompt: Prompt = None, *, invocation_state: dict[str, Any] | None = None
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
+        """Run the agent on *prompt*, yielding the AgentStream events as they happen.
+
+        The last event is an ``AgentResultEvent`` built from the last
+        ``EventLoopStopEvent`` the chain yielded. Consume the stream to the end, or close
+        it (``contextlib.aclosing``) when stopping early, so the run is cleaned up in the
+        task that ran it.
+
+        Raises:
+            ConcurrentInvocationError: If the agent is already running.
+            RuntimeError: If middleware dropped the stop event.
+        """
+        if self._running:
+            raise ConcurrentInvocationError(
+                f"agent {self.name!r} is already running an invocation; an agent runs one "
+                "invocation at a time"
+            )
+        self._running = True
+        try:
+            self._core.cancel = type(self._core.cancel)()
+            state = {} if invocation_state is None else invocation_state
+            events = Invocation(self._core, self._save_session).stream(prompt, state)
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                await events.aclose()
+        finally:
+            self._running = False
+
+    # -- sessions ----------------------------------------------------------------------
+
+    def _load_session(self, store: SessionStore, session_id: str, *, messages_given: bool) -> None:
+        snapshot = store.load(session_id)
+        if snapshot is None:
+            return
+        if messages_given and snapshot["messages"]:
+            raise ValueError(
+                f"session {session_id!r} already has a conversation; do not pass messages= "
+                "when resuming a stored session"
+            )
+        core = self._core
+        core.messages = snapshot["messages"]
+        core.state = snapshot["state"]
+        core.model_state = snapshot["model_state"]
+        core.interrupts = InterruptState.from_dict(snapshot["interrupt_state"])
+
+    async def _save_session(self) -> None:
+        store, session_id = self._session_store, self._session_id
+        if store is None or session_id is None:
+            return
+        core = self._core
+        # Copied here, in the loop's thread, so the worker thread never reads live objects.
+        snapshot: SessionSnapshot = {
+            "version": SNAPSHOT_VERSION,
+            "messages": copy.deepcopy(core.messages),
+            "state": copy.deepcopy(core.state),
+            "model_state": copy.deepcopy(core.model_state),
+            "interrupt_state": core.interrupts.to_dict(),
+        }
+        await anyio.to_thread.run_sync(store.save, session_id, snapshot)
+
+    def __repr__(self) -> str:
+        return f"Agent(name={self.name!r}, tools={self.tool_names!r})"
+
+
+def _tools_by_name(tools: Iterable[AgentTool]) -> dict[str, AgentTool]:
+    by_name: dict[str, AgentTool] = {}
+    for tool in tools:
+        # Checked at run time too: an undecorated function is an easy mistake.
+        if not isinstance(cast(object, tool), AgentTool):
+            raise TypeError(
+                f"{tool!r} is not a tool: decorate a function with @tool, or implement "
+                "tool_name, tool_spec and stream()"
+            )
+        if tool.tool_name in by_name:
+            raise ValueError(f"two tools are named {tool.tool_name!r}; tool names must be unique")
+        by_name[tool.tool_name] = tool
+    return by_name
+
+
+def _in_event_loop() -> bool:
+    """Whether this thread is running an asyncio or trio event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return True
+    trio: Any = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True

@@ -1,0 +1,83 @@
+"""The state an agent's run loop works on, shared by the loop's modules.
+
+``Agent`` is the public face; this is what the run loop, the model call and the tool
+executor read and write. Keeping it in one plain object lets those modules stay small
+without reaching into the agent's private attributes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, final
+
+from stageware._generated.events import EventLoopStopEvent
+from stageware._generated.payloads import (
+    Message,
+    Messages,
+    SystemContentBlock,
+    ToolChoice,
+    ToolSpec,
+)
+from stageware._runtime import AgentHandle, AgentTool, Model
+from stageware._runtime._registry import MiddlewareRegistry
+
+from ._agent_result import AgentMetrics
+from ._cancel import CancelToken
+from ._hook_events import MessageAddedEvent
+from ._hooks import HookRegistry
+from ._interrupt_state import InterruptState
+
+__all__ = ["AgentCore", "PassState"]
+
+
+@final
+@dataclass(eq=False)
+class AgentCore:
+    """One agent's configuration and live state."""
+
+    handle: AgentHandle
+    model: Model
+    tools: dict[str, AgentTool]
+    system_prompt: str | list[SystemContentBlock] | None
+    tool_choice: ToolChoice | None
+    messages: Messages
+    state: dict[str, Any]
+    model_state: dict[str, Any]
+    registry: MiddlewareRegistry = field(default_factory=MiddlewareRegistry)
+    hooks: HookRegistry = field(default_factory=HookRegistry)
+    interrupts: InterruptState = field(default_factory=InterruptState)
+    cancel: CancelToken = field(default_factory=CancelToken)
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """The specs of the agent's tools, in registration order."""
+        return [tool.tool_spec for tool in self.tools.values()]
+
+    async def append_message(self, message: Message) -> None:
+        """Append *message* to the history and fire ``MessageAddedEvent`` for it."""
+        self.messages.append(message)
+        await self.hooks.fire(MessageAddedEvent(agent=self.handle, message=message))
+
+
+@final
+@dataclass(eq=False)
+class PassState:
+    """What one agent pass (one invocation) tracks while it runs.
+
+    Attributes:
+        input: The messages this pass appended; the AgentStream context carries this list.
+        started: When the pass started (``time.monotonic()``).
+        metrics: Counters for the result.
+        stop_produced: Set when the pass's own EventLoopStopEvent has been produced; an
+            agent-stream interrupt after that point is refused.
+        stopped_on_tool_interrupt: Set when that stop event was a tool interrupt, which is
+            replayed on resume and so may be gated on top.
+        last_stop: The stop event the pass produced, as the terminal yielded it.
+    """
+
+    input: Messages
+    started: float = field(default_factory=time.monotonic)
+    metrics: AgentMetrics = field(default_factory=AgentMetrics)
+    stop_produced: bool = False
+    stopped_on_tool_interrupt: bool = False
+    last_stop: EventLoopStopEvent | None = None

@@ -1,0 +1,188 @@
+"""One agent pass: model turns and tool rounds until the model stops. The AgentStream terminal.
+
+A pass alternates model calls and tool rounds. It starts with the tool round an
+interrupt halted, when there is one, so a resume replays the tools without asking the
+model again. It ends with exactly one ``EventLoopStopEvent``: the model's own stop, an
+``interrupt`` (tools are waiting for a human), or ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any, cast, final
+
+from stageware._generated.contexts import AgentStreamContext
+from stageware._generated.events import (
+    AgentStreamEvent,
+    EventLoopStopEvent,
+    ModelMessageEvent,
+    ModelStopReason,
+    ToolResultMessageEvent,
+)
+from stageware._generated.payloads import Message, StopReason, ToolUse
+from stageware._runtime import Interrupt
+
+from ._core import AgentCore, PassState
+from ._interrupt_state import PendingToolExecution
+from ._model_call import ModelCall
+from ._tool_executor import ToolExecutor, ToolRound
+
+__all__ = ["EventLoop", "build_stop_event", "empty_assistant_message"]
+
+
+def empty_assistant_message() -> Message:
+    """The message of a pass that stopped before the model produced one."""
+    return {"role": "assistant", "content": []}
+
+
+def build_stop_event(
+    stop_reason: StopReason,
+    message: Message,
+    invocation_state: dict[str, Any],
+    pass_state: PassState,
+    interrupts: list[Interrupt] | None = None,
+) -> EventLoopStopEvent:
+    """The stop event of a pass, with the pass's latency and request state."""
+    request_state = invocation_state.get("request_state")
+    return EventLoopStopEvent(
+        stop_reason=stop_reason,
+        message=message,
+        metrics={"latencyMs": round((time.monotonic() - pass_state.started) * 1000)},
+        request_state=cast("dict[str, Any]", request_state)
+        if isinstance(request_state, dict)
+        else {},
+        interrupts=interrupts,
+    )
+
+
+@final
+class EventLoop:
+    """The AgentStream terminal for one pass."""
+
+    __slots__ = ("_core", "_executor", "_model_call", "_pass")
+
+    def __init__(self, core: AgentCore, pass_state: PassState) -> None:
+        self._core = core
+        self._pass = pass_state
+        self._model_call = ModelCall(core)
+        self._executor = ToolExecutor(core)
+
+    async def run(self, context: AgentStreamContext) -> AsyncIterator[AgentStreamEvent]:
+        """Run the pass for *context*, yielding its events and ending with its stop event."""
+        self._check_context(context)
+        core = self._core
+        invocation_state = context.invocation_state
+        while True:
+            pending = core.interrupts.pending_tool_execution
+            if pending is not None:
+                message = pending.tool_use_message
+            else:
+                if core.cancel.is_set():
+                    yield self.stop("cancelled", empty_assistant_message(), invocation_state)
+                    return
+                self._pass.metrics.cycles += 1
+                result: ModelStopReason | None = None
+                async for event in self._model_call.run(self._pass, invocation_state):
+                    # The stop reason is the model call's result, not an AgentStream event.
+                    if isinstance(event, ModelStopReason):
+                        result = event
+                    else:
+                        yield event
+                if result is None or core.cancel.is_set():
+                    # Cancelled mid-stream: the partial turn never enters the history.
+                    yield self.stop("cancelled", empty_assistant_message(), invocation_state)
+                    return
+                message = result.message
+                await core.append_message(message)
+                yield ModelMessageEvent(message=message)
+                if result.stop_reason != "tool_use":
+                    yield self.stop(result.stop_reason, message, invocation_state)
+                    return
+            stopped = False
+            async for round_event in self._tool_round(message, pending, invocation_state):
+                stopped = isinstance(round_event, EventLoopStopEvent)
+                yield round_event
+            if stopped:
+                return
+
+    async def _tool_round(
+        self,
+        message: Message,
+        pending: PendingToolExecution | None,
+        invocation_state: dict[str, Any],
+    ) -> AsyncIterator[AgentStreamEvent]:
+        """Run the tool calls of *message*; end with a stop event unless the loop goes on."""
+        core = self._core
+        tool_uses = _tool_uses(message)
+        round_ = ToolRound(results={} if pending is None else dict(pending.completed))
+        if pending is not None and core.cancel.is_set():
+            # A cancelled resume runs nothing and keeps the stored round and the human's
+            # answers, so the caller can still resume the interrupt later.
+            yield self.stop("cancelled", message, invocation_state)
+            return
+        async for event in self._executor.run(tool_uses, round_, self._pass, invocation_state):
+            yield event
+        if round_.interrupts:
+            core.interrupts.pending_tool_execution = PendingToolExecution(
+                tool_use_message=message, completed=dict(round_.results)
+            )
+            core.interrupts.activate()
+            self._pass.stopped_on_tool_interrupt = True
+            yield self.stop("interrupt", message, invocation_state, core.interrupts.pending())
+            return
+        if round_.skipped and pending is not None:
+            # Cancelled part-way through a resumed round: remember what did run, so a later
+            # resume does not run it twice.
+            pending.completed = dict(round_.results)
+            yield self.stop("cancelled", message, invocation_state)
+            return
+        results = {**round_.results, **round_.skipped}
+        reply: Message = {
+            "role": "user",
+            "content": [{"toolResult": results[use["toolUseId"]]} for use in tool_uses],
+        }
+        await core.append_message(reply)
+        yield ToolResultMessageEvent(message=reply)
+        core.interrupts.end_tool_cycle()
+        if core.cancel.is_set():
+            yield self.stop("cancelled", reply, invocation_state)
+
+    def stop(
+        self,
+        stop_reason: StopReason,
+        message: Message,
+        invocation_state: dict[str, Any],
+        interrupts: list[Interrupt] | None = None,
+    ) -> EventLoopStopEvent:
+        """Build the pass's stop event and note that the pass has produced it."""
+        event = build_stop_event(stop_reason, message, invocation_state, self._pass, interrupts)
+        self._pass.stop_produced = True
+        self._pass.last_stop = event
+        return event
+
+    def _check_context(self, context: AgentStreamContext) -> None:
+        # Both fields are left out of replace(); these catch dataclasses.replace(), which
+        # would otherwise be dropped without a word.
+        if context.agent is not self._core.handle:
+            raise RuntimeError(
+                "AgentStreamContext.agent was replaced (with dataclasses.replace); the stage "
+                "always runs for the agent that started it"
+            )
+        if context.messages is not self._pass.input:
+            raise RuntimeError(
+                "AgentStreamContext.messages was replaced (with dataclasses.replace); the "
+                "input is already in the history when the chain runs, so a replaced list "
+                "would never reach the model. Mutate the messages in place, or use an "
+                "InvokeModelStage Input handler, whose messages can be replaced."
+            )
+
+
+def _tool_uses(message: Message) -> list[ToolUse]:
+    uses = [block["toolUse"] for block in message["content"] if "toolUse" in block]
+    if not uses:
+        raise RuntimeError(
+            "the model stopped with stop_reason 'tool_use' but its message has no toolUse "
+            "block; the model (or an Output handler) produced an inconsistent result"
+        )
+    return uses

@@ -1,0 +1,243 @@
+"""The agent's interrupt state: what is waiting for a human, and for how long answers live.
+
+Three kinds of interrupt share this state. Tool-cycle interrupts (raised by ExecuteTool
+middleware, by a tool, or by a BeforeToolCallEvent hook) are registered by the tool
+executor; agent-stream interrupts (raised by AgentStream middleware) are registered by
+the run loop. Nothing else writes here: ``interrupt()`` on a context only reads.
+
+Lifetimes:
+
+- A tool cycle ends when its tools have all run (``end_tool_cycle``): its interrupts and
+  the stored tool execution are dropped, but answered agent-stream responses are kept,
+  because the gate that asked re-reads its answer on every pass of the interrupt cycle.
+- An interrupt cycle ends when a pass finishes with nothing owed a resume
+  (``end_interrupt_cycle``): everything is released, so an answer never becomes a
+  standing approval for the next time the same gate asks.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast, final
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from stageware._generated.payloads import Message, ToolResult
+from stageware._runtime import Interrupt
+
+__all__ = [
+    "AGENT_STREAM_INTERRUPT_ID_PREFIX",
+    "InterruptState",
+    "InterruptStateError",
+    "PendingToolExecution",
+    "parse_interrupt_responses",
+]
+
+AGENT_STREAM_INTERRUPT_ID_PREFIX = "v1:middleware_agent_stream:"
+
+
+class InterruptStateError(ValueError):
+    """Stored interrupt state (from a session) does not have the expected shape."""
+
+
+@final
+@dataclass
+class PendingToolExecution:
+    """A tool round halted by an interrupt, kept so a resume replays it without the model.
+
+    Attributes:
+        tool_use_message: The assistant message whose tool calls are being executed; it is
+            already in the history.
+        completed: Results of the calls that finished, by toolUseId; they are not re-run.
+    """
+
+    tool_use_message: Message
+    completed: dict[str, ToolResult] = field(default_factory=dict[str, ToolResult])
+
+
+def parse_interrupt_responses(prompt: object) -> list[tuple[str, Any]] | None:
+    """Return ``(interrupt id, response)`` pairs if *prompt* is a resume, else ``None``.
+
+    A resume is a non-empty list whose items are all ``{"interruptResponse": {...}}``.
+
+    Raises:
+        TypeError: If the list mixes interrupt responses with other content, or an item
+            lacks ``interruptId`` / ``response``.
+    """
+    if not isinstance(prompt, list) or not prompt:
+        return None
+    items = cast("list[object]", prompt)
+    marked = [isinstance(item, dict) and "interruptResponse" in item for item in items]
+    if not any(marked):
+        return None
+    if not all(marked):
+        raise TypeError(
+            "a resume prompt must contain only {'interruptResponse': {...}} items; "
+            f"item {marked.index(False)} is something else"
+        )
+    pairs: list[tuple[str, Any]] = []
+    for index, item in enumerate(cast("list[dict[str, object]]", items)):
+        body = item["interruptResponse"]
+        if not isinstance(body, dict) or "interruptId" not in body or "response" not in body:
+            raise TypeError(
+                f"prompt[{index}]['interruptResponse'] must be a dict with 'interruptId' and "
+                f"'response', got {body!r}"
+            )
+        fields = cast("dict[str, object]", body)
+        interrupt_id = fields["interruptId"]
+        if not isinstance(interrupt_id, str):
+            raise TypeError(f"prompt[{index}]['interruptResponse']['interruptId'] must be a str")
+        pairs.append((interrupt_id, fields["response"]))
+    return pairs
+
+
+@final
+class InterruptState:
+    """Registered interrupts, their answers and the tool round waiting to be replayed.
+
+    Attributes:
+        interrupts: Registered interrupts by id, with the human's responses once resumed.
+        activated: Whether the agent stopped on an interrupt and the cycle is still open;
+            while it is, the next invocation must be a resume.
+        pending_tool_execution: The tool round to replay on resume, if a tool-cycle
+            interrupt halted one.
+    """
+
+    __slots__ = ("activated", "interrupts", "pending_tool_execution")
+
+    def __init__(self) -> None:
+        self.interrupts: dict[str, Interrupt] = {}
+        self.activated = False
+        self.pending_tool_execution: PendingToolExecution | None = None
+
+    def register(self, interrupt: Interrupt) -> None:
+        """Record a raised interrupt. Only the executor and the run loop call this."""
+        self.interrupts[interrupt.id] = interrupt
+
+    def activate(self) -> None:
+        """Mark the agent as stopped on an interrupt: the next invocation must resume."""
+        self.activated = True
+
+    def pending(self) -> list[Interrupt]:
+        """The registered interrupts still waiting for an answer."""
+        return [i for i in self.interrupts.values() if not i.answered]
+
+    def answered(self) -> dict[str, Interrupt]:
+        """The answered interrupts, by id: what ``interrupt()`` calls resolve against."""
+        return {i.id: i for i in self.interrupts.values() if i.answered}
+
+    def pass_snapshot(self) -> dict[str, Interrupt]:
+        """The answers an agent-stream context of a new pass may read.
+
+        Empty unless a cycle is open: a leftover response from an abandoned cycle must not
+        resolve a gate that should be asking.
+        """
+        return self.answered() if self.activated else {}
+
+    def resume(self, responses: Sequence[tuple[str, Any]]) -> None:
+        """Store the human's answers for a resume.
+
+        Raises:
+            RuntimeError: If nothing is waiting for an answer.
+            KeyError: If an id names no registered interrupt.
+            ValueError: If a response is ``None``, which would read as "not answered".
+        """
+        if not self.activated:
+            raise RuntimeError(
+                "received interrupt responses, but the agent is not waiting for any; "
+                "pass a prompt instead"
+            )
+        for interrupt_id, response in responses:
+            if interrupt_id not in self.interrupts:
+                known = ", ".join(sorted(self.interrupts)) or "none"
+                raise KeyError(
+                    f"no interrupt with id {interrupt_id!r} is registered (known: {known})"
+                )
+            if response is None:
+                raise ValueError(
+                    f"the response for interrupt {interrupt_id!r} is None; an answer must be a "
+                    "value (None means unanswered)"
+                )
+        for interrupt_id, response in responses:
+            self.interrupts[interrupt_id].response = response
+
+    def end_tool_cycle(self) -> None:
+        """Drop the finished tool round's interrupts, keeping answered agent-stream ones."""
+        self.interrupts = {
+            i.id: i
+            for i in self.interrupts.values()
+            if i.answered and i.id.startswith(AGENT_STREAM_INTERRUPT_ID_PREFIX)
+        }
+        self.pending_tool_execution = None
+
+    def end_interrupt_cycle(self) -> None:
+        """Release everything: the cycle is over and no answer may outlive it."""
+        self.interrupts = {}
+        self.pending_tool_execution = None
+        self.activated = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The state as JSON data, for a session store."""
+        pending = self.pending_tool_execution
+        return {
+            "activated": self.activated,
+            "interrupts": [
+                {"id": i.id, "name": i.name, "reason": i.reason, "response": i.response}
+                for i in self.interrupts.values()
+            ],
+            "pending_tool_execution": None
+            if pending is None
+            else {
+                "tool_use_message": copy.deepcopy(pending.tool_use_message),
+                "completed": copy.deepcopy(pending.completed),
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InterruptState:
+        """Rebuild the state :meth:`to_dict` produced.
+
+        Raises:
+            InterruptStateError: Naming the field that does not fit.
+        """
+        try:
+            stored = _StoredInterruptState.model_validate(data)
+        except ValidationError as error:
+            problem = error.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise InterruptStateError(f"interrupt_state.{where}: {problem['msg']}") from error
+        state = cls()
+        state.activated = stored.activated
+        state.interrupts = {
+            i.id: Interrupt(id=i.id, name=i.name, reason=i.reason, response=i.response)
+            for i in stored.interrupts
+        }
+        if stored.pending_tool_execution is not None:
+            state.pending_tool_execution = PendingToolExecution(
+                tool_use_message=stored.pending_tool_execution.tool_use_message,
+                completed=dict(stored.pending_tool_execution.completed),
+            )
+        return state
+
+
+class _StoredInterrupt(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    reason: Any = None
+    response: Any = None
+
+
+class _StoredPending(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool_use_message: Message
+    completed: dict[str, ToolResult]
+
+
+class _StoredInterruptState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    activated: bool
+    interrupts: list[_StoredInterrupt]
+    pending_tool_execution: _StoredPending | None

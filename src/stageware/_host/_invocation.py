@@ -1,0 +1,163 @@
+"""One invocation of an agent: the run loop around the AgentStream chain.
+
+In order:
+
+1. A resume stores the human's answers; a prompt becomes the pass's input messages.
+2. ``BeforeInvocationEvent`` fires, then each input message is appended to the history
+   with its ``MessageAddedEvent``, before the chain runs, so the user turn is recorded
+   even when middleware short-circuits the pass.
+3. The AgentStream chain runs, with the event loop as its terminal. An
+   ``InterruptException`` from AgentStream middleware is registered here (the single
+   registration site for agent-stream interrupts) and ends the pass with an ``interrupt``
+   stop event, unless the pass had already produced its stop event: then the interrupt
+   is refused, because a resume would call the model a second time.
+4. The stop event the invocation reports is the last ``EventLoopStopEvent`` the chain
+   yielded; a chain that dropped it is an error.
+5. A pass that ends with nothing owed a resume ends the interrupt cycle, releasing every
+   answer, before the session is saved and before ``AfterInvocationEvent`` fires.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any, final
+
+from stageware._generated.contexts import AgentStreamContext
+from stageware._generated.events import AgentStreamEvent, EventLoopStopEvent
+from stageware._generated.stages import AgentStreamStage
+from stageware._runtime import Interrupt, InterruptException
+
+from ._agent_result import AgentResult, AgentResultEvent
+from ._core import AgentCore, PassState
+from ._event_loop import EventLoop, build_stop_event, empty_assistant_message
+from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
+from ._interrupt_state import parse_interrupt_responses
+from ._prompt import prompt_messages
+
+__all__ = ["Invocation"]
+
+
+@final
+class Invocation:
+    """Runs one ``agent(...)`` call and streams its events, ending with its result."""
+
+    __slots__ = ("_core", "_save")
+
+    def __init__(self, core: AgentCore, save: Callable[[], Awaitable[None]]) -> None:
+        self._core = core
+        self._save = save
+
+    async def stream(
+        self, prompt: object, invocation_state: dict[str, Any]
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
+        """Yield the pass's events, then one ``AgentResultEvent``.
+
+        Raises:
+            TypeError: If the agent is waiting for interrupt responses and *prompt* is not a
+                resume, or *prompt* has an unsupported shape.
+            KeyError: If a response names an interrupt that is not registered.
+            RuntimeError: If the chain dropped the stop event, or an agent-stream interrupt
+                came after the pass produced its stop event.
+        """
+        core = self._core
+        messages = self._take_input(prompt)
+        pass_state = PassState(input=messages)
+        try:
+            await core.hooks.fire(
+                BeforeInvocationEvent(
+                    agent=core.handle, invocation_state=invocation_state, messages=messages
+                )
+            )
+            for message in messages:
+                await core.append_message(message)
+            context = AgentStreamContext.from_host(
+                agent=core.handle,
+                messages=messages,
+                invocation_state=invocation_state,
+                interrupts=core.interrupts.pass_snapshot(),
+            )
+            stop: EventLoopStopEvent | None = None
+            loop = EventLoop(core, pass_state)
+            events = core.registry.invoke(AgentStreamStage, context, loop.run)
+            try:
+                async for event in events:
+                    if isinstance(event, EventLoopStopEvent):
+                        stop = event
+                    yield event
+            except InterruptException as raised:
+                stop = self._interrupted(raised.interrupt, pass_state, invocation_state)
+                yield stop
+            finally:
+                await events.aclose()
+            if stop is None:
+                raise RuntimeError(
+                    "the AgentStreamStage chain finished without yielding an "
+                    "EventLoopStopEvent; a Wrap handler must yield the stop event its next_fn "
+                    "produced (it may yield more events after it)"
+                )
+            if stop.stop_reason != "interrupt" and core.interrupts.pending_tool_execution is None:
+                core.interrupts.end_interrupt_cycle()
+            pass_state.metrics.latency_ms = round((time.monotonic() - pass_state.started) * 1000)
+            result = AgentResult(
+                stop_reason=stop.stop_reason,
+                message=stop.message,
+                interrupts=list(stop.interrupts or ()),
+                metrics=pass_state.metrics,
+                state=stop.request_state,
+                structured_output=stop.structured_output,
+            )
+            await self._save()
+        except Exception:
+            await core.hooks.fire(
+                AfterInvocationEvent(
+                    agent=core.handle, invocation_state=invocation_state, result=None
+                )
+            )
+            raise
+        await core.hooks.fire(
+            AfterInvocationEvent(
+                agent=core.handle, invocation_state=invocation_state, result=result
+            )
+        )
+        yield AgentResultEvent(result=result)
+
+    def _take_input(self, prompt: object) -> list[Any]:
+        """Store a resume's answers, or turn a prompt into this pass's input messages."""
+        interrupts = self._core.interrupts
+        responses = parse_interrupt_responses(prompt)
+        if responses is not None:
+            interrupts.resume(responses)
+            return []
+        if interrupts.activated:
+            waiting = ", ".join(f"{i.name!r} ({i.id})" for i in interrupts.pending()) or "none"
+            raise TypeError(
+                "the agent stopped on an interrupt and must be resumed with "
+                "[{'interruptResponse': {'interruptId': ..., 'response': ...}}]; "
+                f"waiting for: {waiting}"
+            )
+        return prompt_messages(prompt)
+
+    def _interrupted(
+        self, interrupt: Interrupt, pass_state: PassState, invocation_state: dict[str, Any]
+    ) -> EventLoopStopEvent:
+        """Register an agent-stream interrupt and build the stop event that reports it."""
+        interrupts = self._core.interrupts
+        if pass_state.stop_produced and not pass_state.stopped_on_tool_interrupt:
+            # The model turn is already in the history and nothing was stored to replay:
+            # resuming would call the model again. Refuse rather than corrupt the history.
+            interrupts.end_interrupt_cycle()
+            raise RuntimeError(
+                f"interrupt {interrupt.name!r} ({interrupt.id}) was raised after the agent "
+                "pass produced its EventLoopStopEvent, so a resume would call the model a "
+                "second time. Gate the pass before it produces its model turn: interrupt in "
+                "an AgentStreamStage Input or Wrap handler before calling next_fn, not in an "
+                "Output handler."
+            )
+        interrupts.register(interrupt)
+        interrupts.activate()
+        last = pass_state.last_stop
+        message = last.message if last is not None else empty_assistant_message()
+        return build_stop_event(
+            "interrupt", message, invocation_state, pass_state, interrupts.pending()
+        )

@@ -1,0 +1,142 @@
+"""One model call: the InvokeModel chain, its terminal, and the hooks around it.
+
+The terminal streams ``context.model`` (so middleware can route one call elsewhere) and
+ends with the ``ModelStopReason`` it assembled. The loop acts on the last
+``ModelStopReason`` the whole chain yields, which is the Output phase's when there is
+one: Output is authoritative. Before/after model-call hooks fire outside the chain, so
+a call that middleware serves from a cache still has both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, final
+
+from stageware._generated.contexts import InvokeModelContext
+from stageware._generated.events import InvokeModelEvent, ModelStopReason, ModelStreamChunkEvent
+from stageware._generated.payloads import SystemContentBlock
+from stageware._generated.stages import InvokeModelStage
+
+from ._core import AgentCore, PassState
+from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
+from ._iterators import close_iterator
+from ._streaming import ResponseAssembler
+
+__all__ = ["ModelCall", "split_system_prompt"]
+
+
+def split_system_prompt(
+    system_prompt: str | list[SystemContentBlock] | None,
+) -> tuple[str | None, list[SystemContentBlock] | None]:
+    """Split the context's one system-prompt field into ``Model.stream``'s two parameters.
+
+    A string is passed both as text and as a single text block; a block list is passed as
+    blocks, with its text blocks joined as the text form for providers that only take text.
+    """
+    if system_prompt is None:
+        return None, None
+    if isinstance(system_prompt, str):
+        return system_prompt, [{"text": system_prompt}]
+    texts = [block["text"] for block in system_prompt if "text" in block]
+    return ("\n".join(texts) if texts else None), list(system_prompt)
+
+
+@final
+class ModelCall:
+    """Runs the InvokeModel stage for one agent, with its hooks and hook-driven retries."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: AgentCore) -> None:
+        self._core = core
+
+    async def run(
+        self, pass_state: PassState, invocation_state: dict[str, Any]
+    ) -> AsyncIterator[InvokeModelEvent]:
+        """Yield the call's events; the last ``ModelStopReason`` is the one to act on.
+
+        Stops early, without a ``ModelStopReason``, when the run is cancelled mid-stream.
+
+        Raises:
+            Exception: What the chain raised, unless an ``AfterModelCallEvent`` hook retried.
+        """
+        core = self._core
+        while True:
+            await core.hooks.fire(
+                BeforeModelCallEvent(agent=core.handle, invocation_state=invocation_state)
+            )
+            context = InvokeModelContext.from_host(
+                agent=core.handle,
+                messages=core.messages,
+                system_prompt=core.system_prompt,
+                tool_specs=core.tool_specs(),
+                tool_choice=core.tool_choice,
+                invocation_state=invocation_state,
+                model=core.model,
+            )
+            pass_state.metrics.model_calls += 1
+            result: ModelStopReason | None = None
+            try:
+                events = core.registry.invoke(InvokeModelStage, context, self._terminal)
+                try:
+                    async for event in events:
+                        if isinstance(event, ModelStopReason):
+                            result = event
+                        yield event
+                        if core.cancel.is_set():
+                            return
+                finally:
+                    await events.aclose()
+            except Exception as error:
+                after = await core.hooks.fire(
+                    AfterModelCallEvent(
+                        agent=core.handle, invocation_state=invocation_state, exception=error
+                    )
+                )
+                if after.retry:
+                    continue
+                raise
+            # registry.invoke raised already if the chain yielded no ModelStopReason.
+            assert result is not None
+            after = await core.hooks.fire(
+                AfterModelCallEvent(
+                    agent=core.handle,
+                    invocation_state=invocation_state,
+                    stop_response=ModelStopResponse(
+                        stop_reason=result.stop_reason, message=result.message
+                    ),
+                )
+            )
+            if not after.retry:
+                pass_state.metrics.add_usage(result.usage)
+                return
+
+    async def _terminal(self, context: InvokeModelContext) -> AsyncIterator[InvokeModelEvent]:
+        core = self._core
+        if context.agent is not core.handle:
+            raise RuntimeError(
+                "InvokeModelContext.agent was replaced (with dataclasses.replace); the stage "
+                "always runs for the agent that started it"
+            )
+        text, blocks = split_system_prompt(context.system_prompt)
+        assembler = ResponseAssembler()
+        # model_state is excluded from the context: the terminal hands the agent's own
+        # dict to the model, so whatever the provider writes there is kept for next time.
+        chunks = context.model.stream(
+            context.messages,
+            context.tool_specs,
+            text,
+            tool_choice=context.tool_choice,
+            system_prompt_content=blocks,
+            model_state=core.model_state,
+        )
+        try:
+            async for chunk in chunks:
+                assembler.add(chunk)
+                yield ModelStreamChunkEvent(chunk=chunk)
+        finally:
+            await close_iterator(chunks)
+        stop_reason, message, usage, metrics = assembler.finish()
+        yield ModelStopReason(
+            stop_reason=stop_reason, message=message, usage=usage, metrics=metrics
+        )

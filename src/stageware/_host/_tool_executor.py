@@ -1,0 +1,306 @@
+"""Running one round of tool calls: hooks, the ExecuteTool chain, interrupts, concurrency.
+
+Every call the model asked for runs concurrently, each as::
+
+    BeforeToolCallEvent hooks -> ExecuteTool chain -> AfterToolCallEvent hooks
+
+and the whole sequence repeats when an after-hook sets ``retry``, so middleware sees
+every attempt. The executor is the single place where tool-cycle interrupts are
+registered: a middleware's ``InterruptException``, a tool's ``ToolInterruptEvent`` and a
+before-hook's interrupt all end here, and each halted call surfaces as exactly one
+``ToolInterruptEvent``.
+
+The chain's terminal runs the tool with the executor's own cancel signal, turns an
+exception from the tool into an error result the model can read, and produces the
+"unknown tool" result when the model asked for a tool the agent does not have (the
+chain still runs, with ``tool=None``, so middleware can observe or mock it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, final
+
+import anyio
+from anyio.abc import ObjectSendStream
+
+from stageware._generated.contexts import ExecuteToolContext
+from stageware._generated.events import (
+    AgentStreamEvent,
+    ExecuteToolEvent,
+    ToolInterruptEvent,
+    ToolResultEvent,
+)
+from stageware._generated.payloads import ToolResult, ToolUse
+from stageware._generated.stages import ExecuteToolStage
+from stageware._runtime import Interrupt, InterruptException, ToolContext
+
+from ._core import AgentCore, PassState
+from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
+from ._iterators import close_iterator
+
+__all__ = ["ToolExecutor", "ToolRound", "error_result"]
+
+
+def error_result(tool_use_id: str, text: str) -> ToolResult:
+    """An error result carrying *text* for the model."""
+    return {"toolUseId": tool_use_id, "status": "error", "content": [{"text": text}]}
+
+
+@final
+@dataclass(eq=False)
+class ToolRound:
+    """What a round of tool calls produced, filled in while it runs.
+
+    Attributes:
+        results: Results of the calls that ran to the end, by toolUseId.
+        skipped: Results of calls that were never run because the run was cancelled.
+        interrupts: Interrupts raised by this round (already registered).
+        errors: Exceptions that failed the round (from a hook, or the host itself).
+    """
+
+    results: dict[str, ToolResult] = field(default_factory=dict[str, ToolResult])
+    skipped: dict[str, ToolResult] = field(default_factory=dict[str, ToolResult])
+    interrupts: list[Interrupt] = field(default_factory=list[Interrupt])
+    errors: list[Exception] = field(default_factory=list[Exception])
+
+
+@final
+class ToolExecutor:
+    """Runs the tool calls of one assistant message through hooks and the ExecuteTool stage."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: AgentCore) -> None:
+        self._core = core
+
+    async def run(
+        self,
+        tool_uses: list[ToolUse],
+        round_: ToolRound,
+        pass_state: PassState,
+        invocation_state: dict[str, Any],
+    ) -> AsyncIterator[AgentStreamEvent]:
+        """Run *tool_uses* concurrently, yielding their events as they happen.
+
+        Calls whose id is already in ``round_.results`` (finished before an interrupt) are
+        not run again.
+
+        Raises:
+            Exception: The first error a hook or the host raised; the other calls are
+                cancelled.
+        """
+        calls = [use for use in tool_uses if use["toolUseId"] not in round_.results]
+        send, receive = anyio.create_memory_object_stream[AgentStreamEvent](math.inf)
+        async with anyio.create_task_group() as group:
+            for tool_use in calls:
+                group.start_soon(
+                    self._run_call, tool_use, round_, pass_state, invocation_state, send.clone()
+                )
+            send.close()
+            async with receive:
+                async for event in receive:
+                    yield event
+            if round_.errors:
+                group.cancel_scope.cancel()
+        if round_.errors:
+            raise round_.errors[0]
+
+    async def _run_call(
+        self,
+        tool_use: ToolUse,
+        round_: ToolRound,
+        pass_state: PassState,
+        invocation_state: dict[str, Any],
+        send: ObjectSendStream[AgentStreamEvent],
+    ) -> None:
+        async with send:
+            try:
+                await self._call(tool_use, round_, pass_state, invocation_state, send)
+            except Exception as error:
+                # Kept for run() to re-raise as itself: a task group would wrap it in an
+                # exception group, and the caller should see the hook's own error.
+                round_.errors.append(error)
+
+    async def _call(
+        self,
+        tool_use: ToolUse,
+        round_: ToolRound,
+        pass_state: PassState,
+        invocation_state: dict[str, Any],
+        send: ObjectSendStream[AgentStreamEvent],
+    ) -> None:
+        core = self._core
+        tool_use_id = tool_use["toolUseId"]
+        while True:
+            if core.cancel.is_set():
+                skipped = error_result(tool_use_id, "The tool call was cancelled before it ran.")
+                round_.skipped[tool_use_id] = skipped
+                await send.send(ToolResultEvent(tool_result=skipped))
+                return
+            before = BeforeToolCallEvent(
+                agent=core.handle,
+                selected_tool=core.tools.get(tool_use["name"]),
+                tool_use=tool_use,
+                invocation_state=invocation_state,
+                _interrupts=core.interrupts.answered(),
+            )
+            try:
+                await core.hooks.fire(before)
+            except InterruptException as raised:
+                await self._halt(tool_use, [raised.interrupt], round_, send)
+                return
+            if before.cancel_tool is not False:
+                await self._cancel(before, round_, send)
+                return
+            result, interrupts = await self._run_chain(before, pass_state, send)
+            if interrupts:
+                self._register(interrupts, round_)
+                return
+            assert result is not None  # registry.invoke raises when the chain dropped it
+            after = await core.hooks.fire(
+                AfterToolCallEvent(
+                    agent=core.handle,
+                    selected_tool=before.selected_tool,
+                    tool_use=before.tool_use,
+                    invocation_state=invocation_state,
+                    result=_for_call(result.tool_result, tool_use_id),
+                    exception=result.exception,
+                )
+            )
+            if not after.retry:
+                round_.results[tool_use_id] = _for_call(after.result, tool_use_id)
+                return
+
+    async def _run_chain(
+        self,
+        before: BeforeToolCallEvent,
+        pass_state: PassState,
+        send: ObjectSendStream[AgentStreamEvent],
+    ) -> tuple[ToolResultEvent | None, list[Interrupt]]:
+        core = self._core
+        context = ExecuteToolContext.from_host(
+            agent=core.handle,
+            tool=before.selected_tool,
+            tool_use=before.tool_use,
+            invocation_state=before.invocation_state,
+            cancel_signal=core.cancel,
+            interrupts=core.interrupts.answered(),
+        )
+        pass_state.metrics.tool_calls += 1
+        result: ToolResultEvent | None = None
+        interrupts: list[Interrupt] = []
+        events = core.registry.invoke(ExecuteToolStage, context, self._terminal)
+        try:
+            async for event in events:
+                if isinstance(event, ToolInterruptEvent):
+                    interrupts.extend(event.interrupts)
+                elif isinstance(event, ToolResultEvent):
+                    result = event
+                await send.send(event)
+        except InterruptException as raised:
+            interrupts.append(raised.interrupt)
+            await send.send(
+                ToolInterruptEvent(tool_use=before.tool_use, interrupts=[raised.interrupt])
+            )
+        finally:
+            await events.aclose()
+        return result, interrupts
+
+    async def _halt(
+        self,
+        tool_use: ToolUse,
+        interrupts: list[Interrupt],
+        round_: ToolRound,
+        send: ObjectSendStream[AgentStreamEvent],
+    ) -> None:
+        self._register(interrupts, round_)
+        await send.send(ToolInterruptEvent(tool_use=tool_use, interrupts=interrupts))
+
+    def _register(self, interrupts: list[Interrupt], round_: ToolRound) -> None:
+        for interrupt in interrupts:
+            self._core.interrupts.register(interrupt)
+        round_.interrupts.extend(interrupts)
+
+    async def _cancel(
+        self,
+        before: BeforeToolCallEvent,
+        round_: ToolRound,
+        send: ObjectSendStream[AgentStreamEvent],
+    ) -> None:
+        tool_use_id = before.tool_use["toolUseId"]
+        message = (
+            before.cancel_tool
+            if isinstance(before.cancel_tool, str)
+            else "The tool call was cancelled by a hook."
+        )
+        cancelled = error_result(tool_use_id, message)
+        await send.send(ToolResultEvent(tool_result=cancelled))
+        after = await self._core.hooks.fire(
+            AfterToolCallEvent(
+                agent=self._core.handle,
+                selected_tool=before.selected_tool,
+                tool_use=before.tool_use,
+                invocation_state=before.invocation_state,
+                result=cancelled,
+                cancel_message=message,
+            )
+        )
+        round_.results[tool_use_id] = _for_call(after.result, tool_use_id)
+
+    async def _terminal(self, context: ExecuteToolContext) -> AsyncIterator[ExecuteToolEvent]:
+        core = self._core
+        if context.agent is not core.handle:
+            raise RuntimeError(
+                "ExecuteToolContext.agent was replaced (with dataclasses.replace); the stage "
+                "always runs for the agent that started it"
+            )
+        if context.cancel_signal is not core.cancel:
+            raise RuntimeError(
+                "ExecuteToolContext.cancel_signal was replaced (with dataclasses.replace); the "
+                "executor owns the signal and the tool always receives the executor's own, so "
+                "the replacement would be ignored. Observe the signal instead of replacing it."
+            )
+        tool_use = context.tool_use
+        if context.tool is None:
+            yield ToolResultEvent(
+                tool_result=error_result(
+                    tool_use["toolUseId"], f"Unknown tool: {tool_use['name']!r}."
+                )
+            )
+            return
+        tool_context = ToolContext(
+            agent=core.handle,
+            tool_use=tool_use,
+            invocation_state=context.invocation_state,
+            cancel_signal=core.cancel,
+            interrupts=core.interrupts.answered(),
+        )
+        events = context.tool.stream(tool_use, tool_context)
+        try:
+            async for event in events:
+                yield event
+        except InterruptException:
+            raise
+        except Exception as error:
+            # Middleware always observes a result, not a raised exception.
+            yield ToolResultEvent(
+                tool_result=error_result(tool_use["toolUseId"], f"Error: {error}"),
+                exception=error,
+            )
+        finally:
+            await close_iterator(events)
+
+
+def _for_call(result: ToolResult, tool_use_id: str) -> ToolResult:
+    """*result* answering the call *tool_use_id*.
+
+    Results are paired with calls by the executor, not by whatever id a middleware's
+    cached or mocked result carries; a result copied from another call must still
+    answer this one.
+    """
+    if result.get("toolUseId") == tool_use_id:
+        return result
+    return {**result, "toolUseId": tool_use_id}
