@@ -143,7 +143,36 @@ def _generate_command(args: argparse.Namespace) -> str:
     return shlex.join(words)
 
 
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--session-dir",
+        type=Path,
+        help="keep the demo's SQLite session file here (default: a temporary directory)",
+    )
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    # Imported here: the demo imports the stageware package, which `generate` must not.
+    from stageware._demo import DemoCheckError, run_demo
+
+    session_dir: Path | None = args.session_dir
+    if session_dir is not None and not session_dir.is_dir():
+        raise _UsageError(f"--session-dir {session_dir}: not a directory")
+    try:
+        run_demo(sys.stdout, session_dir)
+    except DemoCheckError as exc:
+        print(f"stageware demo: check failed: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
 _COMMANDS: tuple[_Command, ...] = (
+    _Command(
+        "demo",
+        "run an agent on a scripted model through typed middleware, with a trace",
+        _demo_arguments,
+        _run_demo,
+    ),
     _Command(
         "generate",
         "generate the typed surface from the stage schema",
