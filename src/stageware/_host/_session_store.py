@@ -1,0 +1,361 @@
+"""Session snapshots and the stores that keep them across a process restart.
+
+A session is what an agent needs to pick a run up again after its process stopped, most
+often while it waited for a human answer: the conversation, the agent's key-value state,
+the provider state the host keeps between model calls and the host's serialised interrupt
+state. ``SessionStore`` is the small interface the agent saves and loads that through;
+``MemorySessionStore`` keeps snapshots in the process (tests, short-lived agents) and
+``SQLiteSessionStore`` in ``_sqlite_store`` keeps them in a file.
+
+What a snapshot deliberately does NOT hold:
+
+* Per-invocation state, such as the ``invocation_state`` passed to one call and the cancel
+  signal. It belongs to that one call, the caller passes it again when it resumes, and it
+  may hold live objects (clients, locks, callbacks) that have no JSON form and would mean
+  nothing in another process.
+* Anything the host did not put into ``interrupt_state``. The store treats that value as
+  opaque JSON: which pending interrupts and answers survive a restart, and in what form, is
+  the host's decision, not the store's.
+
+A snapshot is plain JSON data, checked on the way in and on the way out, so what an agent
+saves is exactly what a restarted process loads: nothing that only seemed to be stored (a
+tuple, a set, an object) and nothing a hand-edited or damaged row could slip past.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any, Final, NoReturn, Protocol, cast, final, runtime_checkable
+
+import pydantic
+from typing_extensions import TypedDict
+
+from stageware._generated.payloads import Message
+
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "MemorySessionStore",
+    "SessionError",
+    "SessionSnapshot",
+    "SessionStore",
+]
+
+SNAPSHOT_VERSION: Final = 1
+"""The snapshot format this stageware writes and reads."""
+
+
+class SessionSnapshot(TypedDict):
+    """Everything an agent needs to resume a session in a new process.
+
+    Attributes:
+        version: The snapshot format, ``SNAPSHOT_VERSION``.
+        messages: The conversation, as Converse messages, oldest first.
+        state: The agent's JSON key-value state.
+        model_state: Provider state the host keeps between model calls.
+        interrupt_state: The host's own serialised interrupt state; opaque to the store.
+    """
+
+    version: int
+    messages: list[Message]
+    state: dict[str, Any]
+    model_state: dict[str, Any]
+    interrupt_state: dict[str, Any]
+
+
+@final
+class SessionError(Exception):
+    """A session could not be saved, loaded or deleted.
+
+    The message names the session, the store and, for a bad value or a damaged record, the
+    path to the offending field.
+    """
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where an agent keeps its sessions between runs.
+
+    The agent calls these methods from worker threads, possibly several agents on one
+    store at once, so an implementation must be thread-safe. Each call is atomic: a failed
+    ``save`` leaves the previous snapshot in place.
+    """
+
+    def load(self, session_id: str) -> SessionSnapshot | None:
+        """Return the last snapshot saved for *session_id*, or ``None`` if there is none.
+
+        Raises ``SessionError`` if the stored record cannot be read as a snapshot.
+        """
+        ...
+
+    def save(self, session_id: str, snapshot: SessionSnapshot) -> None:
+        """Store *snapshot* for *session_id*, replacing any earlier one.
+
+        Raises ``SessionError``, and stores nothing, if the snapshot is not JSON data of
+        the snapshot's shape.
+        """
+        ...
+
+    def delete(self, session_id: str) -> None:
+        """Forget *session_id*; deleting a session that does not exist is not an error."""
+        ...
+
+
+@final
+class MemorySessionStore:
+    """A ``SessionStore`` that keeps snapshots in this process.
+
+    It holds the encoded JSON rather than the caller's objects, so a snapshot is copied on
+    the way in and out (later changes by the caller never reach the store, nor the other
+    way round) and the same values are refused as by ``SQLiteSessionStore``: swapping one
+    store for the other does not change what an agent may save.
+    """
+
+    __slots__ = ("_documents", "_lock")
+
+    def __init__(self) -> None:
+        self._documents: dict[str, str] = {}
+        # A dict operation is atomic under the GIL, but not on a free-threaded build.
+        self._lock = threading.Lock()
+
+    def load(self, session_id: str) -> SessionSnapshot | None:
+        """Return a fresh copy of the snapshot saved for *session_id*, or ``None``."""
+        with self._lock:
+            document = self._documents.get(session_id)
+        if document is None:
+            return None
+        return decode_snapshot(document, session_id, _MEMORY)
+
+    def save(self, session_id: str, snapshot: SessionSnapshot) -> None:
+        """Store a copy of *snapshot* for *session_id*, replacing any earlier one."""
+        document = encode_snapshot(snapshot, session_id, _MEMORY)
+        with self._lock:
+            self._documents[session_id] = document
+
+    def delete(self, session_id: str) -> None:
+        """Forget *session_id*, if it was saved."""
+        with self._lock:
+            self._documents.pop(session_id, None)
+
+    def __repr__(self) -> str:
+        with self._lock:
+            count = len(self._documents)
+        return f"MemorySessionStore(<{count} sessions>)"
+
+
+_MEMORY: Final = "the memory store"
+
+
+# --- Encoding and decoding, shared by the stores ------------------------------------------
+
+
+def encode_snapshot(snapshot: SessionSnapshot, session_id: str, where: str) -> str:
+    """Encode *snapshot* as a JSON document, or raise ``SessionError`` naming the bad value.
+
+    *where* names the store in messages. Stricter than ``json.dumps``: a tuple or a
+    non-string dict key is refused too, because it would load back as something else (a
+    list, a string key) and a resumed run would not see what the first one saved.
+    """
+    encoded = _encode_faithfully(snapshot)
+    if encoded is None:
+        raise SessionError(
+            f"cannot save session {session_id!r} in {where}: {_explain_non_json(snapshot)}; "
+            "nothing was written"
+        )
+    document, plain = encoded
+    _check_shape(
+        plain,
+        f"cannot save session {session_id!r} in {where}: ",
+        "; nothing was written",
+        stored=False,
+    )
+    return document
+
+
+def _encode_faithfully(snapshot: SessionSnapshot) -> tuple[str, object] | None:
+    """Return the JSON document and its decoded copy, or ``None`` if they differ."""
+    try:
+        # ensure_ascii (the default) escapes lone surrogates, which are valid in a Python
+        # str but cannot be written to SQLite as UTF-8.
+        document = json.dumps(
+            snapshot, allow_nan=False, separators=(",", ":"), default=_refuse_object
+        )
+        plain: object = json.loads(document)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    # Comparing with the decoded copy catches, in C, every value that json.dumps accepts
+    # but changes (tuples, int keys); the slow walk in _find_non_json only runs to explain
+    # a failure.
+    return (document, plain) if plain == snapshot else None
+
+
+def decode_snapshot(document: object, session_id: str, where: str) -> SessionSnapshot:
+    """Decode and check a stored document; a damaged one is a ``SessionError``.
+
+    The decoded data itself is returned, not pydantic's copy of it: pydantic drops keys a
+    TypedDict does not declare, and the store must hand back everything it was given.
+    """
+
+    prefix = f"session {session_id!r} in {where} is damaged: "
+
+    def fail(problem: str) -> NoReturn:
+        raise SessionError(prefix + problem)
+
+    if not isinstance(document, str | bytes):
+        fail(f"the stored document is {_describe_type(document)}, not JSON text")
+    try:
+        plain: object = json.loads(document, parse_constant=_refuse_constant)
+    except RecursionError:
+        fail("the stored document is nested too deeply to read")
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN and Infinity
+        fail(f"the stored document is not valid JSON ({exc})")
+    _check_shape(plain, prefix, stored=True)
+    return cast(SessionSnapshot, plain)
+
+
+def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) -> None:
+    """Check that decoded JSON *plain* is a snapshot of the current version.
+
+    A problem is raised as ``SessionError(prefix + problem + suffix)``; *stored* says
+    whether *plain* was read from a store or is about to be written to one.
+    """
+
+    def message(problem: str) -> str:
+        return prefix + problem + suffix
+
+    if not isinstance(plain, dict):
+        raise SessionError(message(f"the snapshot is {_describe_type(plain)}, not a JSON object"))
+    # The version comes first, and by itself, so that a snapshot from another stageware
+    # reads as what it is rather than as a list of fields that happen not to match.
+    version = cast(dict[str, object], plain).get("version")
+    if type(version) is int and version != SNAPSHOT_VERSION:
+        if not stored:
+            problem = f"snapshot format version {version}; this stageware writes version"
+        elif version > SNAPSHOT_VERSION:
+            problem = (
+                f"snapshot format version {version} (written by a newer stageware?); "
+                "this stageware reads version"
+            )
+        else:
+            problem = f"snapshot format version {version}; this stageware reads version"
+        raise SessionError(message(f"{problem} {SNAPSHOT_VERSION}"))
+    try:
+        # Strict: decoded JSON never needs coercing, and a lax "1" for 1 would be returned
+        # as the string it is, since the caller gets the decoded data, not pydantic's copy.
+        _snapshot_adapter().validate_python(plain, strict=True)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        first = errors[0]
+        field = format_path(first["loc"]) or "the snapshot"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        # The type of the bad input, never its value: a conversation does not belong in logs.
+        got = "" if first["type"] == "missing" else f", got {_describe_type(first['input'])}"
+        raise SessionError(message(f"field {field}: {first['msg']}{got}{more}")) from None
+
+
+@functools.cache
+def _snapshot_adapter() -> pydantic.TypeAdapter[SessionSnapshot]:
+    # Built on first use rather than at import, so importing stageware stays cheap.
+    return pydantic.TypeAdapter(SessionSnapshot)
+
+
+def _refuse_object(value: object) -> NoReturn:
+    raise TypeError(f"{type(value).__qualname__} is not JSON serializable")
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _explain_non_json(snapshot: object) -> str:
+    """Say where the first value that is not faithful JSON data sits in *snapshot*."""
+    try:
+        found = _find_non_json(snapshot, [], set())
+    except RecursionError:
+        return "the snapshot is nested too deeply to encode"
+    if found is None:  # Only if the walk and json.dumps disagree; keep the message useful.
+        return "the snapshot is not JSON data"
+    path, problem = found
+    return f"{format_path(path) or 'the snapshot'} {problem}"
+
+
+def _find_non_json(
+    value: object, path: list[str | int], active: set[int]
+) -> tuple[list[str | int], str] | None:
+    """Walk *value* depth first; return the path to the first non-JSON value and why."""
+    # bool and the str/int/float subclasses (enums, say) encode as their base value and
+    # compare equal to it, so they are faithful.
+    if value is None or isinstance(value, str | int):
+        return None
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return path, f"is {value!r}, which JSON cannot represent"
+    if isinstance(value, list):
+        return _walk(cast(list[object], value), path, active)
+    if isinstance(value, dict):
+        return _walk(cast(dict[object, object], value), path, active)
+    if isinstance(value, tuple | set | frozenset):
+        return (
+            path,
+            f"is {_describe_type(cast(object, value))}, which is not JSON data (use a list)",
+        )
+    return path, f"is {_describe_type(value)}, which is not JSON data"
+
+
+def _walk(
+    items: list[object] | dict[object, object],
+    path: list[str | int],
+    active: set[int],
+) -> tuple[list[str | int], str] | None:
+    """Walk the items of a list or dict for ``_find_non_json``."""
+    if id(items) in active:
+        return path, "refers back to itself (a circular reference)"
+    active.add(id(items))
+    try:
+        if isinstance(items, list):
+            for index, item in enumerate(items):
+                found = _find_non_json(item, [*path, index], active)
+                if found is not None:
+                    return found
+        else:
+            for key, item in items.items():
+                if not isinstance(key, str):
+                    return path, (
+                        f"has the key {key!r} ({type(key).__qualname__}); "
+                        "JSON object keys must be strings"
+                    )
+                found = _find_non_json(item, [*path, key], active)
+                if found is not None:
+                    return found
+    finally:
+        active.discard(id(items))
+    return None
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """Render a location as ``messages[3].content[0].toolResult``.
+
+    A key that is not an identifier is written ``["like this"]`` so the path stays
+    unambiguous.
+    """
+    parts: list[str] = []
+    for segment in path:
+        if isinstance(segment, int):
+            parts.append(f"[{segment}]")
+        elif segment.isidentifier():
+            parts.append(f".{segment}" if parts else segment)
+        else:
+            parts.append(f"[{json.dumps(segment)}]")
+    return "".join(parts)
+
+
+def _describe_type(value: object) -> str:
+    if value is None:
+        return "null"
+    name = type(value).__qualname__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    return f"{article} {name}"

@@ -1,0 +1,56 @@
+"""`stageware demo`, the README's first command: it runs, and its trace tells the story."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from stageware._demo import run_demo
+from stageware_cli import main
+
+
+def test_the_demo_trace_shows_every_middleware_at_work(tmp_path: Path) -> None:
+    out = io.StringIO()
+
+    run_demo(out, tmp_path)
+
+    trace = out.getvalue()
+    assert "hid 1 e-mail address(es) from the model" in trace
+    assert "lookup_order failed (TimeoutError" in trace
+    assert "refund needs a human: interrupting" in trace
+    assert "-> stop_reason=interrupt" in trace
+    assert "human answered 'approve'" in trace
+    assert "hit: answered without calling the model" in trace
+    assert trace.rstrip().endswith("every check passed")
+    assert "jane.doe@example.com" not in trace.split("== 2.")[1]
+
+
+def test_the_session_file_holds_the_finished_conversation(tmp_path: Path) -> None:
+    run_demo(io.StringIO(), tmp_path)
+
+    with sqlite3.connect(tmp_path / "sessions.sqlite") as connection:
+        (document,) = connection.execute("SELECT document FROM stageware_sessions").fetchone()
+    snapshot = json.loads(document)
+    assert snapshot["messages"][-1]["content"][0]["text"].startswith("Refunds are accepted")
+    # The interrupt cycle ended with the approved refund: no answer outlives it.
+    assert snapshot["interrupt_state"] == {
+        "activated": False,
+        "interrupts": [],
+        "pending_tool_execution": None,
+    }
+
+
+def test_the_command_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    assert "every check passed" in capsys.readouterr().out
+
+
+def test_a_missing_session_dir_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--session-dir", str(tmp_path / "nope")]) == 2
+    assert "not a directory" in capsys.readouterr().err
