@@ -1,0 +1,21 @@
+"""The OpenAI-compatible chat-completions model for the reference host.
+
+``OpenAIModel`` talks to OpenAI or to any local server that speaks the same API (vLLM,
+llama.cpp, Ollama, LM Studio). It needs the optional ``openai`` package::
+
+    pip install 'stageware[openai]'
+"""
+
+from __future__ import annotations
+
+try:
+    from stageware._host._openai_model import ModelError, OpenAIModel
+except ModuleNotFoundError as error:
+    # Only a missing `openai` gets the install hint; any other missing module is a real bug.
+    if error.name is None or error.name.partition(".")[0] != "openai":
+        raise
+    raise ImportError(
+        "stageware.openai needs the 'openai' package: pip install 'stageware[openai]'"
+    ) from error
+
+__all__ = ["ModelError", "OpenAIModel"]
