@@ -9,7 +9,8 @@ model again. It ends with exactly one ``EventLoopStopEvent``: the model's own st
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any, cast, final
 
 from stageware._generated.contexts import AgentStreamContext
@@ -83,12 +84,16 @@ class EventLoop:
                     return
                 self._pass.metrics.cycles += 1
                 result: ModelStopReason | None = None
-                async for event in self._model_call.run(self._pass, invocation_state):
-                    # The stop reason is the model call's result, not an AgentStream event.
-                    if isinstance(event, ModelStopReason):
-                        result = event
-                    else:
-                        yield event
+                # Every nested stream is closed here, in this task, if the pass is closed
+                # early: left to the garbage collector, it would be finalised in another
+                # task, outside the cancel scopes it opened.
+                async with aclosing(self._model_call.run(self._pass, invocation_state)) as call:
+                    async for event in call:
+                        # The stop reason is the model call's result, not a pass event.
+                        if isinstance(event, ModelStopReason):
+                            result = event
+                        else:
+                            yield event
                 if result is None or core.cancel.is_set():
                     # Cancelled mid-stream: the partial turn never enters the history.
                     yield self.stop("cancelled", empty_assistant_message(), invocation_state)
@@ -100,9 +105,10 @@ class EventLoop:
                     yield self.stop(result.stop_reason, message, invocation_state)
                     return
             stopped = False
-            async for round_event in self._tool_round(message, pending, invocation_state):
-                stopped = isinstance(round_event, EventLoopStopEvent)
-                yield round_event
+            async with aclosing(self._tool_round(message, pending, invocation_state)) as round_:
+                async for round_event in round_:
+                    stopped = isinstance(round_event, EventLoopStopEvent)
+                    yield round_event
             if stopped:
                 return
 
@@ -111,7 +117,7 @@ class EventLoop:
         message: Message,
         pending: PendingToolExecution | None,
         invocation_state: dict[str, Any],
-    ) -> AsyncIterator[AgentStreamEvent]:
+    ) -> AsyncGenerator[AgentStreamEvent, None]:
         """Run the tool calls of *message*; end with a stop event unless the loop goes on."""
         core = self._core
         tool_uses = _tool_uses(message)
@@ -121,8 +127,10 @@ class EventLoop:
             # answers, so the caller can still resume the interrupt later.
             yield self.stop("cancelled", message, invocation_state)
             return
-        async for event in self._executor.run(tool_uses, round_, self._pass, invocation_state):
-            yield event
+        tools = self._executor.run(tool_uses, round_, self._pass, invocation_state)
+        async with aclosing(tools):
+            async for event in tools:
+                yield event
         if round_.interrupts:
             core.interrupts.pending_tool_execution = PendingToolExecution(
                 tool_use_message=message, completed=dict(round_.results)
@@ -143,8 +151,10 @@ class EventLoop:
             "content": [{"toolResult": results[use["toolUseId"]]} for use in tool_uses],
         }
         await core.append_message(reply)
-        yield ToolResultMessageEvent(message=reply)
+        # The cycle is over once its results are in the history, whether or not the
+        # consumer ever pulls the next event.
         core.interrupts.end_tool_cycle()
+        yield ToolResultMessageEvent(message=reply)
         if core.cancel.is_set():
             yield self.stop("cancelled", reply, invocation_state)
 

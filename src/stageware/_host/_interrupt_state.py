@@ -164,13 +164,19 @@ class InterruptState:
             self.interrupts[interrupt_id].response = response
 
     def end_tool_cycle(self) -> None:
-        """Drop the finished tool round's interrupts, keeping answered agent-stream ones."""
+        """Close the finished tool round: drop its interrupts and deactivate.
+
+        Answered agent-stream responses are kept for the rest of the interrupt cycle, but
+        with the state deactivated a new pass reads them only if a resume re-activates it:
+        a cycle the caller abandoned after this point leaves nothing a gate could read.
+        """
         self.interrupts = {
             i.id: i
             for i in self.interrupts.values()
             if i.answered and i.id.startswith(AGENT_STREAM_INTERRUPT_ID_PREFIX)
         }
         self.pending_tool_execution = None
+        self.activated = False
 
     def end_interrupt_cycle(self) -> None:
         """Release everything: the cycle is over and no answer may outlive it."""

@@ -14,7 +14,9 @@ In order:
 4. The stop event the invocation reports is the last ``EventLoopStopEvent`` the chain
    yielded; a chain that dropped it is an error.
 5. A pass that ends with nothing owed a resume ends the interrupt cycle, releasing every
-   answer, before the session is saved and before ``AfterInvocationEvent`` fires.
+   answer, before the session is saved and before ``AfterInvocationEvent`` fires. Both of
+   those happen however the invocation ends: with a result, an error, or the caller
+   closing the stream.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, final
+
+import anyio
 
 from stageware._generated.contexts import AgentStreamContext
 from stageware._generated.events import AgentStreamEvent, EventLoopStopEvent
@@ -63,6 +67,7 @@ class Invocation:
         core = self._core
         messages = self._take_input(prompt)
         pass_state = PassState(input=messages)
+        result: AgentResult | None = None
         try:
             await core.hooks.fire(
                 BeforeInvocationEvent(
@@ -107,19 +112,18 @@ class Invocation:
                 state=stop.request_state,
                 structured_output=stop.structured_output,
             )
-            await self._save()
-        except Exception:
-            await core.hooks.fire(
-                AfterInvocationEvent(
-                    agent=core.handle, invocation_state=invocation_state, result=None
+        finally:
+            # Whatever ended the invocation (its stop event, an error, the caller closing the
+            # stream or cancelling), the session stores what is in memory and the hooks hear
+            # of it; shielded, so a cancelled run still gets there.
+            with anyio.CancelScope(shield=True):
+                await self._save()
+                await core.hooks.fire(
+                    AfterInvocationEvent(
+                        agent=core.handle, invocation_state=invocation_state, result=result
+                    )
                 )
-            )
-            raise
-        await core.hooks.fire(
-            AfterInvocationEvent(
-                agent=core.handle, invocation_state=invocation_state, result=result
-            )
-        )
+        assert result is not None  # the try block either set it or raised
         yield AgentResultEvent(result=result)
 
     def _take_input(self, prompt: object) -> list[Any]:

@@ -9,7 +9,7 @@ a call that middleware serves from a cache still has both.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, final
 
 from stageware._generated.contexts import InvokeModelContext
@@ -52,7 +52,7 @@ class ModelCall:
 
     async def run(
         self, pass_state: PassState, invocation_state: dict[str, Any]
-    ) -> AsyncIterator[InvokeModelEvent]:
+    ) -> AsyncGenerator[InvokeModelEvent, None]:
         """Yield the call's events; the last ``ModelStopReason`` is the one to act on.
 
         Stops early, without a ``ModelStopReason``, when the run is cancelled mid-stream.

@@ -104,7 +104,7 @@ class OpenAIModel:
         self.model_id = model_id
         """The model name sent with every request."""
         self._owns_client = client is None
-        self._client = client or openai.AsyncOpenAI(base_url=base_url, api_key=api_key)
+        self._client = client or _own_client(base_url, api_key)
         self._client_loop: object = None
         self._params: Mapping[str, Any] = MappingProxyType(dict(params or {}))
 
@@ -194,9 +194,7 @@ class OpenAIModel:
         loop = _running_loop()
         if self._owns_client and self._client_loop is not None and self._client_loop is not loop:
             # Not copy(): that would share the HTTP client and its dead connections.
-            self._client = openai.AsyncOpenAI(
-                base_url=self._client.base_url, api_key=self._client.api_key
-            )
+            self._client = _own_client(str(self._client.base_url), self._client.api_key)
         self._client_loop = loop
         return self._client
 
@@ -240,6 +238,19 @@ class OpenAIModel:
         return ModelError(
             f"{where}: {what}", model_id=self.model_id, base_url=base_url, status_code=status_code
         )
+
+
+def _own_client(base_url: str | None, api_key: str | None) -> openai.AsyncOpenAI:
+    """A client for the model to own.
+
+    Its HTTP client is a plain one, not ``openai``'s default wrapper: that wrapper closes
+    itself on garbage collection by scheduling the close on whatever event loop is running
+    then, which for a client left behind on a finished loop is the wrong one and fails
+    there, in somebody else's code.
+    """
+    return openai.AsyncOpenAI(
+        base_url=base_url, api_key=api_key, http_client=openai.DefaultAsyncHttpxClient()
+    )
 
 
 def _running_loop() -> object:

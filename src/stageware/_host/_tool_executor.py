@@ -19,7 +19,7 @@ chain still runs, with ``tool=None``, so middleware can observe or mock it).
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, final
 
@@ -68,6 +68,18 @@ class ToolRound:
 
 
 @final
+@dataclass(frozen=True, eq=False)
+class _Call:
+    """One tool call of a round, with what its task needs from the round."""
+
+    tool_use: ToolUse
+    round_: ToolRound
+    pass_state: PassState
+    invocation_state: dict[str, Any]
+    scope: anyio.CancelScope
+
+
+@final
 class ToolExecutor:
     """Runs the tool calls of one assistant message through hooks and the ExecuteTool stage."""
 
@@ -82,7 +94,7 @@ class ToolExecutor:
         round_: ToolRound,
         pass_state: PassState,
         invocation_state: dict[str, Any],
-    ) -> AsyncIterator[AgentStreamEvent]:
+    ) -> AsyncGenerator[AgentStreamEvent, None]:
         """Run *tool_uses* concurrently, yielding their events as they happen.
 
         Calls whose id is already in ``round_.results`` (finished before an interrupt) are
@@ -96,33 +108,33 @@ class ToolExecutor:
         send, receive = anyio.create_memory_object_stream[AgentStreamEvent](math.inf)
         async with anyio.create_task_group() as group:
             for tool_use in calls:
-                group.start_soon(
-                    self._run_call, tool_use, round_, pass_state, invocation_state, send.clone()
-                )
+                call = _Call(tool_use, round_, pass_state, invocation_state, group.cancel_scope)
+                group.start_soon(self._run_call, call, send.clone())
             send.close()
             async with receive:
                 async for event in receive:
-                    yield event
-            if round_.errors:
-                group.cancel_scope.cancel()
+                    try:
+                        yield event
+                    except GeneratorExit:
+                        # The consumer closed the stream: cancel the calls and leave the task
+                        # group normally, so its cancel scope closes here, in this task,
+                        # instead of a GeneratorExit escaping through it.
+                        group.cancel_scope.cancel()
+                        return
         if round_.errors:
             raise round_.errors[0]
 
-    async def _run_call(
-        self,
-        tool_use: ToolUse,
-        round_: ToolRound,
-        pass_state: PassState,
-        invocation_state: dict[str, Any],
-        send: ObjectSendStream[AgentStreamEvent],
-    ) -> None:
+    async def _run_call(self, call: _Call, send: ObjectSendStream[AgentStreamEvent]) -> None:
         async with send:
             try:
-                await self._call(tool_use, round_, pass_state, invocation_state, send)
+                await self._call(
+                    call.tool_use, call.round_, call.pass_state, call.invocation_state, send
+                )
             except Exception as error:
-                # Kept for run() to re-raise as itself: a task group would wrap it in an
-                # exception group, and the caller should see the hook's own error.
-                round_.errors.append(error)
+                # Kept for run() to re-raise as itself (a task group would wrap it in an
+                # exception group); the other calls are cancelled, not waited for.
+                call.round_.errors.append(error)
+                call.scope.cancel()
 
     async def _call(
         self,
