@@ -21,8 +21,12 @@ from stageware import (
     Messages,
     ModelRequest,
     Prompt,
+    ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
+    StreamEvent,
+    SystemContentBlock,
+    ToolChoice,
     ToolContext,
     ToolResult,
     ToolSpec,
@@ -158,3 +162,32 @@ def event_types(events: Sequence[object]) -> list[str]:
             continue
         names.append(name)
     return names
+
+
+class ModelStateCounter:
+    """A model that keeps a counter in the ``model_state`` the host hands it."""
+
+    def __init__(self, inner: ScriptedModel) -> None:
+        self.inner = inner
+        self.seen: list[dict[str, Any]] = []
+
+    def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        tool_choice: ToolChoice | None = None,
+        system_prompt_content: list[SystemContentBlock] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        state: dict[str, Any] = kwargs["model_state"]
+        self.seen.append(dict(state))
+        state["calls"] = state.get("calls", 0) + 1
+        return self.inner.stream(
+            messages,
+            tool_specs,
+            system_prompt,
+            tool_choice=tool_choice,
+            system_prompt_content=system_prompt_content,
+        )

@@ -16,55 +16,23 @@ from stageware import (
     InvokeModelNext,
     InvokeModelResult,
     InvokeModelStage,
-    Messages,
     ModelMessageEvent,
     ModelStopReason,
     ModelStopResponse,
     ScriptedModel,
     ScriptedTurn,
-    StreamEvent,
     SystemContentBlock,
     ToolChoice,
-    ToolSpec,
     tool,
 )
 
-from .agent_helpers import calls, collect, texts, usage
+from .agent_helpers import ModelStateCounter, calls, collect, texts, usage
 
 
 @tool
 def ping() -> str:
     """Answer pong."""
     return "pong"
-
-
-class StatefulModel:
-    """A model that keeps a counter in the ``model_state`` the host hands it."""
-
-    def __init__(self, inner: ScriptedModel) -> None:
-        self.inner = inner
-        self.seen: list[dict[str, Any]] = []
-
-    def stream(
-        self,
-        messages: Messages,
-        tool_specs: list[ToolSpec] | None = None,
-        system_prompt: str | None = None,
-        *,
-        tool_choice: ToolChoice | None = None,
-        system_prompt_content: list[SystemContentBlock] | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[StreamEvent]:
-        state: dict[str, Any] = kwargs["model_state"]
-        self.seen.append(dict(state))
-        state["calls"] = state.get("calls", 0) + 1
-        return self.inner.stream(
-            messages,
-            tool_specs,
-            system_prompt,
-            tool_choice=tool_choice,
-            system_prompt_content=system_prompt_content,
-        )
 
 
 @pytest.mark.anyio
@@ -187,7 +155,7 @@ async def test_a_replaced_model_serves_one_call_without_changing_the_agent() -> 
 
 @pytest.mark.anyio
 async def test_model_state_is_hidden_from_middleware_and_kept_between_calls() -> None:
-    model = StatefulModel(ScriptedModel([calls(("ping", {}, "t1")), "done"]))
+    model = ModelStateCounter(ScriptedModel([calls(("ping", {}, "t1")), "done"]))
     agent = Agent(model, tools=[ping])
     contexts: list[InvokeModelContext] = []
 

@@ -20,19 +20,15 @@ from stageware import (
     BeforeInvocationEvent,
     InterruptException,
     MemorySessionStore,
-    Messages,
     ScriptedModel,
     SessionStore,
     SQLiteSessionStore,
-    StreamEvent,
-    SystemContentBlock,
-    ToolChoice,
     ToolContext,
-    ToolSpec,
     tool,
 )
 
 from .agent_helpers import (
+    ModelStateCounter,
     agent_stream_interrupt_id,
     answer,
     calls,
@@ -195,34 +191,11 @@ async def test_invocation_state_is_not_persisted(tmp_path: Path) -> None:
     assert b"INVOCATION-ONLY-VALUE" not in _database_bytes(path)
 
 
-class CountingModel:
-    """A model that counts its calls in the host-kept ``model_state``."""
-
-    def __init__(self, inner: ScriptedModel) -> None:
-        self.inner = inner
-        self.seen: list[dict[str, Any]] = []
-
-    def stream(
-        self,
-        messages: Messages,
-        tool_specs: list[ToolSpec] | None = None,
-        system_prompt: str | None = None,
-        *,
-        tool_choice: ToolChoice | None = None,
-        system_prompt_content: list[SystemContentBlock] | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[StreamEvent]:
-        model_state: dict[str, Any] = kwargs["model_state"]
-        self.seen.append(dict(model_state))
-        model_state["calls"] = model_state.get("calls", 0) + 1
-        return self.inner.stream(messages, tool_specs, system_prompt)
-
-
 @pytest.mark.anyio
 async def test_agent_state_model_state_and_history_survive_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
     first = Agent(
-        CountingModel(ScriptedModel(["one"])),
+        ModelStateCounter(ScriptedModel(["one"])),
         state={"user": "ada"},
         session_store=SQLiteSessionStore(path),
         session_id=SESSION,
@@ -230,7 +203,7 @@ async def test_agent_state_model_state_and_history_survive_a_restart(tmp_path: P
     first.state["visits"] = 1
     await first.invoke_async("hello")
 
-    model = CountingModel(ScriptedModel(["two"]))
+    model = ModelStateCounter(ScriptedModel(["two"]))
     second = Agent(model, session_store=SQLiteSessionStore(path), session_id=SESSION)
     await second.invoke_async("again")
 
