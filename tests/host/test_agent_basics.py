@@ -279,6 +279,18 @@ def test_the_sync_call_runs_on_trio_too() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_sync_call_inside_a_running_event_loop_runs_in_a_worker_thread() -> None:
+    model = ScriptedModel([calls(("add", {"a": 1, "b": 2}, "t1")), "Three."])
+    agent = Agent(model, tools=[add])
+
+    # Blocking here is the caller's choice; the run itself must not collide with this loop.
+    result = agent("1 + 2")
+
+    assert result.text == "Three."
+    assert tool_results(agent.messages[2])[0]["content"] == [{"json": 3}]
+
+
+@pytest.mark.anyio
 async def test_closing_the_stream_during_a_tool_round_leaves_the_caller_usable() -> None:
     """``stream_async`` says: close it (``contextlib.aclosing``) when stopping early."""
     finish = anyio.Event()
