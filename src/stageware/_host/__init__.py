@@ -1,6 +1,21 @@
 """The reference agent host: a real agent loop that runs the three stages.
 
 Implementation modules are private; ``stageware`` re-exports the names listed here.
+
+How the modules fit together, from the outside in:
+
+- ``_agent``: ``Agent``, its configuration, the sync/async entry points and sessions.
+- ``_invocation``: one ``agent(...)`` call; the AgentStream chain and its run loop.
+- ``_event_loop``: one pass, the AgentStream terminal: model turns and tool rounds.
+- ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks.
+- ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
+- ``_interrupt_state``: what waits for a human, and how long answers live.
+- ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks.
+- ``_prompt``, ``_agent_result``, ``_cancel``, ``_iterators``: small pieces they use.
+- Models: ``_scripted_model`` (with ``_streaming``, which assembles a streamed message),
+  ``_openai_model`` and ``_openai_convert`` (public as ``stageware.openai``).
+- Tools: ``_tool_decorator`` and ``_tool_spec``. Sessions: ``_session_store``,
+  ``_sqlite_store``.
 """
 
 from ._agent import Agent, ConcurrentInvocationError
