@@ -21,6 +21,7 @@ from stageware import (
     InterruptException,
     MemorySessionStore,
     ScriptedModel,
+    SessionError,
     SessionStore,
     SQLiteSessionStore,
     ToolContext,
@@ -267,6 +268,33 @@ def test_messages_for_a_session_with_history_are_refused(tmp_path: Path) -> None
             session_store=SQLiteSessionStore(path),
             session_id=SESSION,
         )
+
+
+def test_state_for_a_session_with_state_is_refused(tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    Agent(ScriptedModel(["hi"]), state={"plan": "pro"}, session_store=store, session_id=SESSION)(
+        "hello"
+    )
+
+    with pytest.raises(ValueError, match="already has state"):
+        Agent(ScriptedModel([]), state={"plan": "free"}, session_store=store, session_id=SESSION)
+
+
+def test_a_damaged_interrupt_state_names_the_session(tmp_path: Path) -> None:
+    store = MemorySessionStore()
+    store.save(
+        SESSION,
+        {
+            "version": 1,
+            "messages": [],
+            "state": {},
+            "model_state": {},
+            "interrupt_state": {"activated": "sometimes", "interrupts": []},
+        },
+    )
+
+    with pytest.raises(SessionError, match=f"session '{SESSION}'.*interrupt_state.activated"):
+        Agent(ScriptedModel([]), session_store=store, session_id=SESSION)
 
 
 def _database_bytes(path: Path) -> bytes:

@@ -20,10 +20,10 @@ from stageware._runtime import AgentTool, Interrupt, MiddlewareRegistration, Mod
 from ._agent_result import AgentResult, AgentResultEvent
 from ._core import AgentCore
 from ._hook_events import LifecycleEvent
-from ._interrupt_state import InterruptState
+from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
 from ._prompt import Prompt, prompt_messages
-from ._session_store import SNAPSHOT_VERSION, SessionSnapshot, SessionStore
+from ._session_store import SNAPSHOT_VERSION, SessionError, SessionSnapshot, SessionStore
 
 __all__ = ["Agent", "ConcurrentInvocationError"]
 
@@ -61,7 +61,9 @@ class Agent(MiddlewareHost):
 
     Raises:
         ValueError: For duplicate tool names, a session store without an id (or the
-            reverse), or ``messages`` given for a session that already has a history.
+            reverse), or ``messages`` / ``state`` given for a stored session that already
+            has them.
+        SessionError: If the stored session cannot be read.
     """
 
     def __init__(
@@ -96,7 +98,9 @@ class Agent(MiddlewareHost):
             model_state={},
         )
         if session_store is not None and session_id is not None:
-            self._load_session(session_store, session_id, messages_given=bool(messages))
+            self._load_session(
+                session_store, session_id, messages_given=bool(messages), state_given=bool(state)
+            )
 
     # -- configuration and state -------------------------------------------------------
 
@@ -235,20 +239,30 @@ class Agent(MiddlewareHost):
 
     # -- sessions ----------------------------------------------------------------------
 
-    def _load_session(self, store: SessionStore, session_id: str, *, messages_given: bool) -> None:
+    def _load_session(
+        self, store: SessionStore, session_id: str, *, messages_given: bool, state_given: bool
+    ) -> None:
         snapshot = store.load(session_id)
         if snapshot is None:
             return
-        if messages_given and snapshot["messages"]:
-            raise ValueError(
-                f"session {session_id!r} already has a conversation; do not pass messages= "
-                "when resuming a stored session"
-            )
+        # A stored session wins over constructor arguments; refusing both is clearer than
+        # ignoring one of them.
+        stored = {"messages": bool(snapshot["messages"]), "state": bool(snapshot["state"])}
+        for given, key in ((messages_given, "messages"), (state_given, "state")):
+            if given and stored[key]:
+                raise ValueError(
+                    f"session {session_id!r} in {store!r} already has {key}; do not pass "
+                    f"{key}= when resuming a stored session"
+                )
+        try:
+            interrupts = InterruptState.from_dict(snapshot["interrupt_state"])
+        except InterruptStateError as error:
+            raise SessionError(f"session {session_id!r} in {store!r}: {error}") from error
         core = self._core
         core.messages = snapshot["messages"]
         core.state = snapshot["state"]
         core.model_state = snapshot["model_state"]
-        core.interrupts = InterruptState.from_dict(snapshot["interrupt_state"])
+        core.interrupts = interrupts
 
     async def _save_session(self) -> None:
         store, session_id = self._session_store, self._session_id
