@@ -137,7 +137,7 @@ class AfterModelCallEvent(LifecycleEvent):
 
     Set ``retry = True`` to discard this call and run the whole InvokeModel chain again
     (for example after a throttling error). The events of the discarded call were already
-    streamed.
+    streamed. A call that ``agent.cancel()`` cut short mid-stream has no after-event.
 
     Attributes:
         invocation_state: Per-invocation state.
