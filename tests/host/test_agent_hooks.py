@@ -7,6 +7,7 @@ from contextlib import aclosing
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from stageware import (
@@ -14,6 +15,10 @@ from stageware import (
     AfterModelCallEvent,
     AfterToolCallEvent,
     Agent,
+    AgentStreamContext,
+    AgentStreamEvent,
+    AgentStreamNext,
+    AgentStreamStage,
     AgentTool,
     BeforeInvocationEvent,
     BeforeModelCallEvent,
@@ -360,3 +365,35 @@ async def test_a_failing_tool_hook_fails_the_run_without_waiting_for_the_other_c
     with anyio.move_on_after(1) as guard, pytest.raises(LookupError):
         await agent.invoke_async("go")
     assert not guard.cancelled_caught
+
+
+@pytest.mark.anyio
+async def test_a_tool_hook_error_reaches_a_wrap_handler_that_awaits_per_event() -> None:
+    # The failing call must not cancel the task consuming the round: an AgentStream Wrap
+    # handler that awaits between events would get the cancellation instead of the error.
+    @tool
+    async def ticking() -> AsyncIterator[str]:
+        """Stream a few ticks."""
+        for _ in range(20):
+            yield "tick"
+            await anyio.sleep(0.01)
+
+    async def audit(
+        context: AgentStreamContext, next_fn: AgentStreamNext
+    ) -> AsyncIterator[AgentStreamEvent]:
+        async for event in next_fn(context):
+            await anyio.lowlevel.checkpoint()  # an async log write, say
+            yield event
+
+    def fail_echo(event: AfterToolCallEvent) -> None:
+        if event.tool_use["name"] == "echo":
+            raise ValueError("after-hook failed")
+
+    model = ScriptedModel([calls(("ticking", {}, "t1"), ("echo", {"text": "x"}, "t2"))])
+    agent = Agent(model, tools=[ticking, echo])
+    agent.add_hook(fail_echo, AfterToolCallEvent)
+    agent.add_middleware(AgentStreamStage.Wrap, audit)
+
+    with pytest.raises(ValueError, match="after-hook failed"):
+        await agent.invoke_async("go")
+    await anyio.sleep(0)  # the caller's task is still usable

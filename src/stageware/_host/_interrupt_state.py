@@ -237,7 +237,8 @@ class _StoredInterrupt(BaseModel):
 
 
 class _StoredPending(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # No extra="forbid" here: it would reach into the payload TypedDicts, which allow the
+    # extra keys a tool's own result blocks may carry (the session store does too).
     tool_use_message: Message
     completed: dict[str, ToolResult]
 

@@ -30,6 +30,7 @@ from stageware._generated.events import (
 from stageware._generated.payloads import ToolResult, ToolResultContent, ToolSpec, ToolUse
 from stageware._runtime import InterruptException, ToolContext
 
+from ._tool_results import error_result
 from ._tool_spec import FunctionSchema, describe_tool_function, function_schema
 
 __all__ = ["FunctionTool", "tool"]
@@ -133,7 +134,9 @@ class FunctionTool(Generic[P, R]):
             args, kwargs = self._schema.bind(tool_use["input"], context)
         except ValidationError as exc:
             text = _describe_validation_error(self._schema.name, exc)
-            yield ToolResultEvent(tool_result=_error_result(tool_use, text), exception=exc)
+            yield ToolResultEvent(
+                tool_result=error_result(tool_use["toolUseId"], text), exception=exc
+            )
             return
 
         result: object = None
@@ -242,7 +245,7 @@ def _result_event(tool_use: ToolUse, value: object) -> ToolResultEvent:
         data = to_jsonable_python(value)
     except PydanticSerializationError as exc:
         text = f"Error: the tool returned a {type(value).__qualname__}, which is not JSON data"
-        return ToolResultEvent(tool_result=_error_result(tool_use, text), exception=exc)
+        return ToolResultEvent(tool_result=error_result(tool_use["toolUseId"], text), exception=exc)
     return ToolResultEvent(
         tool_result={"toolUseId": tool_use_id, "status": "success", "content": [{"json": data}]}
     )
@@ -276,11 +279,7 @@ def _failure_event(tool_use: ToolUse, exc: Exception) -> ExecuteToolEvent:
         # tool runs again and context.interrupt() returns the answer.
         return ToolInterruptEvent(tool_use=tool_use, interrupts=[exc.interrupt])
     text = f"Error: {exc}" if str(exc) else f"Error: {type(exc).__qualname__}"
-    return ToolResultEvent(tool_result=_error_result(tool_use, text), exception=exc)
-
-
-def _error_result(tool_use: ToolUse, text: str) -> ToolResult:
-    return {"toolUseId": tool_use["toolUseId"], "status": "error", "content": [{"text": text}]}
+    return ToolResultEvent(tool_result=error_result(tool_use["toolUseId"], text), exception=exc)
 
 
 def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:

@@ -40,13 +40,9 @@ from stageware._runtime import Interrupt, InterruptException, ToolContext
 from ._core import AgentCore, PassState
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from ._iterators import close_iterator
+from ._tool_results import error_result, invalid_result_reason
 
-__all__ = ["ToolExecutor", "ToolRound", "error_result"]
-
-
-def error_result(tool_use_id: str, text: str) -> ToolResult:
-    """An error result carrying *text* for the model."""
-    return {"toolUseId": tool_use_id, "status": "error", "content": [{"text": text}]}
+__all__ = ["ToolExecutor", "ToolRound"]
 
 
 @final
@@ -65,6 +61,22 @@ class ToolRound:
     skipped: dict[str, ToolResult] = field(default_factory=dict[str, ToolResult])
     interrupts: list[Interrupt] = field(default_factory=list[Interrupt])
     errors: list[Exception] = field(default_factory=list[Exception])
+    _scopes: list[anyio.CancelScope] = field(default_factory=list[anyio.CancelScope])
+
+    def fail(self, error: Exception) -> None:
+        """Record *error* and cancel every call of the round."""
+        self.errors.append(error)
+        # Each call's own scope, not the task group's: that one is also on the stack of
+        # the task consuming the round, which would be cancelled instead of seeing the
+        # error.
+        for scope in self._scopes:
+            scope.cancel()
+
+    def add_scope(self, scope: anyio.CancelScope) -> None:
+        """Register a call's cancel scope; cancelled at once if the round already failed."""
+        self._scopes.append(scope)
+        if self.errors:
+            scope.cancel()
 
 
 @final
@@ -76,7 +88,6 @@ class _Call:
     round_: ToolRound
     pass_state: PassState
     invocation_state: dict[str, Any]
-    scope: anyio.CancelScope
 
 
 @final
@@ -108,7 +119,7 @@ class ToolExecutor:
         send, receive = anyio.create_memory_object_stream[AgentStreamEvent](math.inf)
         async with anyio.create_task_group() as group:
             for tool_use in calls:
-                call = _Call(tool_use, round_, pass_state, invocation_state, group.cancel_scope)
+                call = _Call(tool_use, round_, pass_state, invocation_state)
                 group.start_soon(self._run_call, call, send.clone())
             send.close()
             async with receive:
@@ -126,15 +137,16 @@ class ToolExecutor:
 
     async def _run_call(self, call: _Call, send: ObjectSendStream[AgentStreamEvent]) -> None:
         async with send:
-            try:
-                await self._call(
-                    call.tool_use, call.round_, call.pass_state, call.invocation_state, send
-                )
-            except Exception as error:
-                # Kept for run() to re-raise as itself (a task group would wrap it in an
-                # exception group); the other calls are cancelled, not waited for.
-                call.round_.errors.append(error)
-                call.scope.cancel()
+            with anyio.CancelScope() as scope:
+                call.round_.add_scope(scope)
+                try:
+                    await self._call(
+                        call.tool_use, call.round_, call.pass_state, call.invocation_state, send
+                    )
+                except Exception as error:
+                    # Kept for run() to re-raise as itself (a task group would wrap it in
+                    # an exception group); the other calls are cancelled, not waited for.
+                    call.round_.fail(error)
 
     async def _call(
         self,
@@ -307,12 +319,17 @@ class ToolExecutor:
 
 
 def _for_call(result: ToolResult, tool_use_id: str) -> ToolResult:
-    """*result* answering the call *tool_use_id*.
+    """*result* answering the call *tool_use_id*, or an error result if it is malformed.
 
     Results are paired with calls by the executor, not by whatever id a middleware's
     cached or mocked result carries; a result copied from another call must still
     answer this one.
     """
-    if result.get("toolUseId") == tool_use_id:
+    reason = invalid_result_reason(result)
+    if reason is not None:
+        return error_result(
+            tool_use_id, f"Error: the tool call produced an invalid ToolResult ({reason})."
+        )
+    if result["toolUseId"] == tool_use_id:
         return result
     return {**result, "toolUseId": tool_use_id}
