@@ -13,8 +13,10 @@ from stageware import (
     AfterInvocationEvent,
     Agent,
     AgentResult,
+    AgentStreamStage,
     ConcurrentInvocationError,
     EventLoopStopEvent,
+    ExecuteToolStage,
     InvokeModelContext,
     InvokeModelEvent,
     InvokeModelNext,
@@ -350,3 +352,30 @@ async def test_closing_the_stream_closes_the_middleware_it_was_running() -> None
                 break
 
     assert closed == ["invoke-model wrap"]
+
+
+@pytest.mark.anyio
+async def test_composed_chains_are_reused_across_invocations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import stageware._runtime._chain as chain_module
+    import stageware._runtime._registry as registry_module
+
+    built: list[str] = []
+    original = chain_module.build_chain
+
+    def counting_build_chain(stage: Any, plan: Any, terminal: Any) -> Any:
+        built.append(repr(stage))
+        return original(stage, plan, terminal)
+
+    monkeypatch.setattr(registry_module, "build_chain", counting_build_chain)
+    model = ScriptedModel([calls(("add", {"a": 1, "b": 1}, "t1")), "Two.", "Again.", "More."])
+    agent = Agent(model, tools=[add])
+    agent.add_middleware(InvokeModelStage.Input, lambda c: c)
+    agent.add_middleware(ExecuteToolStage.Input, lambda c: c)
+    agent.add_middleware(AgentStreamStage.Input, lambda c: c)
+
+    for prompt in ("1 + 1", "again", "more"):
+        await agent.invoke_async(prompt)
+
+    assert sorted(built) == ["AgentStreamStage", "ExecuteToolStage", "InvokeModelStage"]

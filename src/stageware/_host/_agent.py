@@ -19,6 +19,7 @@ from stageware._runtime import AgentTool, Interrupt, MiddlewareRegistration, Mod
 
 from ._agent_result import AgentResult, AgentResultEvent
 from ._core import AgentCore
+from ._event_loop import EventLoop
 from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
@@ -97,6 +98,7 @@ class Agent(MiddlewareHost):
             state=copy.deepcopy(state) if state is not None else {},
             model_state={},
         )
+        self._event_loop = EventLoop(self._core)
         if session_store is not None and session_id is not None:
             self._load_session(
                 session_store, session_id, messages_given=bool(messages), state_given=bool(state)
@@ -228,7 +230,8 @@ class Agent(MiddlewareHost):
         try:
             self._core.cancel = type(self._core.cancel)()
             state = {} if invocation_state is None else invocation_state
-            events = Invocation(self._core, self._save_session).stream(prompt, state)
+            invocation = Invocation(self._core, self._event_loop, self._save_session)
+            events = invocation.stream(prompt, state)
             try:
                 async for event in events:
                     yield event

@@ -59,15 +59,31 @@ def build_stop_event(
 
 @final
 class EventLoop:
-    """The AgentStream terminal for one pass."""
+    """The AgentStream terminal of one agent, running one pass at a time.
 
-    __slots__ = ("_core", "_executor", "_model_call", "_pass")
+    One per agent, like the model call and the tool executor it owns: the registry reuses
+    a composed chain only while its terminal stays the same, so the terminals must outlive
+    a single pass. The pass being run is set with :meth:`begin`; the agent runs one
+    invocation at a time.
+    """
 
-    def __init__(self, core: AgentCore, pass_state: PassState) -> None:
+    __slots__ = ("_core", "_executor", "_model_call", "_pass_state")
+
+    def __init__(self, core: AgentCore) -> None:
         self._core = core
-        self._pass = pass_state
         self._model_call = ModelCall(core)
         self._executor = ToolExecutor(core)
+        self._pass_state: PassState | None = None
+
+    def begin(self, pass_state: PassState) -> None:
+        """Make *pass_state* the pass the next :meth:`run` works on."""
+        self._pass_state = pass_state
+
+    @property
+    def _pass(self) -> PassState:
+        if self._pass_state is None:
+            raise RuntimeError("EventLoop.run() called before begin()")
+        return self._pass_state
 
     async def run(self, context: AgentStreamContext) -> AsyncIterator[AgentStreamEvent]:
         """Run the pass for *context*, yielding its events and ending with its stop event."""

@@ -28,14 +28,11 @@ from stageware._generated.payloads import Message, ToolResult
 from stageware._runtime import Interrupt
 
 __all__ = [
-    "AGENT_STREAM_INTERRUPT_ID_PREFIX",
     "InterruptState",
     "InterruptStateError",
     "PendingToolExecution",
     "parse_interrupt_responses",
 ]
-
-AGENT_STREAM_INTERRUPT_ID_PREFIX = "v1:middleware_agent_stream:"
 
 
 class InterruptStateError(ValueError):
@@ -105,16 +102,26 @@ class InterruptState:
             interrupt halted one.
     """
 
-    __slots__ = ("activated", "interrupts", "pending_tool_execution")
+    __slots__ = ("_agent_stream_ids", "activated", "interrupts", "pending_tool_execution")
 
     def __init__(self) -> None:
         self.interrupts: dict[str, Interrupt] = {}
         self.activated = False
         self.pending_tool_execution: PendingToolExecution | None = None
+        # Which interrupts the run loop registered: their answers outlive a tool cycle.
+        self._agent_stream_ids: set[str] = set()
 
-    def register(self, interrupt: Interrupt) -> None:
-        """Record a raised interrupt. Only the executor and the run loop call this."""
+    def register(self, interrupt: Interrupt, *, agent_stream: bool = False) -> None:
+        """Record a raised interrupt. Only the executor and the run loop call this.
+
+        Args:
+            interrupt: The interrupt, unanswered.
+            agent_stream: Whether AgentStream middleware raised it (the run loop's
+                registrations), rather than the tool cycle.
+        """
         self.interrupts[interrupt.id] = interrupt
+        if agent_stream:
+            self._agent_stream_ids.add(interrupt.id)
 
     def activate(self) -> None:
         """Mark the agent as stopped on an interrupt: the next invocation must resume."""
@@ -173,14 +180,16 @@ class InterruptState:
         self.interrupts = {
             i.id: i
             for i in self.interrupts.values()
-            if i.answered and i.id.startswith(AGENT_STREAM_INTERRUPT_ID_PREFIX)
+            if i.answered and i.id in self._agent_stream_ids
         }
+        self._agent_stream_ids = set(self.interrupts)
         self.pending_tool_execution = None
         self.activated = False
 
     def end_interrupt_cycle(self) -> None:
         """Release everything: the cycle is over and no answer may outlive it."""
         self.interrupts = {}
+        self._agent_stream_ids = set()
         self.pending_tool_execution = None
         self.activated = False
 
@@ -190,7 +199,13 @@ class InterruptState:
         return {
             "activated": self.activated,
             "interrupts": [
-                {"id": i.id, "name": i.name, "reason": i.reason, "response": i.response}
+                {
+                    "id": i.id,
+                    "name": i.name,
+                    "reason": copy.deepcopy(i.reason),
+                    "response": copy.deepcopy(i.response),
+                    "agent_stream": i.id in self._agent_stream_ids,
+                }
                 for i in self.interrupts.values()
             ],
             "pending_tool_execution": None
@@ -216,10 +231,11 @@ class InterruptState:
             raise InterruptStateError(f"interrupt_state.{where}: {problem['msg']}") from error
         state = cls()
         state.activated = stored.activated
-        state.interrupts = {
-            i.id: Interrupt(id=i.id, name=i.name, reason=i.reason, response=i.response)
-            for i in stored.interrupts
-        }
+        for i in stored.interrupts:
+            state.register(
+                Interrupt(id=i.id, name=i.name, reason=i.reason, response=i.response),
+                agent_stream=i.agent_stream,
+            )
         if stored.pending_tool_execution is not None:
             state.pending_tool_execution = PendingToolExecution(
                 tool_use_message=stored.pending_tool_execution.tool_use_message,
@@ -234,6 +250,7 @@ class _StoredInterrupt(BaseModel):
     name: str
     reason: Any = None
     response: Any = None
+    agent_stream: bool = False
 
 
 class _StoredPending(BaseModel):

@@ -13,10 +13,12 @@ In order:
    is refused, because a resume would call the model a second time.
 4. The stop event the invocation reports is the last ``EventLoopStopEvent`` the chain
    yielded; a chain that dropped it is an error.
-5. A pass that ends with nothing owed a resume ends the interrupt cycle, releasing every
-   answer, before the session is saved and before ``AfterInvocationEvent`` fires. Both of
-   those happen however the invocation ends: with a result, an error, or the caller
-   closing the stream.
+5. However the invocation ends (its stop event, an error, the caller closing the stream),
+   an invocation with nothing owed a resume ends the interrupt cycle, releasing every
+   answer; then the session is saved and ``AfterInvocationEvent`` fires.
+
+Before the input is appended, tool calls an earlier, interrupted-from-outside invocation
+left without results get error results, so the history stays one a provider accepts.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import anyio
 
 from stageware._generated.contexts import AgentStreamContext
 from stageware._generated.events import AgentStreamEvent, EventLoopStopEvent
+from stageware._generated.payloads import ContentBlock, Message
 from stageware._generated.stages import AgentStreamStage
 from stageware._runtime import Interrupt, InterruptException
 
@@ -38,6 +41,7 @@ from ._event_loop import EventLoop, build_stop_event, empty_assistant_message
 from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
 from ._interrupt_state import parse_interrupt_responses
 from ._prompt import prompt_messages
+from ._tool_results import error_result
 
 __all__ = ["Invocation"]
 
@@ -46,10 +50,13 @@ __all__ = ["Invocation"]
 class Invocation:
     """Runs one ``agent(...)`` call and streams its events, ending with its result."""
 
-    __slots__ = ("_core", "_save")
+    __slots__ = ("_core", "_loop", "_save")
 
-    def __init__(self, core: AgentCore, save: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self, core: AgentCore, loop: EventLoop, save: Callable[[], Awaitable[None]]
+    ) -> None:
         self._core = core
+        self._loop = loop
         self._save = save
 
     async def stream(
@@ -67,6 +74,7 @@ class Invocation:
         core = self._core
         messages = self._take_input(prompt)
         pass_state = PassState(input=messages)
+        stop: EventLoopStopEvent | None = None
         result: AgentResult | None = None
         try:
             await core.hooks.fire(
@@ -74,6 +82,7 @@ class Invocation:
                     agent=core.handle, invocation_state=invocation_state, messages=messages
                 )
             )
+            await self._answer_unfinished_tool_calls(messages)
             for message in messages:
                 await core.append_message(message)
             context = AgentStreamContext.from_host(
@@ -82,9 +91,8 @@ class Invocation:
                 invocation_state=invocation_state,
                 interrupts=core.interrupts.pass_snapshot(),
             )
-            stop: EventLoopStopEvent | None = None
-            loop = EventLoop(core, pass_state)
-            events = core.registry.invoke(AgentStreamStage, context, loop.run)
+            self._loop.begin(pass_state)
+            events = core.registry.invoke(AgentStreamStage, context, self._loop.run)
             try:
                 async for event in events:
                     if isinstance(event, EventLoopStopEvent):
@@ -101,8 +109,6 @@ class Invocation:
                     "EventLoopStopEvent; a Wrap handler must yield the stop event its next_fn "
                     "produced (it may yield more events after it)"
                 )
-            if stop.stop_reason != "interrupt" and core.interrupts.pending_tool_execution is None:
-                core.interrupts.end_interrupt_cycle()
             pass_state.metrics.latency_ms = round((time.monotonic() - pass_state.started) * 1000)
             result = AgentResult(
                 stop_reason=stop.stop_reason,
@@ -113,16 +119,20 @@ class Invocation:
                 structured_output=stop.structured_output,
             )
         finally:
-            # Whatever ended the invocation (its stop event, an error, the caller closing the
-            # stream or cancelling), the session stores what is in memory and the hooks hear
-            # of it; shielded, so a cancelled run still gets there.
+            # However the invocation ended (its stop event, an error, the caller closing the
+            # stream or cancelling), the interrupt state is settled, the session stores
+            # what is in memory and the hooks hear of it; shielded, so a cancelled run
+            # still gets there, and the hooks fire even if saving fails.
+            self._settle_interrupts(stop)
             with anyio.CancelScope(shield=True):
-                await self._save()
-                await core.hooks.fire(
-                    AfterInvocationEvent(
-                        agent=core.handle, invocation_state=invocation_state, result=result
+                try:
+                    await self._save()
+                finally:
+                    await core.hooks.fire(
+                        AfterInvocationEvent(
+                            agent=core.handle, invocation_state=invocation_state, result=result
+                        )
                     )
-                )
         assert result is not None  # the try block either set it or raised
         yield AgentResultEvent(result=result)
 
@@ -133,14 +143,66 @@ class Invocation:
         if responses is not None:
             interrupts.resume(responses)
             return []
-        if interrupts.activated:
-            waiting = ", ".join(f"{i.name!r} ({i.id})" for i in interrupts.pending()) or "none"
+        if not interrupts.activated:
+            return prompt_messages(prompt)
+        waiting = interrupts.pending()
+        if not waiting and prompt is None:
+            # Every answer is in (an earlier resume was cut short): continue the cycle.
+            return []
+        if not waiting:
             raise TypeError(
-                "the agent stopped on an interrupt and must be resumed with "
-                "[{'interruptResponse': {'interruptId': ..., 'response': ...}}]; "
-                f"waiting for: {waiting}"
+                "the agent stopped on an interrupt whose answers are all in, but the run that "
+                "used them did not finish; call the agent with no prompt to continue it"
             )
-        return prompt_messages(prompt)
+        names = ", ".join(f"{i.name!r} ({i.id})" for i in waiting)
+        raise TypeError(
+            "the agent stopped on an interrupt and must be resumed with "
+            "[{'interruptResponse': {'interruptId': ..., 'response': ...}}]; "
+            f"waiting for: {names}"
+        )
+
+    async def _answer_unfinished_tool_calls(self, messages: list[Message]) -> None:
+        """Give tool calls an earlier invocation left unanswered an error result.
+
+        An invocation that failed, was cancelled from outside or was closed by its consumer
+        in the middle of a tool round leaves an assistant message whose calls have no
+        results; every provider rejects such a history. The results lead the next user
+        turn (the first of *messages* when that is a user message, so user turns keep
+        alternating with assistant turns), or form a user message of their own. A round an
+        interrupt stored for replay is not unfinished: the resume runs it.
+        """
+        core = self._core
+        if not core.messages or core.interrupts.pending_tool_execution is not None:
+            return
+        last = core.messages[-1]
+        calls = [block["toolUse"] for block in last["content"] if "toolUse" in block]
+        if last["role"] != "assistant" or not calls:
+            return
+        results: list[ContentBlock] = [
+            {
+                "toolResult": error_result(
+                    call["toolUseId"],
+                    "The tool call did not finish: the run ended before it produced a result.",
+                )
+            }
+            for call in calls
+        ]
+        if messages and messages[0]["role"] == "user":
+            messages[0]["content"][:0] = results
+        else:
+            await core.append_message({"role": "user", "content": results})
+
+    def _settle_interrupts(self, stop: EventLoopStopEvent | None) -> None:
+        """End the interrupt cycle unless a resume is still owed.
+
+        A resume is owed when the pass stopped on an interrupt, or when a tool round is
+        stored for replay (a cancelled or failed resume). Otherwise the cycle is over, or
+        was abandoned: every answer is released, so none outlives it.
+        """
+        interrupts = self._core.interrupts
+        owed = stop is not None and stop.stop_reason == "interrupt"
+        if not owed and interrupts.pending_tool_execution is None:
+            interrupts.end_interrupt_cycle()
 
     def _interrupted(
         self, interrupt: Interrupt, pass_state: PassState, invocation_state: dict[str, Any]
@@ -158,7 +220,7 @@ class Invocation:
                 "an AgentStreamStage Input or Wrap handler before calling next_fn, not in an "
                 "Output handler."
             )
-        interrupts.register(interrupt)
+        interrupts.register(interrupt, agent_stream=True)
         interrupts.activate()
         last = pass_state.last_stop
         message = last.message if last is not None else empty_assistant_message()
