@@ -7,7 +7,7 @@ from typing import TextIO, final
 
 __all__ = ["Trace"]
 
-# Wide enough for the longest source, "ExecuteTool.Input approval", so lines align.
+# Wide enough for the longest source, "ExecuteTool.Wrap approval", so lines align.
 _SOURCE_WIDTH = 28
 
 

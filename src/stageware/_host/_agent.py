@@ -262,8 +262,10 @@ class Agent(MiddlewareHost):
         except InterruptStateError as error:
             raise SessionError(f"session {session_id!r} in {store!r}: {error}") from error
         core = self._core
-        core.messages = snapshot["messages"]
-        core.state = snapshot["state"]
+        # An empty stored history or state (a session whose first call failed early, say)
+        # gives way to what the constructor was given.
+        core.messages = snapshot["messages"] or core.messages
+        core.state = snapshot["state"] or core.state
         core.model_state = snapshot["model_state"]
         core.interrupts = interrupts
 

@@ -26,7 +26,8 @@ class AgentMetrics:
         model_calls: Model calls made, retries included; a call served by middleware
             without reaching the model counts too.
         tool_calls: Tool calls whose ExecuteTool chain ran, retries included.
-        usage: Token counts summed over the model calls.
+        usage: Token counts summed over the model calls the loop acted on (a call a hook
+            retried, or one cancelled mid-stream, reported none).
         latency_ms: Wall-clock time of the invocation.
     """
 
@@ -57,7 +58,9 @@ class AgentResult:
             ``[{"interruptResponse": {"interruptId": ..., "response": ...}}]``.
         metrics: Calls, cycles, tokens and time.
         state: The request state the pass left (``EventLoopStopEvent.request_state``).
-        structured_output: The validated structured output, when one was requested.
+        structured_output: Whatever structured output middleware put on the stop event;
+            this host does not request structured output itself, so it is ``None``
+            unless an AgentStream handler set it.
     """
 
     stop_reason: StopReason

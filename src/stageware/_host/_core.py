@@ -53,6 +53,21 @@ class AgentCore:
         """The specs of the agent's tools, in registration order."""
         return [tool.tool_spec for tool in self.tools.values()]
 
+    def check_agent(self, context: object) -> None:
+        """Refuse a stage context whose ``agent`` was replaced.
+
+        ``replace()`` cannot set it; this catches ``dataclasses.replace()``, whose
+        replacement the stage would otherwise ignore without a word.
+
+        Raises:
+            RuntimeError: Naming the context type.
+        """
+        if getattr(context, "agent", None) is not self.handle:
+            raise RuntimeError(
+                f"{type(context).__name__}.agent was replaced (with dataclasses.replace); "
+                "the stage always runs for the agent that started it"
+            )
+
     async def append_message(self, message: Message) -> None:
         """Append *message* to the history and fire ``MessageAddedEvent`` for it."""
         self.messages.append(message)

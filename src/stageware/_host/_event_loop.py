@@ -190,11 +190,7 @@ class EventLoop:
     def _check_context(self, context: AgentStreamContext) -> None:
         # Both fields are left out of replace(); these catch dataclasses.replace(), which
         # would otherwise be dropped without a word.
-        if context.agent is not self._core.handle:
-            raise RuntimeError(
-                "AgentStreamContext.agent was replaced (with dataclasses.replace); the stage "
-                "always runs for the agent that started it"
-            )
+        self._core.check_agent(context)
         if context.messages is not self._pass.input:
             raise RuntimeError(
                 "AgentStreamContext.messages was replaced (with dataclasses.replace); the "

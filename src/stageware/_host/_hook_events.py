@@ -137,7 +137,8 @@ class AfterModelCallEvent(LifecycleEvent):
 
     Set ``retry = True`` to discard this call and run the whole InvokeModel chain again
     (for example after a throttling error). The events of the discarded call were already
-    streamed. A call that ``agent.cancel()`` cut short mid-stream has no after-event.
+    streamed. A call cut short mid-stream (by ``agent.cancel()``, a cancellation from
+    outside or the caller closing the stream) has no after-event.
 
     Attributes:
         invocation_state: Per-invocation state.

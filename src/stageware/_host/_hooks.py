@@ -18,15 +18,19 @@ HookCallback = Callable[[EventT], "Awaitable[None] | None"]
 
 @final
 class HookRegistry:
-    """Callbacks per lifecycle event type, run in registration order (reversed for "after")."""
+    """Callbacks by lifecycle event type, run in registration order (reversed for "after").
+
+    A callback registered for a base class (``LifecycleEvent`` itself, say) hears every
+    event of its subclasses, in the same order as the callbacks for the exact type.
+    """
 
     __slots__ = ("_callbacks",)
 
     def __init__(self) -> None:
-        self._callbacks: dict[type[LifecycleEvent], list[Callable[[Any], Any]]] = {}
+        self._callbacks: list[tuple[type[LifecycleEvent], Callable[[Any], Any]]] = []
 
     def add(self, callback: HookCallback[EventT], event_type: type[EventT]) -> None:
-        """Register *callback* for events of exactly *event_type*.
+        """Register *callback* for events of *event_type* and its subclasses.
 
         Raises:
             TypeError: If *event_type* is not a lifecycle event class or *callback* is not
@@ -44,11 +48,7 @@ class HookRegistry:
             raise TypeError(
                 f"add_hook(callback, event_type): callback {callback!r} is not callable"
             )
-        self._callbacks.setdefault(event_type, []).append(callback)
-
-    def has(self, event_type: type[LifecycleEvent]) -> bool:
-        """Whether any callback listens for *event_type*."""
-        return bool(self._callbacks.get(event_type))
+        self._callbacks.append((event_type, callback))
 
     async def fire(self, event: EventT) -> EventT:
         """Run the callbacks for *event* one after another and return the event.
@@ -56,7 +56,7 @@ class HookRegistry:
         An exception from a callback propagates (an ``InterruptException`` from a hook that
         may interrupt included): a failing hook is a failing run, not a log line.
         """
-        callbacks = self._callbacks.get(type(event), ())
+        callbacks = [callback for kind, callback in self._callbacks if isinstance(event, kind)]
         ordered = reversed(callbacks) if event.reverse_callbacks else iter(callbacks)
         for callback in ordered:
             outcome = callback(event)

@@ -31,12 +31,21 @@ __all__ = [
     "InterruptState",
     "InterruptStateError",
     "PendingToolExecution",
+    "UnknownInterruptError",
     "parse_interrupt_responses",
 ]
 
 
 class InterruptStateError(ValueError):
     """Stored interrupt state (from a session) does not have the expected shape."""
+
+
+class UnknownInterruptError(KeyError):
+    """A resume answered an interrupt id that is not registered."""
+
+    def __str__(self) -> str:
+        # KeyError would print the message quoted, as if it were a key.
+        return str(self.args[0])
 
 
 @final
@@ -57,15 +66,16 @@ class PendingToolExecution:
 def parse_interrupt_responses(prompt: object) -> list[tuple[str, Any]] | None:
     """Return ``(interrupt id, response)`` pairs if *prompt* is a resume, else ``None``.
 
-    A resume is a non-empty list whose items are all ``{"interruptResponse": {...}}``.
+    A resume is a non-empty list (or other sequence) whose items are all
+    ``{"interruptResponse": {...}}``.
 
     Raises:
         TypeError: If the list mixes interrupt responses with other content, or an item
             lacks ``interruptId`` / ``response``.
     """
-    if not isinstance(prompt, list) or not prompt:
+    if isinstance(prompt, str | bytes) or not isinstance(prompt, Sequence) or not prompt:
         return None
-    items = cast("list[object]", prompt)
+    items = list(cast("Sequence[object]", prompt))
     marked = [isinstance(item, dict) and "interruptResponse" in item for item in items]
     if not any(marked):
         return None
@@ -148,7 +158,7 @@ class InterruptState:
 
         Raises:
             RuntimeError: If nothing is waiting for an answer.
-            KeyError: If an id names no registered interrupt.
+            UnknownInterruptError: A ``KeyError``, if an id names no registered interrupt.
             ValueError: If a response is ``None``, which would read as "not answered".
         """
         if not self.activated:
@@ -159,7 +169,7 @@ class InterruptState:
         for interrupt_id, response in responses:
             if interrupt_id not in self.interrupts:
                 known = ", ".join(sorted(self.interrupts)) or "none"
-                raise KeyError(
+                raise UnknownInterruptError(
                     f"no interrupt with id {interrupt_id!r} is registered (known: {known})"
                 )
             if response is None:

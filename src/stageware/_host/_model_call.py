@@ -113,11 +113,7 @@ class ModelCall:
 
     async def _terminal(self, context: InvokeModelContext) -> AsyncIterator[InvokeModelEvent]:
         core = self._core
-        if context.agent is not core.handle:
-            raise RuntimeError(
-                "InvokeModelContext.agent was replaced (with dataclasses.replace); the stage "
-                "always runs for the agent that started it"
-            )
+        core.check_agent(context)
         text, blocks = split_system_prompt(context.system_prompt)
         assembler = ResponseAssembler()
         # model_state is excluded from the context: the terminal hands the agent's own

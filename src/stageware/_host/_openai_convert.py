@@ -191,7 +191,8 @@ def _tool_message(result: ToolResult) -> ChatCompletionToolMessageParam:
             # Tool messages carry text only. Say so rather than drop the image silently.
             pieces.append(f"[{item['image']['format']} image omitted: not supported here]")
     text = "\n".join(pieces)
-    if result["status"] == "error":
+    # The host's own error results already start with "Error:"; say it once.
+    if result["status"] == "error" and not text.startswith(TOOL_ERROR_PREFIX):
         text = TOOL_ERROR_PREFIX + text
     return {"role": "tool", "tool_call_id": result["toolUseId"], "content": text}
 

@@ -10,6 +10,8 @@ from stageware._generated.payloads import ContentBlock, Message, Messages
 
 __all__ = ["Prompt", "prompt_messages"]
 
+_BLOCK_KINDS = frozenset(ContentBlock.__annotations__)
+
 Prompt: TypeAlias = "str | Sequence[ContentBlock] | Messages | Sequence[dict[str, Any]] | None"
 """What an agent accepts: text, content blocks of one user message, whole messages,
 interrupt responses (``[{"interruptResponse": ...}]``), or ``None`` to continue."""
@@ -26,7 +28,7 @@ def prompt_messages(prompt: object) -> Messages:
         return []
     if isinstance(prompt, str):
         return [{"role": "user", "content": [{"text": prompt}]}]
-    if not isinstance(prompt, list | tuple):
+    if isinstance(prompt, str | bytes) or not isinstance(prompt, Sequence):
         raise TypeError(
             f"a prompt is a str, a list of content blocks, a list of messages or None; "
             f"got {type(prompt).__name__}"
@@ -44,6 +46,7 @@ def prompt_messages(prompt: object) -> Messages:
                 f"prompt[{index}]: a prompt list holds either messages (with 'role') or "
                 f"content blocks (without), not both; got {item!r}"
             )
+        _check_block(f"prompt[{index}]", cast("dict[str, Any]", item))
     blocks = cast("list[ContentBlock]", copy.deepcopy(items))
     message: Message = {"role": "user", "content": blocks}
     return [message]
@@ -54,5 +57,20 @@ def _check_message(index: int, message: dict[str, Any]) -> None:
         raise TypeError(
             f"prompt[{index}]['role'] must be 'user' or 'assistant', got {message['role']!r}"
         )
-    if not isinstance(message.get("content"), list):
+    content: object = message.get("content")
+    if not isinstance(content, list):
         raise TypeError(f"prompt[{index}]['content'] must be a list of content blocks")
+    for position, block in enumerate(cast("list[object]", content)):
+        where = f"prompt[{index}]['content'][{position}]"
+        if not isinstance(block, dict):
+            raise TypeError(f"{where} must be a content block dict, got {block!r}")
+        _check_block(where, cast("dict[str, Any]", block))
+
+
+def _check_block(where: str, block: dict[str, Any]) -> None:
+    # One known key per block: anything else would reach the model as data it cannot
+    # read, or (an interrupt response sent when nothing is waiting) as a silent no-op.
+    keys = list(block)
+    if len(keys) != 1 or keys[0] not in _BLOCK_KINDS:
+        known = ", ".join(sorted(_BLOCK_KINDS))
+        raise TypeError(f"{where} must be a content block with one key of: {known}; got {keys}")

@@ -276,11 +276,7 @@ class ToolExecutor:
 
     async def _terminal(self, context: ExecuteToolContext) -> AsyncIterator[ExecuteToolEvent]:
         core = self._core
-        if context.agent is not core.handle:
-            raise RuntimeError(
-                "ExecuteToolContext.agent was replaced (with dataclasses.replace); the stage "
-                "always runs for the agent that started it"
-            )
+        core.check_agent(context)
         if context.cancel_signal is not core.cancel:
             raise RuntimeError(
                 "ExecuteToolContext.cancel_signal was replaced (with dataclasses.replace); the "
