@@ -354,3 +354,32 @@ async def test_the_session_is_saved_released_before_after_invocation_fires(
     assert gate_id in json.dumps(seen[0])
     assert gate_id not in json.dumps(seen[1])
     assert "APPROVED-ONCE" not in json.dumps(seen[1])
+
+
+def test_a_stored_tool_round_keeps_result_keys_the_schema_does_not_declare(
+    tmp_path: Path,
+) -> None:
+    @tool
+    def fetch() -> dict[str, Any]:
+        """Fetch a page, citing where it came from."""
+        return {"status": "success", "content": [{"text": "page", "source": "https://x"}]}
+
+    @tool
+    def ask(context: ToolContext) -> str:
+        """Ask a human."""
+        return str(context.interrupt("ok?"))
+
+    path = tmp_path / "sessions.db"
+    model = ScriptedModel([calls(("fetch", {}, "f1"), ("ask", {}, "a1")), "done"])
+    first = Agent(
+        model, tools=[fetch, ask], session_store=SQLiteSessionStore(path), session_id=SESSION
+    )
+    interrupt = first("go").interrupts[0]
+
+    restarted = Agent(
+        model, tools=[fetch, ask], session_store=SQLiteSessionStore(path), session_id=SESSION
+    )
+    restarted(answer((interrupt.id, "yes")))
+
+    results = {r["toolUseId"]: r for r in tool_results(restarted.messages[2])}
+    assert results["f1"]["content"] == [{"text": "page", "source": "https://x"}]

@@ -247,9 +247,11 @@ class InterruptState:
                 agent_stream=i.agent_stream,
             )
         if stored.pending_tool_execution is not None:
+            # The stored data itself, once checked: pydantic's copy of a TypedDict drops
+            # keys the payload schema does not declare, and a result's extra keys are data.
+            pending: dict[str, Any] = copy.deepcopy(data["pending_tool_execution"])
             state.pending_tool_execution = PendingToolExecution(
-                tool_use_message=stored.pending_tool_execution.tool_use_message,
-                completed=dict(stored.pending_tool_execution.completed),
+                tool_use_message=pending["tool_use_message"], completed=pending["completed"]
             )
         return state
 
