@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import copy
 import sys
+import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Any, Literal, TypeVar, cast, final
 
@@ -18,6 +19,7 @@ from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoi
 from stageware._runtime import AgentTool, Interrupt, MiddlewareRegistration, Model
 
 from ._agent_result import AgentResult, AgentResultEvent
+from ._cancel import CancelToken
 from ._core import AgentCore
 from ._event_loop import EventLoop
 from ._hook_events import LifecycleEvent
@@ -83,7 +85,8 @@ class Agent(MiddlewareHost):
     ) -> None:
         self.name = name
         self._backend = backend
-        self._running = False
+        # A lock, not a flag: sync calls from two threads must not both get in.
+        self._running = threading.Lock()
         if (session_store is None) != (session_id is None):
             raise ValueError("session_store and session_id must be given together")
         self._session_store = session_store
@@ -221,14 +224,13 @@ class Agent(MiddlewareHost):
             ConcurrentInvocationError: If the agent is already running.
             RuntimeError: If middleware dropped the stop event.
         """
-        if self._running:
+        if not self._running.acquire(blocking=False):
             raise ConcurrentInvocationError(
                 f"agent {self.name!r} is already running an invocation; an agent runs one "
                 "invocation at a time"
             )
-        self._running = True
         try:
-            self._core.cancel = type(self._core.cancel)()
+            self._core.cancel = CancelToken()  # a cancel applies to one invocation
             state = {} if invocation_state is None else invocation_state
             invocation = Invocation(self._core, self._event_loop, self._save_session)
             events = invocation.stream(prompt, state)
@@ -238,7 +240,7 @@ class Agent(MiddlewareHost):
             finally:
                 await events.aclose()
         finally:
-            self._running = False
+            self._running.release()
 
     # -- sessions ----------------------------------------------------------------------
 
