@@ -147,7 +147,10 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--session-dir",
         type=Path,
-        help="keep the demo's SQLite session file here (default: a temporary directory)",
+        help=(
+            "keep the demo's SQLite session file here (default: a temporary directory); "
+            "each run starts the demo's session over"
+        ),
     )
 
 

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 
 from stageware import (
     Agent,
+    AgentStreamStage,
     BeforeModelCallEvent,
     LifecycleEvent,
     MemorySessionStore,
     Message,
     MessageAddedEvent,
+    Messages,
     ScriptedModel,
+    StreamEvent,
     ToolContext,
+    ToolSpec,
     tool,
 )
 from stageware._host._openai_convert import convert_messages
@@ -138,3 +145,52 @@ def test_an_error_result_reaches_chat_completions_with_one_error_prefix() -> Non
     )
 
     assert converted == [{"role": "tool", "tool_call_id": "t1", "content": "Error: boom"}]
+
+
+def test_a_model_that_is_not_a_model_is_refused_at_construction() -> None:
+    with pytest.raises(TypeError, match="model must be a Model"):
+        Agent("gpt-4o-mini")  # type: ignore[arg-type]
+
+
+async def test_a_tuple_of_strings_is_explained() -> None:
+    agent = Agent(ScriptedModel(["unused"]))
+
+    with pytest.raises(TypeError, match=r"prompt\[0\] is a str"):
+        await agent.invoke_async(("hi",))  # type: ignore[arg-type]
+
+
+async def test_a_cancel_from_the_before_model_hook_sends_no_request() -> None:
+    model = ScriptedModel(["never sent"])
+    agent = Agent(model)
+    agent.add_hook(lambda event: agent.cancel(), BeforeModelCallEvent)
+
+    result = await agent.invoke_async("hello")
+
+    assert result.stop_reason == "cancelled"
+    assert model.requests == []
+    assert model.remaining == 1
+
+
+async def test_the_model_receives_the_invocation_state_an_agent_stream_handler_set() -> None:
+    seen: list[object] = []
+    inner = ScriptedModel(["ok"])
+
+    class StateReadingModel:
+        def stream(
+            self,
+            messages: Messages,
+            tool_specs: list[ToolSpec] | None = None,
+            system_prompt: str | None = None,
+            **kwargs: Any,
+        ) -> AsyncIterator[StreamEvent]:
+            seen.append(kwargs["invocation_state"])
+            return inner.stream(messages, tool_specs, system_prompt)
+
+    agent = Agent(StateReadingModel())
+    agent.add_middleware(
+        AgentStreamStage.Input, lambda c: c.replace(invocation_state={"tenant": "acme"})
+    )
+
+    await agent.invoke_async("hello", invocation_state={"tenant": "other"})
+
+    assert seen == [{"tenant": "acme"}]

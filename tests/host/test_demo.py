@@ -19,7 +19,7 @@ def test_the_demo_trace_shows_every_middleware_at_work(tmp_path: Path) -> None:
     run_demo(out, tmp_path)
 
     trace = out.getvalue()
-    assert "hid 1 e-mail address(es) from the model" in trace
+    assert "hid 1 e-mail address(es) in the conversation from the model" in trace
     assert "lookup_order failed (TimeoutError" in trace
     assert "refund needs a human: interrupting" in trace
     assert "-> stop_reason=interrupt" in trace
@@ -54,3 +54,12 @@ def test_a_missing_session_dir_is_a_usage_error(
 ) -> None:
     assert main(["demo", "--session-dir", str(tmp_path / "nope")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_a_kept_session_dir_starts_the_story_over(tmp_path: Path) -> None:
+    run_demo(io.StringIO(), tmp_path)
+    out = io.StringIO()
+
+    run_demo(out, tmp_path)
+
+    assert "it loaded 4 messages" in out.getvalue()

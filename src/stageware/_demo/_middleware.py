@@ -64,7 +64,10 @@ def redactor(trace: Trace) -> InvokeModelInputHandler:
                 blocks.append({"text": redacted})
             messages.append({"role": message["role"], "content": blocks})
         if found:
-            trace.line("InvokeModel.Input redact", f"hid {found} e-mail address(es) from the model")
+            trace.line(
+                "InvokeModel.Input redact",
+                f"hid {found} e-mail address(es) in the conversation from the model",
+            )
         return context.replace(messages=messages)
 
     return redact_emails
@@ -92,7 +95,7 @@ class ResponseCache:
         if cached is not None:
             self._trace.line(
                 "InvokeModel.Wrap cache",
-                "hit: answered without calling the model",
+                "hit: answered without calling the model (the hooks still bracket the stage)",
                 count="cache hits",
             )
             yield copy.deepcopy(cached)
@@ -153,7 +156,8 @@ def refund_gate(trace: Trace) -> ExecuteToolWrapHandler:
         tool_use = context.tool_use
         if tool_use["name"] == "issue_refund":
             order, amount = tool_use["input"].get("order_id"), tool_use["input"].get("amount")
-            reason = f"refund ${amount} on order {order}?"
+            shown = f"${amount:.2f}" if isinstance(amount, int | float) else repr(amount)
+            reason = f"refund {shown} on order {order}?"
             try:
                 decision = context.interrupt(APPROVAL, reason=reason).response
             except InterruptException:

@@ -67,7 +67,10 @@ def run_demo(out: TextIO, session_dir: Path | None = None) -> None:
         trace.heading(
             f"1. a customer asks for a refund  (session {SESSION_ID!r} in {database.name})"
         )
-        agent = _build_agent(model, desk, cache, trace, SQLiteSessionStore(database))
+        store = SQLiteSessionStore(database)
+        # A --session-dir kept from an earlier run holds that run's session; start over.
+        store.delete(SESSION_ID)
+        agent = _build_agent(model, desk, cache, trace, store)
         trace.note(f'user: "{CUSTOMER}"')
         first = agent(CUSTOMER)
         _report(trace, first)
@@ -76,18 +79,26 @@ def run_demo(out: TextIO, session_dir: Path | None = None) -> None:
                 f"expected the refund to stop for approval, got {first.stop_reason}"
             )
 
-        trace.heading("2. the process restarts; a human approves the refund")
+        trace.heading("2. a new Agent loads the session, as a restarted process would")
+        # Only the Agent is rebuilt here (the model, tools and cache objects stay), but
+        # everything it knows comes from the SQLite file, not from the first Agent.
         agent = _build_agent(model, desk, cache, trace, SQLiteSessionStore(database))
         pending = agent.pending_interrupts
-        trace.note(f"new Agent loaded the session: {len(agent.messages)} messages, waiting for:")
+        trace.note(f"it loaded {len(agent.messages)} messages and is waiting for:")
         for interrupt in pending:
             trace.note(f"  {interrupt.name}: {interrupt.reason}  (id {interrupt.id})")
         answers = [
             {"interruptResponse": {"interruptId": i.id, "response": "approve"}} for i in pending
         ]
-        trace.note('agent([{"interruptResponse": {"interruptId": ..., "response": "approve"}}])')
+        trace.note('a human approves: agent([{"interruptResponse": {"interruptId": ...,')
+        trace.note('                                "response": "approve"}}])')
+        requests_before = len(model.requests)
         second = agent(answers)
         _report(trace, second)
+        trace.note(
+            f"   model calls in this step: {len(model.requests) - requests_before} (the "
+            "refund call was replayed from the stored tool round, not asked for again)"
+        )
 
         trace.heading("3. the same policy question, twice")
         answers_given: list[AgentResult] = []
@@ -100,7 +111,8 @@ def run_demo(out: TextIO, session_dir: Path | None = None) -> None:
     counts = trace.counts
     trace.heading("summary")
     trace.note(
-        f"model calls {len(model.requests)}, cache hits {counts['cache hits']}, "
+        f"model requests {len(model.requests)} (the cache answered "
+        f"{counts['cache hits']} more), "
         f"tool retries {counts['retries']}, interrupts {counts['interrupts']}, "
         f"refunds issued {len(desk.refunds)}; every check passed"
     )

@@ -83,6 +83,13 @@ class Agent(MiddlewareHost):
         session_id: str | None = None,
         backend: Literal["asyncio", "trio"] = "asyncio",
     ) -> None:
+        # Checked now, like the tools: a model name passed instead of a model would
+        # otherwise fail only at the first call.
+        if not isinstance(cast(object, model), Model):
+            raise TypeError(
+                f"model must be a Model (an object with a stream() method, such as "
+                f"ScriptedModel or stageware.openai.OpenAIModel), got {model!r}"
+            )
         self.name = name
         self._backend = backend
         # A lock, not a flag: sync calls from two threads must not both get in.
@@ -148,7 +155,13 @@ class Agent(MiddlewareHost):
 
     @property
     def pending_interrupts(self) -> list[Interrupt]:
-        """The interrupts waiting for an answer; non-empty while the agent must be resumed."""
+        """The interrupts waiting for an answer.
+
+        Non-empty while the next call must be a resume with their answers. Empty when
+        nothing is waiting, and also when every answer is in but the resume that used them
+        was cut short (an error, a cancellation): then ``agent()`` with no prompt
+        continues it.
+        """
         return self._core.interrupts.pending() if self._core.interrupts.activated else []
 
     def add_hook(
@@ -227,7 +240,9 @@ class Agent(MiddlewareHost):
         if not self._running.acquire(blocking=False):
             raise ConcurrentInvocationError(
                 f"agent {self.name!r} is already running an invocation; an agent runs one "
-                "invocation at a time"
+                "invocation at a time. If you stopped iterating stream_async() early, close "
+                "it (async with contextlib.aclosing(agent.stream_async(...)) as events: ...) "
+                "so the invocation finishes before the next one starts."
             )
         try:
             self._core.cancel = CancelToken()  # a cancel applies to one invocation

@@ -65,6 +65,8 @@ class ModelCall:
             await core.hooks.fire(
                 BeforeModelCallEvent(agent=core.handle, invocation_state=invocation_state)
             )
+            if core.cancel.is_set():  # a hook cancelled: do not pay for the request
+                return
             context = InvokeModelContext.from_host(
                 agent=core.handle,
                 messages=core.messages,
@@ -118,6 +120,7 @@ class ModelCall:
         assembler = ResponseAssembler()
         # model_state is excluded from the context: the terminal hands the agent's own
         # dict to the model, so whatever the provider writes there is kept for next time.
+        # invocation_state is the context's, so a replacement reaches the model too.
         chunks = context.model.stream(
             context.messages,
             context.tool_specs,
@@ -125,6 +128,7 @@ class ModelCall:
             tool_choice=context.tool_choice,
             system_prompt_content=blocks,
             model_state=core.model_state,
+            invocation_state=context.invocation_state,
         )
         try:
             async for chunk in chunks:

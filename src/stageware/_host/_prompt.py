@@ -41,6 +41,11 @@ def prompt_messages(prompt: object) -> Messages:
             _check_message(index, cast("dict[str, Any]", item))
         return cast("Messages", copy.deepcopy(items))
     for index, item in enumerate(items):
+        if isinstance(item, str):
+            raise TypeError(
+                f"prompt[{index}] is a str: pass a single str as the prompt, or content "
+                "blocks such as {'text': ...}"
+            )
         if not isinstance(item, dict) or "role" in item:
             raise TypeError(
                 f"prompt[{index}]: a prompt list holds either messages (with 'role') or "
