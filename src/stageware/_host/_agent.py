@@ -63,6 +63,8 @@ class Agent(MiddlewareHost):
         backend: The anyio backend the synchronous ``agent(...)`` call runs on.
 
     Raises:
+        TypeError: If *model* has no ``stream()`` method, or an item of *tools* is not a
+            tool (an undecorated function, say).
         ValueError: For duplicate tool names, a session store without an id (or the
             reverse), or ``messages`` / ``state`` given for a stored session that already
             has them.
