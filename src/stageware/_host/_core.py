@@ -83,16 +83,12 @@ class PassState:
         input: The messages this pass appended; the AgentStream context carries this list.
         started: When the pass started (``time.monotonic()``).
         metrics: Counters for the result.
-        stop_produced: Set when the pass's own EventLoopStopEvent has been produced; an
-            agent-stream interrupt after that point is refused.
-        stopped_on_tool_interrupt: Set when that stop event was a tool interrupt, which is
-            replayed on resume and so may be gated on top.
-        last_stop: The stop event the pass produced, as the terminal yielded it.
+        last_stop: The stop event the pass produced, as the terminal yielded it. Once it is
+            set, an agent-stream interrupt is refused, unless it is the ``interrupt`` stop
+            of a tool round (replayed on resume, so it may be gated on top).
     """
 
     input: Messages
     started: float = field(default_factory=time.monotonic)
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
-    stop_produced: bool = False
-    stopped_on_tool_interrupt: bool = False
     last_stop: EventLoopStopEvent | None = None

@@ -152,7 +152,6 @@ class EventLoop:
                 tool_use_message=message, completed=dict(round_.results)
             )
             core.interrupts.activate()
-            self._pass.stopped_on_tool_interrupt = True
             yield self.stop("interrupt", message, invocation_state, core.interrupts.pending())
             return
         if round_.skipped and pending is not None:
@@ -183,7 +182,6 @@ class EventLoop:
     ) -> EventLoopStopEvent:
         """Build the pass's stop event and note that the pass has produced it."""
         event = build_stop_event(stop_reason, message, invocation_state, self._pass, interrupts)
-        self._pass.stop_produced = True
         self._pass.last_stop = event
         return event
 

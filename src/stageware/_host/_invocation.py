@@ -209,7 +209,9 @@ class Invocation:
     ) -> EventLoopStopEvent:
         """Register an agent-stream interrupt and build the stop event that reports it."""
         interrupts = self._core.interrupts
-        if pass_state.stop_produced and not pass_state.stopped_on_tool_interrupt:
+        last = pass_state.last_stop
+        # The terminal's only "interrupt" stop is a tool round's, which a resume replays.
+        if last is not None and last.stop_reason != "interrupt":
             # The model turn is already in the history and nothing was stored to replay:
             # resuming would call the model again. Refuse rather than corrupt the history.
             interrupts.end_interrupt_cycle()
@@ -222,7 +224,6 @@ class Invocation:
             )
         interrupts.register(interrupt, agent_stream=True)
         interrupts.activate()
-        last = pass_state.last_stop
         message = last.message if last is not None else empty_assistant_message()
         return build_stop_event(
             "interrupt", message, invocation_state, pass_state, interrupts.pending()
