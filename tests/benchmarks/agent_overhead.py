@@ -9,7 +9,6 @@ relative to the agent without middleware. Absolute times are printed for context
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -34,6 +33,7 @@ from stageware import (
     ScriptedTurn,
     tool,
 )
+from tests.benchmarks._report import print_ratios
 
 
 @tool
@@ -126,11 +126,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100)
     args = parser.parse_args()
     timings = anyio.run(measure, args.rounds, args.calls)
-    baseline = statistics.median(timings["no middleware"])
-    print(f"{'configuration':<26} {'ratio':>7} {'ms/run':>8}")
-    for name, samples in timings.items():
-        median = statistics.median(samples)
-        print(f"{name:<26} {median / baseline:>7.2f} {median / args.calls * 1e3:>8.2f}")
+    print_ratios(timings, "no middleware", args.calls, "ms/run", 1e3)
 
 
 if __name__ == "__main__":

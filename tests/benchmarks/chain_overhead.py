@@ -9,13 +9,13 @@ calling the terminal directly. Absolute times are printed for context only.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from collections.abc import AsyncIterator, Callable
 
 import anyio
 
 from stageware import MiddlewareRegistry
+from tests.benchmarks._report import print_ratios
 from tests.runtime.stage_fixture import Chunk, Done, EchoContext, EchoEvent, EchoResult, EchoStage
 
 Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
@@ -86,11 +86,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     args = parser.parse_args()
     timings = anyio.run(measure, args.rounds, args.calls)
-    baseline = statistics.median(timings["terminal"])
-    print(f"{'configuration':<20} {'ratio':>7} {'us/call':>9}")
-    for name, samples in timings.items():
-        median = statistics.median(samples)
-        print(f"{name:<20} {median / baseline:>7.2f} {median / args.calls * 1e6:>9.1f}")
+    print_ratios(timings, "terminal", args.calls, "us/call", 1e6)
 
 
 if __name__ == "__main__":

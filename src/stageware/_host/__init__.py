@@ -11,7 +11,7 @@ How the modules fit together, from the outside in:
 - ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
 - ``_interrupt_state``: what waits for a human, and how long answers live.
 - ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks.
-- ``_prompt``, ``_agent_result``, ``_cancel``, ``_iterators``: small pieces they use.
+- ``_prompt``, ``_agent_result``, ``_cancel``, ``_tool_results``: small pieces they use.
 - Models: ``_scripted_model`` (with ``_streaming``, which assembles a streamed message),
   ``_openai_model`` and ``_openai_convert`` (public as ``stageware.openai``).
 - Tools: ``_tool_decorator`` and ``_tool_spec``. Sessions: ``_session_store``,

@@ -16,10 +16,10 @@ from stageware._generated.contexts import InvokeModelContext
 from stageware._generated.events import InvokeModelEvent, ModelStopReason, ModelStreamChunkEvent
 from stageware._generated.payloads import SystemContentBlock
 from stageware._generated.stages import InvokeModelStage
+from stageware._runtime._chain import close_all
 
 from ._core import AgentCore, PassState
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
-from ._iterators import close_iterator
 from ._streaming import ResponseAssembler
 
 __all__ = ["ModelCall", "split_system_prompt"]
@@ -135,7 +135,8 @@ class ModelCall:
                 assembler.add(chunk)
                 yield ModelStreamChunkEvent(chunk=chunk)
         finally:
-            await close_iterator(chunks)
+            # Closed here, in this task, not whenever the garbage collector gets to it.
+            await close_all([chunks])
         stop_reason, message, usage, metrics = assembler.finish()
         yield ModelStopReason(
             stop_reason=stop_reason, message=message, usage=usage, metrics=metrics

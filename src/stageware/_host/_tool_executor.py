@@ -36,10 +36,10 @@ from stageware._generated.events import (
 from stageware._generated.payloads import ToolResult, ToolUse
 from stageware._generated.stages import ExecuteToolStage
 from stageware._runtime import Interrupt, InterruptException, ToolContext
+from stageware._runtime._chain import close_all
 
 from ._core import AgentCore, PassState
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
-from ._iterators import close_iterator
 from ._tool_results import error_result, invalid_result_reason
 
 __all__ = ["ToolExecutor", "ToolRound"]
@@ -311,7 +311,8 @@ class ToolExecutor:
                 exception=error,
             )
         finally:
-            await close_iterator(events)
+            # Closed here, in this task, not whenever the garbage collector gets to it.
+            await close_all([events])
 
 
 def _for_call(result: ToolResult, tool_use_id: str) -> ToolResult:
