@@ -9,7 +9,7 @@ llama.cpp, Ollama, LM Studio). It needs the optional ``openai`` package::
 from __future__ import annotations
 
 try:
-    from stageware._host._openai_model import ModelError, OpenAIModel
+    from stageware._host.models._openai import ModelError, OpenAIModel
 except ModuleNotFoundError as error:
     # Only a missing `openai` gets the install hint; any other missing module is a real bug.
     if error.name is None or error.name.partition(".")[0] != "openai":

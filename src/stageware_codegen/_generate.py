@@ -28,7 +28,7 @@ from ._source import load_yaml
 from ._types import NameKind
 from ._view_contexts import contexts_view
 from ._view_events import events_view
-from ._view_surface import hooks_view, host_view, init_view, results_view, stages_view
+from ._view_surface import init_view, policy_points_view, results_view, stages_view
 
 __all__ = ["build"]
 
@@ -114,15 +114,16 @@ def _render(
         document = hook_models_schema(schema, schema.hooks, payloads.closure(used))
         events = [point.event for point in schema.hooks.points]
         job = pool.submit(run_datamodel_codegen, document, PYDANTIC_FLAGS, _HOOK_EVENTS_DOC, events)
-        jobs["hook_events.py"] = (job, ("hooks",))
+        jobs["policy_events.py"] = (job, ("hooks",))
     bodies: dict[str, str] = {"payloads.py": _PAYLOADS_DOC + "\n"}
     bodies["events.py"] = render_template("events.py", events_view(schema))
     bodies["contexts.py"] = render_template("contexts.py", contexts_view(schema))
     bodies["results.py"] = render_template("results.py", results_view(schema))
     bodies["stages.py"] = render_template("stages.py", stages_view(schema))
-    bodies["host.py"] = render_template("host.py", host_view())
     if schema.hooks is not None:
-        bodies["hooks.py"] = render_template("hooks.py", hooks_view(schema.hooks))
+        bodies["policy_points.py"] = render_template(
+            "policy_points.py", policy_points_view(schema.hooks)
+        )
     bodies["__init__.py"] = render_template("init.py", init_view(schema, payload_names))
     for name, (job, path) in jobs.items():
         try:

@@ -17,11 +17,21 @@ class Imports:
 
     def __init__(self) -> None:
         self._names: defaultdict[str, set[str]] = defaultdict(set)
+        self._type_only: defaultdict[str, set[str]] = defaultdict(set)
         self._modules: set[str] = set()
 
     def add(self, module: str, name: str, alias: str | None = None) -> None:
         """Import *name* from *module*, as *alias* when it differs from *name*."""
         self._names[module].add(name if alias in (None, name) else f"{name} as {alias}")
+
+    def add_type_only(self, module: str, name: str, alias: str | None = None) -> None:
+        """Import *name* from *module* for the type checkers only (under ``TYPE_CHECKING``).
+
+        External types are annotations in generated code, never needed at run time, so
+        importing them lazily lets their module import the generated package in turn.
+        """
+        self._type_only[module].add(name if alias in (None, name) else f"{name} as {alias}")
+        self.add("typing", "TYPE_CHECKING")
 
     def add_module(self, module: str, alias: str) -> None:
         """``import module as alias``."""
@@ -33,8 +43,7 @@ class Imports:
         for statement in sorted(self._modules):
             groups[1].append(statement)
         for module in sorted(self._names):
-            names = ", ".join(sorted(self._names[module], key=lambda n: (n.lower(), n)))
-            groups[self._group(module)].append(f"from {module} import {names}")
+            groups[self._group(module)].append(f"from {module} import {self._joined(module)}")
         lines: list[str] = []
         for group in groups:
             if group:
@@ -42,7 +51,15 @@ class Imports:
                     lines.append("")
                 # Plain `import` statements first, as isort orders them.
                 lines.extend(sorted(group, key=lambda line: (line.startswith("from "), line)))
+        if self._type_only:
+            lines.extend(["", "if TYPE_CHECKING:"])
+            for module in sorted(self._type_only):
+                names = ", ".join(sorted(self._type_only[module], key=lambda n: (n.lower(), n)))
+                lines.append(f"    from {module} import {names}")
         return lines
+
+    def _joined(self, module: str) -> str:
+        return ", ".join(sorted(self._names[module], key=lambda n: (n.lower(), n)))
 
     @staticmethod
     def _group(module: str) -> int:

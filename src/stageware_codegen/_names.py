@@ -30,7 +30,7 @@ __all__ = [
     "reserved_type_problem",
 ]
 
-RUNTIME_MODULE: Final = "stageware._runtime"
+RUNTIME_MODULE: Final = "stageware.runtime"
 
 # Names a type expression may use without declaring them, with the module they come from
 # (None for builtins).

@@ -11,7 +11,7 @@ from ._stage_names import ALIAS_GENERICS, StageNames
 from ._text import docstring
 from ._viewkit import MEMBER, ModuleView
 
-__all__ = ["hooks_view", "host_view", "init_view", "results_view", "stages_view"]
+__all__ = ["init_view", "policy_points_view", "results_view", "stages_view"]
 
 _PHASES = ("Input", "Wrap", "Output")
 
@@ -85,53 +85,7 @@ def stages_view(schema: _ir.Schema) -> dict[str, Any]:
     }
 
 
-def host_view() -> dict[str, Any]:
-    """The view of ``host.py``: the ``add_middleware`` overloads, one per phase form."""
-    handler_types = {
-        "Input": ["Callable[[C], C]", "Callable[[C], Awaitable[C]]"],
-        "Wrap": ["Callable[[C, Callable[[C], AsyncIterator[E]]], AsyncIterator[E]]"],
-        # A handler for any stage is generic: `def h(result: T) -> T` with T bound to
-        # MiddlewareResult[Any] fits these; a base-typed overload would make pyright
-        # report the specific ones as overlapping.
-        "Output": ["Callable[[R], R]", "Callable[[R], Awaitable[R]]"],
-    }
-    overloads: list[dict[str, str]] = []
-    for phase in _PHASES:
-        if phase == "Wrap":
-            # A bare stage token registers a Wrap handler, the most common form.
-            overloads.append(
-                {"token": "MiddlewareStage[C, R, E]", "handler": handler_types["Wrap"][0]}
-            )
-        overloads.extend(
-            {"token": f"{phase}Phase[C, R, E]", "handler": handler}
-            for handler in handler_types[phase]
-        )
-    imports = Imports()
-    imports.add("abc", "ABC")
-    imports.add("abc", "abstractmethod")
-    for name in ("AsyncIterator", "Awaitable", "Callable"):
-        imports.add("collections.abc", name)
-    for name in ("Any", "TypeVar", "overload"):
-        imports.add("typing", name)
-    for name in (
-        "InputPhase",
-        "MiddlewareRegistration",
-        "MiddlewareResult",
-        "MiddlewareStage",
-        "MiddlewareToken",
-        "OutputPhase",
-        "WrapPhase",
-        "validate_registration",
-    ):
-        imports.add(RUNTIME_MODULE, name)
-    return {
-        "doc": "`MiddlewareHost`: typed `add_middleware` overloads for middleware hosts.",
-        "imports": imports.lines(),
-        "overloads": overloads,
-    }
-
-
-HOOKS_NAMES = (
+POLICY_POINT_NAMES = (
     "BANDS",
     "HOOK_POINTS",
     "Band",
@@ -140,11 +94,11 @@ HOOKS_NAMES = (
     "HookPoint",
     "HookPointSpec",
 )
-"""What ``hooks.py`` defines itself, all of it public."""
+"""What ``policy_points.py`` defines itself, all of it public."""
 
 
-def hooks_view(hooks: _ir.Hooks) -> dict[str, Any]:
-    """The view of ``hooks.py``: hook point, band and direction enums and the point table."""
+def policy_points_view(hooks: _ir.Hooks) -> dict[str, Any]:
+    """The view of ``policy_points.py``: policy hook point, band and direction enums and the point table."""
     imports = Imports()
     imports.add("collections.abc", "Mapping")
     imports.add("dataclasses", "dataclass")
@@ -158,7 +112,7 @@ def hooks_view(hooks: _ir.Hooks) -> dict[str, Any]:
     imports.add(RUNTIME_MODULE, "Phase")
     for point in hooks.points:
         imports.add(".stages", f"{point.stage}Stage")
-        imports.add(".hook_events", point.event)
+        imports.add(".policy_events", point.event)
 
     def members(items: list[tuple[str, str]]) -> list[dict[str, str]]:
         return [
@@ -193,7 +147,7 @@ def hooks_view(hooks: _ir.Hooks) -> dict[str, Any]:
         "exported": [
             repr(name)
             for name in sorted(
-                [*HOOKS_NAMES, *(point.event for point in hooks.points)],
+                [*POLICY_POINT_NAMES, *(point.event for point in hooks.points)],
                 key=lambda name: (not name.isupper(), name),
             )
         ],
@@ -209,17 +163,15 @@ def init_view(schema: _ir.Schema, payload_names: list[str]) -> dict[str, Any]:
     for stage in schema.stages:
         for module_name, stage_names in StageNames(stage.name).by_module().items():
             groups.setdefault(module_name, []).extend(stage_names)
-    groups[".host"] = ["MiddlewareHost"]
-    if schema.hooks is not None:
-        groups[".hooks"] = list(HOOKS_NAMES)
     imports = Imports()
     exported: list[str] = []
     for module_name, names in groups.items():
         for name in names:
             imports.add(module_name, name)
         exported.extend(names)
-    # Hook events share names with stage events and payload types (as pydantic models),
-    # so they stay in the namespace of the hooks module and are not re-exported here.
+    # The policy surface (hook points, bands, hook events) stays in ``policy_points``:
+    # hook events share names with stage events and payload types, and the policy layer
+    # has a namespace of its own (``stageware.policy``).
     return {
         "doc": "The generated stage surface, re-exported in one place.",
         "imports": imports.lines(),

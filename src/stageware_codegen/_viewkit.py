@@ -56,7 +56,7 @@ class ModuleView:
                 self._local(".events", name)
             elif kind is NameKind.EXTERNAL:
                 item = externals[name]
-                self.imports.add(item.module, item.attr, alias=name)
+                self.imports.add_type_only(item.module, item.attr, alias=name)
             elif name in ("Any", "Literal"):
                 self.imports.add("typing", name)
             elif name in ("Mapping", "Sequence"):

@@ -151,9 +151,9 @@ def test_constraints_become_field_arguments_that_type_check(project: Project, cl
     result = cli("generate")
 
     assert result.code == 0, result.err
-    hook_events = (project.output / "hook_events.py").read_text(encoding="utf-8")
-    assert "constr(" not in hook_events
-    assert 'pattern="^[A-Za-z0-9_-]+$"' in hook_events
+    policy_events = (project.output / "policy_events.py").read_text(encoding="utf-8")
+    assert "constr(" not in policy_events
+    assert 'pattern="^[A-Za-z0-9_-]+$"' in policy_events
     checked = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "out"],
         cwd=project.root,

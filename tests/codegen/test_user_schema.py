@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from stageware import Interrupt, InterruptException, MiddlewareRegistry
-from stageware._runtime import interrupt_name_hash
+from stageware.runtime import interrupt_name_hash
 
 from .conftest import Cli
 
@@ -46,7 +46,6 @@ def test_generated_files_and_exports(translate: ModuleType) -> None:
         "__init__.py",
         "contexts.py",
         "events.py",
-        "host.py",
         "payloads.py",
         "results.py",
         "stages.py",

@@ -22,7 +22,7 @@ from stageware import (
     ToolSpec,
     tool,
 )
-from stageware._host._openai_convert import convert_messages
+from stageware._host.models._openai_convert import convert_messages
 
 from .agent_helpers import answer, calls
 

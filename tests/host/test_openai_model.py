@@ -765,8 +765,8 @@ def test_params_may_not_override_what_the_adapter_sets() -> None:
 def test_import_without_openai_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
         "stageware.openai",
-        "stageware._host._openai_model",
-        "stageware._host._openai_convert",
+        "stageware._host.models._openai",
+        "stageware._host.models._openai_convert",
     ):
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setitem(sys.modules, "openai", None)

@@ -11,14 +11,14 @@ import pytest
 
 from stageware import Model
 from stageware._generated.payloads import Message, Messages, StreamEvent, ToolSpec, Usage
-from stageware._host._scripted_model import (
+from stageware._host.models._scripted import (
     ModelRequest,
     ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
     ScriptExhaustedError,
 )
-from stageware._host._streaming import (
+from stageware._host.models._streaming import (
     CollectedResponse,
     ResponseAssembler,
     StreamAssemblyError,

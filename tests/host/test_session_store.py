@@ -14,14 +14,14 @@ from typing import Any, cast
 
 import pytest
 
-from stageware._host._session_store import (
+from stageware._host.sessions._store import (
     SNAPSHOT_VERSION,
     MemorySessionStore,
     SessionError,
     SessionSnapshot,
     SessionStore,
 )
-from stageware._host._sqlite_store import SQLiteSessionStore
+from stageware._host.sessions._sqlite import SQLiteSessionStore
 
 
 def make_snapshot(turn: int = 0) -> SessionSnapshot:
@@ -406,7 +406,7 @@ def test_two_sqlite_stores_on_one_file(tmp_path: Path) -> None:
 
 _WRITER = """
 import sys
-from stageware._host._sqlite_store import SQLiteSessionStore
+from stageware._host.sessions._sqlite import SQLiteSessionStore
 
 store = SQLiteSessionStore(sys.argv[1])
 name = sys.argv[2]

@@ -20,9 +20,10 @@ from stageware._generated.events import (
 )
 from stageware._generated.payloads import ToolUse
 from stageware._host._cancel import CancelToken
-from stageware._host._tool_decorator import FunctionTool, tool
-from stageware._host._tool_spec import parse_docstring
-from stageware._runtime import AgentTool, Interrupt, ToolContext, tool_interrupt_id
+from stageware._host.tools._decorator import FunctionTool, tool
+from stageware._host.tools._spec import parse_docstring
+from stageware._host.tools import AgentTool, ToolContext, tool_interrupt_id
+from stageware._runtime import Interrupt
 
 if TYPE_CHECKING:
     # Known to the checkers only, so resolving it at run time fails.

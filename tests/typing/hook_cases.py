@@ -8,7 +8,7 @@ from typing import Any, Literal, assert_type
 from pydantic import BaseModel
 
 from stageware import MiddlewareStage, Phase
-from stageware.hooks import (
+from stageware.policy import (
     BANDS,
     HOOK_POINTS,
     Band,

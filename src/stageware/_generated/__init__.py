@@ -18,8 +18,6 @@ from .events import (
     ToolResultMessageEvent,
     ToolStreamEvent,
 )
-from .hooks import Band, BANDS, Direction, HOOK_POINTS, HookEvent, HookPoint, HookPointSpec
-from .host import MiddlewareHost
 from .payloads import (
     CachePoint,
     CachePointType,
@@ -96,8 +94,6 @@ __all__ = [
     "AgentStreamResult",
     "AgentStreamStage",
     "AgentStreamWrapHandler",
-    "BANDS",
-    "Band",
     "CachePoint",
     "CachePointType",
     "ContentBlock",
@@ -106,7 +102,6 @@ __all__ = [
     "ContentBlockStart",
     "ContentBlockStartEvent",
     "ContentBlockStopEvent",
-    "Direction",
     "EventLoopStopEvent",
     "ExecuteToolAsyncInputHandler",
     "ExecuteToolAsyncOutputHandler",
@@ -118,10 +113,6 @@ __all__ = [
     "ExecuteToolResult",
     "ExecuteToolStage",
     "ExecuteToolWrapHandler",
-    "HOOK_POINTS",
-    "HookEvent",
-    "HookPoint",
-    "HookPointSpec",
     "ImageBlock",
     "ImageFormat",
     "ImageSource",
@@ -141,7 +132,6 @@ __all__ = [
     "Messages",
     "MetadataEvent",
     "Metrics",
-    "MiddlewareHost",
     "ModelMessageEvent",
     "ModelStopReason",
     "ModelStreamChunkEvent",

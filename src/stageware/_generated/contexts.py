@@ -7,22 +7,22 @@ from __future__ import annotations
 import copy as _copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, final, TYPE_CHECKING
 
-from stageware._runtime import (
-    AgentHandle,
-    AgentTool,
-    CancelSignal,
+from stageware.runtime import (
     Interrupt,
     interrupt_name_hash,
     MiddlewareInterruptResult,
-    Model,
     resolve_middleware_interrupt,
     UNSET,
     Unset,
 )
 
 from .payloads import Messages, SystemContentBlock, ToolChoice, ToolSpec, ToolUse
+
+if TYPE_CHECKING:
+    from stageware import AgentTool, Model
+    from stageware.runtime import AgentHandle, CancelSignal
 
 
 @final

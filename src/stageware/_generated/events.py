@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar, final, Literal, overload, TypeAlias, TypeVar
-
-from stageware._runtime import Interrupt
+from typing import Any, ClassVar, final, Literal, overload, TYPE_CHECKING, TypeAlias, TypeVar
 
 from .payloads import Message, Metrics, StopReason, StreamEvent, ToolResult, ToolUse, Usage
+
+if TYPE_CHECKING:
+    from stageware.runtime import Interrupt
 
 _Default = TypeVar("_Default")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import final
 
-from stageware._runtime import MiddlewareResult
+from stageware.runtime import MiddlewareResult
 
 from .events import EventLoopStopEvent, ModelStopReason, ToolResultEvent
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final, TypeAlias
 
-from stageware._runtime import (
+from stageware.runtime import (
     AsyncInputHandler,
     AsyncOutputHandler,
     InputHandler,

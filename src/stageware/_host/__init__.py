@@ -2,7 +2,7 @@
 
 Implementation modules are private; ``stageware`` re-exports the names listed here.
 
-How the modules fit together, from the outside in:
+The core loop, from the outside in:
 
 - ``_agent``: ``Agent``, its configuration, the sync/async entry points and sessions.
 - ``_invocation``: one ``agent(...)`` call; the AgentStream chain and its run loop.
@@ -10,12 +10,16 @@ How the modules fit together, from the outside in:
 - ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks.
 - ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
 - ``_interrupt_state``: what waits for a human, and how long answers live.
-- ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks.
-- ``_prompt``, ``_agent_result``, ``_cancel``, ``_tool_results``: small pieces they use.
-- Models: ``_scripted_model`` (with ``_streaming``, which assembles a streamed message),
-  ``_openai_model`` and ``_openai_convert`` (public as ``stageware.openai``).
-- Tools: ``_tool_decorator`` and ``_tool_spec``. Sessions: ``_session_store``,
-  ``_sqlite_store``.
+- ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks
+  (``agent.add_hook``).
+- ``_prompt``, ``_agent_result``, ``_cancel``: small pieces they use.
+
+What the loop plugs in, each in its own sub-package:
+
+- ``models/``: the ``Model`` protocol, ``ScriptedModel`` and the OpenAI-compatible adapter
+  (public as ``stageware.openai``).
+- ``tools/``: the ``AgentTool`` protocol, ``ToolContext`` and ``@tool``.
+- ``sessions/``: snapshots, the ``SessionStore`` protocol and its stores.
 """
 
 from ._agent import Agent, ConcurrentInvocationError
@@ -33,16 +37,22 @@ from ._hook_events import (
     ModelStopResponse,
 )
 from ._prompt import Prompt
-from ._scripted_model import (
+from .models import (
+    Model,
     ModelRequest,
     ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
     ScriptExhaustedError,
 )
-from ._session_store import MemorySessionStore, SessionError, SessionSnapshot, SessionStore
-from ._sqlite_store import SQLiteSessionStore
-from ._tool_decorator import FunctionTool, tool
+from .sessions import (
+    MemorySessionStore,
+    SessionError,
+    SessionSnapshot,
+    SessionStore,
+    SQLiteSessionStore,
+)
+from .tools import AgentTool, FunctionTool, ToolContext, tool
 
 __all__ = [
     "AfterInvocationEvent",
@@ -52,6 +62,7 @@ __all__ = [
     "AgentMetrics",
     "AgentResult",
     "AgentResultEvent",
+    "AgentTool",
     "BeforeInvocationEvent",
     "BeforeModelCallEvent",
     "BeforeToolCallEvent",
@@ -61,6 +72,7 @@ __all__ = [
     "LifecycleEvent",
     "MemorySessionStore",
     "MessageAddedEvent",
+    "Model",
     "ModelRequest",
     "ModelStopResponse",
     "Prompt",
@@ -72,5 +84,6 @@ __all__ = [
     "SessionError",
     "SessionSnapshot",
     "SessionStore",
+    "ToolContext",
     "tool",
 ]

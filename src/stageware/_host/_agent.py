@@ -14,9 +14,8 @@ import anyio
 import anyio.to_thread
 
 from stageware._generated.events import AgentStreamEvent
-from stageware._generated.host import MiddlewareHost
 from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoice
-from stageware._runtime import AgentTool, Interrupt, MiddlewareRegistration, Model
+from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
 from ._agent_result import AgentResult, AgentResultEvent
 from ._cancel import CancelToken
@@ -26,7 +25,9 @@ from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
 from ._prompt import Prompt, prompt_messages
-from ._session_store import SNAPSHOT_VERSION, SessionError, SessionSnapshot, SessionStore
+from .models import Model
+from .sessions import SNAPSHOT_VERSION, SessionError, SessionSnapshot, SessionStore
+from .tools import AgentTool
 
 __all__ = ["Agent", "ConcurrentInvocationError"]
 

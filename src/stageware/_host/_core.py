@@ -19,14 +19,15 @@ from stageware._generated.payloads import (
     ToolChoice,
     ToolSpec,
 )
-from stageware._runtime import AgentHandle, AgentTool, Model
-from stageware._runtime._registry import MiddlewareRegistry
+from stageware._runtime import AgentHandle, MiddlewareRegistry
 
 from ._agent_result import AgentMetrics
 from ._cancel import CancelToken
 from ._hook_events import MessageAddedEvent
 from ._hooks import HookRegistry
 from ._interrupt_state import InterruptState
+from .models import Model
+from .tools import AgentTool
 
 __all__ = ["AgentCore", "PassState"]
 

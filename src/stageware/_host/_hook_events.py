@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from stageware._generated.payloads import Message, Messages, StopReason, ToolResult, ToolUse
 from stageware._runtime import (
     AgentHandle,
-    AgentTool,
     Interrupt,
     interrupt_name_hash,
     resolve_middleware_interrupt,
 )
+
+from .tools import AgentTool
 
 if TYPE_CHECKING:
     from ._agent_result import AgentResult

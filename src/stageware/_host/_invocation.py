@@ -41,7 +41,7 @@ from ._event_loop import EventLoop, build_stop_event, empty_assistant_message
 from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
 from ._interrupt_state import parse_interrupt_responses
 from ._prompt import prompt_messages
-from ._tool_results import error_result
+from .tools import error_result
 
 __all__ = ["Invocation"]
 

@@ -16,11 +16,11 @@ from stageware._generated.contexts import InvokeModelContext
 from stageware._generated.events import InvokeModelEvent, ModelStopReason, ModelStreamChunkEvent
 from stageware._generated.payloads import SystemContentBlock
 from stageware._generated.stages import InvokeModelStage
-from stageware._runtime._chain import close_all
+from stageware._runtime import close_all
 
 from ._core import AgentCore, PassState
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
-from ._streaming import ResponseAssembler
+from .models import ResponseAssembler
 
 __all__ = ["ModelCall", "split_system_prompt"]
 

@@ -35,12 +35,11 @@ from stageware._generated.events import (
 )
 from stageware._generated.payloads import ToolResult, ToolUse
 from stageware._generated.stages import ExecuteToolStage
-from stageware._runtime import Interrupt, InterruptException, ToolContext
-from stageware._runtime._chain import close_all
+from stageware._runtime import Interrupt, InterruptException, close_all
 
 from ._core import AgentCore, PassState
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
-from ._tool_results import error_result, invalid_result_reason
+from .tools import ToolContext, error_result, invalid_result_reason
 
 __all__ = ["ToolExecutor", "ToolRound"]
 

@@ -1,8 +1,10 @@
 """The stageware runtime: stage tokens, results, interrupts and the middleware registry.
 
-Generated code imports from here; users import the same names from ``stageware``.
+It knows nothing that the generator emits: generated packages import it (through the
+public ``stageware.runtime``), never the reverse, and a test keeps it so.
 """
 
+from ._chain import close_all
 from ._handlers import (
     AsyncInputHandler,
     AsyncOutputHandler,
@@ -18,17 +20,17 @@ from ._interrupt import (
     interrupt_name_hash,
     resolve_middleware_interrupt,
 )
-from ._protocols import AgentHandle, AgentTool, CancelSignal, Model
+from ._middleware_host import MiddlewareHost
+from ._protocols import AgentHandle, CancelSignal
+from ._registry import MiddlewareRegistry
 from ._result import MiddlewareResult
 from ._stage import InputPhase, MiddlewareStage, MiddlewareToken, OutputPhase, Phase, WrapPhase
-from ._tool_context import ToolContext, tool_interrupt_id
 from ._unset import UNSET, Unset
 from ._validation import MiddlewareRegistration, validate_registration
 
 __all__ = [
     "UNSET",
     "AgentHandle",
-    "AgentTool",
     "AsyncInputHandler",
     "AsyncOutputHandler",
     "CancelSignal",
@@ -36,22 +38,22 @@ __all__ = [
     "InputPhase",
     "Interrupt",
     "InterruptException",
+    "MiddlewareHost",
     "MiddlewareInterruptResult",
     "MiddlewareRegistration",
+    "MiddlewareRegistry",
     "MiddlewareResult",
     "MiddlewareStage",
     "MiddlewareToken",
-    "Model",
     "NextFn",
     "OutputHandler",
     "OutputPhase",
     "Phase",
-    "ToolContext",
     "Unset",
     "WrapHandler",
     "WrapPhase",
+    "close_all",
     "interrupt_name_hash",
     "resolve_middleware_interrupt",
-    "tool_interrupt_id",
     "validate_registration",
 ]

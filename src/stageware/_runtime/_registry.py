@@ -1,7 +1,7 @@
 """The middleware registry: handlers per stage, and their composed chains.
 
 A registry is what a host embeds. Handlers are added with the typed
-``add_middleware`` overloads it inherits from the generated ``MiddlewareHost``; the
+``add_middleware`` overloads it inherits from the ``MiddlewareHost``; the
 host then runs each stage through ``compose()`` or ``invoke()``. Composed chains are
 cached and reused until a handler is added to that stage, so the per-call cost of a
 stage is one closure lookup, and a stage without handlers costs nothing beyond its
@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, TypeVar, final
 
-from stageware._generated.host import MiddlewareHost
-
 from ._chain import ResultTracker, StagePlan, build_chain, close_all
+from ._middleware_host import MiddlewareHost
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration
 

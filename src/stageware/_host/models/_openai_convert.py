@@ -2,7 +2,7 @@
 
 Requests go one way (Converse messages, tool specs and tool choice to the typed dicts of
 ``openai.types.chat``); responses the other (streamed ``ChatCompletionChunk`` objects to
-Converse ``StreamEvent`` dicts, through ``StreamTranslator``). ``_openai_model`` does the
+Converse ``StreamEvent`` dicts, through ``StreamTranslator``). ``_openai`` does the
 network part; keeping this side pure lets it be read and tested on its own.
 """
 

@@ -5,7 +5,7 @@ often while it waited for a human answer: the conversation, the agent's key-valu
 the provider state the host keeps between model calls and the host's serialised interrupt
 state. ``SessionStore`` is the small interface the agent saves and loads that through;
 ``MemorySessionStore`` keeps snapshots in the process (tests, short-lived agents) and
-``SQLiteSessionStore`` in ``_sqlite_store`` keeps them in a file.
+``SQLiteSessionStore`` in ``_sqlite`` keeps them in a file.
 
 What a snapshot deliberately does NOT hold:
 

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapte
 from pydantic.fields import FieldInfo
 
 from stageware._generated.payloads import ToolSpec
-from stageware._runtime import ToolContext
+
+from ._context import ToolContext
 
 __all__ = ["FunctionSchema", "describe_tool_function", "function_schema", "parse_docstring"]
 

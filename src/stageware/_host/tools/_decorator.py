@@ -28,10 +28,11 @@ from stageware._generated.events import (
     ToolStreamEvent,
 )
 from stageware._generated.payloads import ToolResult, ToolResultContent, ToolSpec, ToolUse
-from stageware._runtime import InterruptException, ToolContext
+from stageware._runtime import InterruptException
 
-from ._tool_results import error_result
-from ._tool_spec import FunctionSchema, describe_tool_function, function_schema
+from ._context import ToolContext
+from ._results import error_result
+from ._spec import FunctionSchema, describe_tool_function, function_schema
 
 __all__ = ["FunctionTool", "tool"]
 

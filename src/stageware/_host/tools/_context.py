@@ -9,13 +9,16 @@ read-only: it resolves against the answers the host captured for this call and r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, final
 
-from ._interrupt import Interrupt, interrupt_name_hash, resolve_middleware_interrupt
-from ._protocols import AgentHandle, CancelSignal
-
-if TYPE_CHECKING:
-    from stageware._generated.payloads import ToolUse
+from stageware._generated.payloads import ToolUse
+from stageware._runtime import (
+    AgentHandle,
+    CancelSignal,
+    Interrupt,
+    interrupt_name_hash,
+    resolve_middleware_interrupt,
+)
 
 __all__ = ["ToolContext", "tool_interrupt_id"]
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, TypeVar, final
 
-from ._session_store import SessionError, SessionSnapshot, decode_snapshot, encode_snapshot
+from ._store import SessionError, SessionSnapshot, decode_snapshot, encode_snapshot
 
 __all__ = ["SQLiteSessionStore"]
 

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Final, final, TypeAlias
 
 from pydantic import BaseModel, Field
 
-from stageware._runtime import MiddlewareStage, Phase
+from stageware.runtime import MiddlewareStage, Phase
 
-from .hook_events import (
+from .policy_events import (
     ApprovalResolvedEvent,
     ContextEvent,
     InputEvent,

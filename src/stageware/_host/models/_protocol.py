@@ -1,0 +1,39 @@
+"""The ``Model`` protocol: what the host streams a model call from.
+
+It is typed with the generated Converse payloads, so it lives above them, not in the
+runtime. Any object with a fitting ``stream`` method is a model; the adapters beside
+this module are two of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Protocol, runtime_checkable
+
+from stageware._generated.payloads import (
+    Messages,
+    StreamEvent,
+    SystemContentBlock,
+    ToolChoice,
+    ToolSpec,
+)
+
+__all__ = ["Model"]
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model that streams Converse-style events for a conversation."""
+
+    def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        tool_choice: ToolChoice | None = None,
+        system_prompt_content: list[SystemContentBlock] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream the model's response to *messages* as Converse stream events."""
+        ...

@@ -1,0 +1,3 @@
+"""The installed version of stageware, the one place it is written."""
+
+__version__ = "0.1.0"
