@@ -98,7 +98,7 @@ POLICY_POINT_NAMES = (
 
 
 def policy_points_view(hooks: _ir.Hooks) -> dict[str, Any]:
-    """The view of ``policy_points.py``: policy hook point, band and direction enums and the point table."""
+    """The view of ``policy_points.py``: hook point, band and direction enums, the point table."""
     imports = Imports()
     imports.add("collections.abc", "Mapping")
     imports.add("dataclasses", "dataclass")

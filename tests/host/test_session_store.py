@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import pytest
 
+from stageware._host.sessions._sqlite import SQLiteSessionStore
 from stageware._host.sessions._store import (
     SNAPSHOT_VERSION,
     MemorySessionStore,
@@ -21,7 +22,6 @@ from stageware._host.sessions._store import (
     SessionSnapshot,
     SessionStore,
 )
-from stageware._host.sessions._sqlite import SQLiteSessionStore
 
 
 def make_snapshot(turn: int = 0) -> SessionSnapshot:

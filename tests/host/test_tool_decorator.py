@@ -20,9 +20,9 @@ from stageware._generated.events import (
 )
 from stageware._generated.payloads import ToolUse
 from stageware._host._cancel import CancelToken
+from stageware._host.tools import AgentTool, ToolContext, tool_interrupt_id
 from stageware._host.tools._decorator import FunctionTool, tool
 from stageware._host.tools._spec import parse_docstring
-from stageware._host.tools import AgentTool, ToolContext, tool_interrupt_id
 from stageware._runtime import Interrupt
 
 if TYPE_CHECKING:
