@@ -12,6 +12,10 @@ the steps before it:
 - ``render/``: views, the jinja2 templates beside them, datamodel-code-generator.
 - ``write/``: ruff formatting, the import check, atomic writes, the ``check`` diff.
 
+``_pipeline`` runs the steps in order; ``_errors`` (the exceptions) and ``_project``
+(``[tool.stageware]``, paths as shown) are shared by all of them; ``_shipped_schema``
+finds the stage schema the wheel ships.
+
 The generator needs the ``codegen`` extra (``pip install 'stageware[codegen]'``) and the
 runtime never imports it. Names here load on first use, so importing this package, or
 the command line inside it, loads none of the extra's packages: ``stageware demo`` runs
