@@ -1,29 +1,37 @@
 """The stageware code generator: turns a stage schema into the typed middleware surface.
 
-Needs the ``codegen`` extra (``pip install 'stageware[codegen]'``); the runtime never
-imports this package. :func:`generate` writes the generated package, :func:`check`
-reports whether the checked-in one is up to date. Both raise
-:class:`InvalidSchemaError` for a bad schema and write nothing in that case.
-:func:`find_config` reads ``[tool.stageware]``, as the command line does.
+:func:`generate` writes the generated package, :func:`check` reports whether the
+checked-in one is up to date. Both raise :class:`InvalidSchemaError` for a bad schema
+and write nothing in that case. :func:`find_config` reads ``[tool.stageware]``, as the
+command line does. These names, and :mod:`.cli`, are the package's public surface; the
+sub-packages are its implementation, one per step of the pipeline, each importing only
+the steps before it:
+
+- ``load/``: read the YAML and the payload files, check the shape of every value.
+- ``resolve/``: check what needs the whole schema; build the IR the renderers read.
+- ``render/``: views, the jinja2 templates beside them, datamodel-code-generator.
+- ``write/``: ruff formatting, the import check, atomic writes, the ``check`` diff.
+
+``_pipeline`` runs the steps in order; ``_errors`` (the exceptions) and ``_project``
+(``[tool.stageware]``, paths as shown) are shared by all of them; ``_shipped_schema``
+finds the stage schema the wheel ships.
+
+The generator needs the ``codegen`` extra (``pip install 'stageware[codegen]'``) and the
+runtime never imports it. Names here load on first use, so importing this package, or
+the command line inside it, loads none of the extra's packages: ``stageware demo`` runs
+without them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import importlib
+from typing import TYPE_CHECKING
 
-from ._errors import InvalidSchemaError, OutputError, SchemaError
-from ._generate import build
-from ._output import WriteReport, banner, diff_output, write_output
-from ._project import (
-    ConfigError,
-    ProjectConfig,
-    find_config,
-    project_root,
-    regenerate_command,
-    relative_path,
-)
-from ._smoke import check_imports
+if TYPE_CHECKING:
+    from ._errors import InvalidSchemaError, OutputError, SchemaError
+    from ._pipeline import CheckReport, check, generate
+    from ._project import ConfigError, ProjectConfig, find_config, relative_path
+    from .write.files import WriteReport
 
 __all__ = [
     "CheckReport",
@@ -39,57 +47,31 @@ __all__ = [
     "relative_path",
 ]
 
-
-def _build(schema: Path, output: Path, root: Path | None) -> dict[str, str]:
-    """Render every module.
-
-    Messages name files relative to the cwd; the banner names the schema relative to the
-    project root and gives the command that regenerates *output* from there.
-    """
-    cwd = Path.cwd()
-    root = project_root(schema) if root is None else root
-    text = banner(relative_path(schema, root), regenerate_command(schema, output, root))
-    return build(schema, relative_path(schema, cwd), text, cwd)
-
-
-def generate(schema: Path, output: Path, *, project_root: Path | None = None) -> WriteReport:
-    """Generate the package for *schema* into the directory *output*.
-
-    Args:
-        schema: The stage schema YAML.
-        output: The package directory to write (created if missing).
-        project_root: Directory the banner names paths relative to (default: that of the
-            ``pyproject.toml`` nearest the schema, else the schema's directory).
-
-    Raises:
-        InvalidSchemaError: The schema is invalid; nothing was written.
-        OutputError: Formatting, compiling, importing or writing failed; nothing was
-            written.
-    """
-    return write_output(output, _build(schema, output, project_root))
+# The module each public name lives in. Only `_pipeline` brings in the generator's
+# dependencies; the others import the standard library alone.
+_HOMES = {
+    "CheckReport": "._pipeline",
+    "ConfigError": "._project",
+    "InvalidSchemaError": "._errors",
+    "OutputError": "._errors",
+    "ProjectConfig": "._project",
+    "SchemaError": "._errors",
+    "WriteReport": ".write.files",
+    "check": "._pipeline",
+    "find_config": "._project",
+    "generate": "._pipeline",
+    "relative_path": "._project",
+}
 
 
-@dataclass(frozen=True, slots=True)
-class CheckReport:
-    """Result of :func:`check`: ``diff`` is empty when the output is up to date."""
-
-    diff: str
-
-    @property
-    def up_to_date(self) -> bool:
-        """Whether the checked-in output matches the schema."""
-        return not self.diff
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
 
-def check(schema: Path, output: Path, *, project_root: Path | None = None) -> CheckReport:
-    """Compare the generated package in *output* with what *schema* generates now.
-
-    *project_root* is as for :func:`generate`.
-
-    Raises:
-        InvalidSchemaError: The schema is invalid.
-        OutputError: Formatting, compiling or importing the generated package failed.
-    """
-    files = _build(schema, output, project_root)
-    check_imports(files, output)
-    return CheckReport(diff_output(output, files, relative_path(output, Path.cwd())))
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

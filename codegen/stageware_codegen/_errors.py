@@ -1,37 +1,18 @@
-"""Diagnostics: where a schema problem is, and the exceptions the generator raises.
+"""The exceptions the generator raises, and the record of one problem in the schema.
 
-Every problem the generator finds in user input is reported as ``file:line: path: message``
-so an editor can jump to it. Problems are collected rather than raised one at a time, so a
-user fixes a whole batch per run instead of one typo per run. Problems with the output
-(formatting, importing, writing) are an :class:`OutputError`.
+Every problem the generator finds in user input is a :class:`SchemaError`, shown as
+``file:line: path: message`` so an editor can jump to it; a run collects them all and
+raises one :class:`InvalidSchemaError` (see :mod:`.load.diagnostics`). Problems with the
+output (formatting, importing, writing) are an :class:`OutputError`. This module imports
+nothing, so the command line can catch these without loading the generator.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = [
-    "DocPath",
-    "ErrorCollector",
-    "InvalidSchemaError",
-    "OutputError",
-    "SchemaError",
-    "close_matches",
-    "describe_value",
-    "did_you_mean",
-    "format_path",
-    "show_value",
-]
-
-_PLAIN_KEY = re.compile(r"[^.\[\]\s'\"]+")
-_SHOWN_LENGTH = 40
-_NEAR_MISS = 0.6
-
-DocPath = tuple[str | int, ...]
-"""A location inside a YAML or JSON document: mapping keys and sequence indexes."""
+__all__ = ["InvalidSchemaError", "OutputError", "SchemaError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,87 +47,3 @@ class InvalidSchemaError(Exception):
 
 class OutputError(Exception):
     """Formatting, importing or writing the generated output failed; nothing was written."""
-
-
-def format_path(path: DocPath) -> str:
-    """Render *path* as ``a.b[0].c``; keys that would be ambiguous (``tool.before``) are quoted."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _PLAIN_KEY.fullmatch(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{part!r}]"
-    return out
-
-
-def close_matches(word: str, candidates: Iterable[str]) -> list[str]:
-    """The candidate closest to *word*, if any is close enough to be a misspelling."""
-    return difflib.get_close_matches(word, list(candidates), n=1, cutoff=_NEAR_MISS)
-
-
-def did_you_mean(word: object, candidates: Iterable[str]) -> str:
-    """Return `` (did you mean 'x'?)`` for the closest candidate, or an empty string.
-
-    Only a string can be misspelled: for any other value the hint is empty.
-    """
-    if not isinstance(word, str):
-        return ""
-    matches = close_matches(word, candidates)
-    return f" (did you mean {matches[0]!r}?)" if matches else ""
-
-
-def describe_value(value: object) -> str:
-    """A document value in YAML terms, for "expected X, got Y" messages.
-
-    Its kind, and the value itself if it is a scalar: ``the integer 1``, ``null``,
-    ``a mapping``.
-    """
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, int):
-        return f"the integer {value}"
-    if isinstance(value, float):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {show_value(value)}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return repr(value)
-
-
-def show_value(value: object) -> str:
-    """A short rendering of a value a message is about: containers by kind only."""
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    text = repr(value)
-    return text if len(text) <= _SHOWN_LENGTH else text[: _SHOWN_LENGTH - 3] + "..."
-
-
-class ErrorCollector:
-    """Collects problems for one document, resolving each path to a line number."""
-
-    def __init__(self, file: str, lines: Mapping[DocPath, int]) -> None:
-        self.file = file
-        self._lines = lines
-        self.errors: list[SchemaError] = []
-
-    def line_of(self, path: DocPath) -> int:
-        """Line of the longest prefix of *path* present in the document (1 if none)."""
-        for end in range(len(path), -1, -1):
-            line = self._lines.get(path[:end])
-            if line is not None:
-                return line
-        return 1
-
-    def add(self, path: DocPath, message: str, *, line: int | None = None) -> None:
-        """Record a problem at *path*, on *line* if given, else on the line of *path*."""
-        where = self.line_of(path) if line is None else line
-        self.errors.append(SchemaError(self.file, where, format_path(path), message))

@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from stageware_cli import main
+from stageware_codegen.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO / "schema"

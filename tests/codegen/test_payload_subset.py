@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from stageware_codegen._json_values import validate_value
+from stageware_codegen.load.payload_values import validate_value
 
 from .conftest import Cli, Project
 

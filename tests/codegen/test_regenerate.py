@@ -153,7 +153,7 @@ def test_no_configuration_is_a_usage_error(
 def test_the_console_script_runs(project: Project) -> None:
     shutil.rmtree(project.output)
     completed = subprocess.run(
-        [sys.executable, "-m", "stageware_cli", "generate"],
+        [sys.executable, "-m", "stageware_codegen.cli", "generate"],
         capture_output=True,
         text=True,
         check=False,

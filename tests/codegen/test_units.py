@@ -7,12 +7,14 @@ import re
 
 import pytest
 
-from stageware_codegen._errors import InvalidSchemaError, did_you_mean, format_path
-from stageware_codegen._fits import fits
-from stageware_codegen._source import load_json, load_yaml
-from stageware_codegen._text import check_doc, docstring
-from stageware_codegen._type_schema import to_json_schema
-from stageware_codegen._types import NameKind, TypeExprError, parse_type
+from stageware_codegen import InvalidSchemaError
+from stageware_codegen.load.diagnostics import did_you_mean, format_path
+from stageware_codegen.load.docs import check_doc
+from stageware_codegen.load.documents import load_json, load_yaml
+from stageware_codegen.render.docstrings import docstring
+from stageware_codegen.resolve.defaults import fits
+from stageware_codegen.resolve.hook_payload_types import to_json_schema
+from stageware_codegen.resolve.type_exprs import NameKind, TypeExprError, parse_type
 
 KNOWN = {
     **dict.fromkeys(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from stageware._demo import run_demo
-from stageware_cli import main
+from stageware_codegen.cli import main
 
 
 def test_the_demo_trace_shows_every_middleware_at_work(tmp_path: Path) -> None:

@@ -1,0 +1,87 @@
+"""The render step's entry point: the body of every module of the generated package.
+
+Templates render the modules whose shape the schema decides (contexts, events, results,
+stage tokens, hook points, ``__init__``); datamodel-code-generator writes the payload
+types and the hook events from JSON Schema. Its subprocesses run on the caller's pool,
+beside the templates. Bodies have no banner and are not formatted yet.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from stageware_codegen._errors import InvalidSchemaError
+from stageware_codegen.load.diagnostics import DocPath, ErrorCollector
+from stageware_codegen.load.payloads import PayloadSet
+from stageware_codegen.resolve import ir as _ir
+from stageware_codegen.resolve.type_exprs import NameKind
+
+from .datamodel import (
+    PYDANTIC_FLAGS,
+    TYPED_DICT_FLAGS,
+    DatamodelError,
+    hook_models_schema,
+    run_datamodel_codegen,
+)
+from .templating import render_template
+from .view_contexts import contexts_view
+from .view_events import events_view
+from .view_surface import init_view, policy_points_view, results_view, stages_view
+
+__all__ = ["render_package"]
+
+_PAYLOADS_DOC = (
+    '"""Payload types: plain JSON data as TypedDicts, from the schema\'s payload files."""'
+)
+_HOOK_EVENTS_DOC = (
+    '"""Hook events: pydantic models of each hook point\'s payload, discriminated by `hook`."""'
+)
+
+
+def render_package(
+    schema: _ir.Schema, payloads: PayloadSet, errors: ErrorCollector, pool: ThreadPoolExecutor
+) -> dict[str, str]:
+    """Module bodies (before banner and formatting), by file name, in output order.
+
+    Raises:
+        InvalidSchemaError: datamodel-code-generator failed on the payloads or hook
+            payloads; the problem is reported at that key of the schema.
+    """
+    payload_names = list(schema.payload_defs)
+    jobs: dict[str, tuple[Future[str], DocPath]] = {}
+    if payload_names:
+        document = {"$defs": dict(schema.payload_defs)}
+        job = pool.submit(
+            run_datamodel_codegen, document, TYPED_DICT_FLAGS, _PAYLOADS_DOC, payload_names
+        )
+        jobs["payloads.py"] = (job, ("payloads",))
+    if schema.hooks is not None:
+        used = {
+            name
+            for point in schema.hooks.points
+            for field in point.payload
+            for name in field.type.names
+            if schema.kinds.get(name) is NameKind.PAYLOAD
+        }
+        document = hook_models_schema(schema, schema.hooks, payloads.closure(used))
+        events = [point.event for point in schema.hooks.points]
+        job = pool.submit(run_datamodel_codegen, document, PYDANTIC_FLAGS, _HOOK_EVENTS_DOC, events)
+        jobs["policy_events.py"] = (job, ("hooks",))
+    bodies: dict[str, str] = {"payloads.py": _PAYLOADS_DOC + "\n"}
+    bodies["events.py"] = render_template("events.py", events_view(schema))
+    bodies["contexts.py"] = render_template("contexts.py", contexts_view(schema))
+    bodies["results.py"] = render_template("results.py", results_view(schema))
+    bodies["stages.py"] = render_template("stages.py", stages_view(schema))
+    if schema.hooks is not None:
+        bodies["policy_points.py"] = render_template(
+            "policy_points.py", policy_points_view(schema.hooks)
+        )
+    bodies["__init__.py"] = render_template("init.py", init_view(schema, payload_names))
+    for name, (job, path) in jobs.items():
+        try:
+            bodies[name] = job.result()
+        except DatamodelError as exc:
+            errors.add(path, str(exc))
+    if errors.errors:
+        raise InvalidSchemaError(errors.errors)
+    return bodies

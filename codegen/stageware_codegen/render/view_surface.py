@@ -1,0 +1,180 @@
+"""Views of the small modules: results, stage tokens, the host mixin, hooks, ``__init__``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stageware_codegen.load.names import RUNTIME_MODULE, enum_member
+from stageware_codegen.resolve import ir as _ir
+from stageware_codegen.resolve.stage_names import ALIAS_GENERICS, StageNames
+
+from .docstrings import docstring
+from .imports import Imports
+from .viewkit import MEMBER, ModuleView
+
+__all__ = ["init_view", "policy_points_view", "results_view", "stages_view"]
+
+_PHASES = ("Input", "Wrap", "Output")
+
+
+def results_view(schema: _ir.Schema) -> dict[str, Any]:
+    """The view of ``results.py``: one ``MiddlewareResult`` subclass per stage."""
+    # No @dataclass here: the runtime base is already a frozen dataclass whose __init__
+    # accepts `result` or the earlier `value`; re-decorating would replace that __init__.
+    module = ModuleView(schema, ".results")
+    module.imports.add("typing", "final")
+    module.runtime("MiddlewareResult")
+    results: list[dict[str, str]] = []
+    for stage in schema.stages:
+        names = StageNames(stage.name)
+        module.imports.add(".events", stage.result)
+        doc = "\n".join(
+            [
+                f"Result passed to and returned from `{names.token}.Output` handlers.",
+                "",
+                f"Build it as `{names.result}(event)`; use `result.replace(result=...)` to",
+                f"hand back a different `{stage.result}`.",
+                "",
+                "Attributes:",
+                f"    result: The `{stage.result}` event that ends the stage.",
+            ]
+        )
+        results.append(
+            {
+                "name": names.result,
+                "base": f"MiddlewareResult[{stage.result}]",
+                "docstring": docstring(doc, MEMBER),
+            }
+        )
+    return {
+        "doc": "Stage results: the wrappers Output handlers receive and return.",
+        "imports": module.imports.lines(),
+        "results": results,
+    }
+
+
+def stages_view(schema: _ir.Schema) -> dict[str, Any]:
+    """The view of ``stages.py``: stage tokens and handler type aliases."""
+    module = ModuleView(schema, ".stages")
+    module.imports.add("typing", "Final")
+    module.imports.add("typing", "TypeAlias")
+    module.runtime("MiddlewareStage", *ALIAS_GENERICS)
+    stages: list[dict[str, Any]] = []
+    for stage in schema.stages:
+        names = StageNames(stage.name)
+        module.imports.add(".contexts", names.context)
+        module.imports.add(".results", names.result)
+        module.imports.add(".events", names.event)
+        module.imports.add(".events", stage.result)
+        stages.append(
+            {
+                "token": names.token,
+                "type": f"MiddlewareStage[{names.context}, {names.result}, {names.event}]",
+                "name": repr(stage.name),
+                "result_type": names.result,
+                "result_event": stage.result,
+                "internal": repr(stage.internal),
+                "doc": repr(stage.doc),
+                "docstring": docstring(stage.doc),
+                "aliases": [(alias.name, alias.target, alias.doc) for alias in names.aliases()],
+            }
+        )
+    return {
+        "doc": "Stage tokens and the handler type aliases that make handlers short to annotate.",
+        "imports": module.imports.lines(),
+        "stages": stages,
+    }
+
+
+POLICY_POINT_NAMES = (
+    "BANDS",
+    "HOOK_POINTS",
+    "Band",
+    "Direction",
+    "HookEvent",
+    "HookPoint",
+    "HookPointSpec",
+)
+"""What ``policy_points.py`` defines itself, all of it public."""
+
+
+def policy_points_view(hooks: _ir.Hooks) -> dict[str, Any]:
+    """The view of ``policy_points.py``: hook point, band and direction enums, the point table."""
+    imports = Imports()
+    imports.add("collections.abc", "Mapping")
+    imports.add("dataclasses", "dataclass")
+    imports.add("enum", "StrEnum")
+    imports.add("types", "MappingProxyType")
+    for name in ("Annotated", "Any", "Final", "TypeAlias", "final"):
+        imports.add("typing", name)
+    imports.add("pydantic", "BaseModel")
+    imports.add("pydantic", "Field")
+    imports.add(RUNTIME_MODULE, "MiddlewareStage")
+    imports.add(RUNTIME_MODULE, "Phase")
+    for point in hooks.points:
+        imports.add(".stages", f"{point.stage}Stage")
+        imports.add(".policy_events", point.event)
+
+    def members(items: list[tuple[str, str]]) -> list[dict[str, str]]:
+        return [
+            {
+                "member": enum_member(value),
+                "value": repr(value),
+                "docstring": docstring(doc, MEMBER),
+            }
+            for value, doc in items
+        ]
+
+    return {
+        "doc": "Policy hook points, bands and directions, and the hook event union.",
+        "imports": imports.lines(),
+        "points": members([(point.name, point.doc) for point in hooks.points]),
+        "bands": members(list(hooks.bands)),
+        "directions": members(list(hooks.directions)),
+        "specs": [
+            {
+                "member": enum_member(point.name),
+                "stage": f"{point.stage}Stage",
+                "phase": point.phase.upper(),
+                "direction": enum_member(point.direction),
+                "event": point.event,
+            }
+            for point in hooks.points
+        ],
+        "band_members": [enum_member(name) for name, _ in hooks.bands],
+        "events": [point.event for point in hooks.points],
+        # The hook event classes are re-exported here, next to the enums, so that this
+        # module is the one namespace of the policy surface.
+        "exported": [
+            repr(name)
+            for name in sorted(
+                [*POLICY_POINT_NAMES, *(point.event for point in hooks.points)],
+                key=lambda name: (not name.isupper(), name),
+            )
+        ],
+    }
+
+
+def init_view(schema: _ir.Schema, payload_names: list[str]) -> dict[str, Any]:
+    """The view of ``__init__.py``: explicit re-exports of every public generated name."""
+    groups: dict[str, list[str]] = {
+        ".payloads": list(payload_names),
+        ".events": [event.name for event in schema.events],
+    }
+    for stage in schema.stages:
+        for module_name, stage_names in StageNames(stage.name).by_module().items():
+            groups.setdefault(module_name, []).extend(stage_names)
+    imports = Imports()
+    exported: list[str] = []
+    for module_name, names in groups.items():
+        for name in names:
+            imports.add(module_name, name)
+        exported.extend(names)
+    # The policy surface (hook points, bands, hook events) stays in ``policy_points``:
+    # hook events share names with stage events and payload types, and the policy layer
+    # has a namespace of its own (``stageware.policy``).
+    return {
+        "doc": "The generated stage surface, re-exported in one place.",
+        "imports": imports.lines(),
+        "exported": [repr(name) for name in sorted(exported)],
+    }

@@ -1,0 +1,214 @@
+"""The wheel as a user installs it: two packages, the shipped schema, the command line.
+
+The wheel is built once, offline (hatchling is a dev dependency, so no build isolation),
+and installed with ``pip --no-deps`` into fresh virtual environments. Their dependencies
+are this environment's installed distributions, linked in rather than downloaded: the
+runtime's alone for one environment, the runtime's and the ``codegen`` extra's for the
+other. So "without the codegen extra" means jinja2 and friends are really absent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+import stageware
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "schema"
+GENERATED = REPO / "src" / "stageware" / "_generated"
+CODEGEN_MODULES = ("jinja2", "yaml", "datamodel_code_generator", "ruff")
+
+
+@dataclass(frozen=True)
+class Venv:
+    """A fresh virtual environment with the wheel installed."""
+
+    root: Path
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    def run(self, *argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+        """Run a program of the environment (``stageware``, ``python``) in *cwd*."""
+        program, *rest = argv
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+        return subprocess.run(
+            [str(self.root / "bin" / program), *map(str, rest)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("wheel")
+    offline = ["--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO), *offline, "--wheel-dir", str(directory)],
+        check=True,
+    )
+    (built,) = directory.glob("stageware-*.whl")
+    return built
+
+
+def _closure(requirement: str) -> Iterator[metadata.Distribution]:
+    """The installed distributions *requirement* needs, transitively, itself excluded."""
+    pending = [Requirement(requirement)]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while pending:
+        wanted = pending.pop()
+        key = (canonicalize_name(wanted.name), frozenset(wanted.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        distribution = metadata.distribution(wanted.name)
+        if key[0] != "stageware":
+            yield distribution
+        for line in distribution.requires or []:
+            needed = Requirement(line)
+            extras = wanted.extras | {""}
+            if needed.marker is None or any(
+                needed.marker.evaluate({"extra": extra}) for extra in extras
+            ):
+                pending.append(needed)
+
+
+def _make_venv(root: Path, requirement: str, wheel: Path) -> Venv:
+    """A venv holding *wheel* and, linked from this environment, what *requirement* needs."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    venv = Venv(root)
+    site = Path(
+        subprocess.run(
+            [str(venv.python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    linked: set[Path] = set()
+    for distribution in _closure(requirement):
+        for file in distribution.files or []:
+            if file.parts[0] == "..":  # a console script (ruff's binary, for one)
+                source = Path(str(distribution.locate_file(file))).resolve()
+                target = root / "bin" / source.name
+            elif file.parts[0] == "__pycache__":
+                continue
+            else:
+                source = Path(str(distribution.locate_file(file.parts[0])))
+                target = site / file.parts[0]
+            if target not in linked and not target.exists():
+                target.symlink_to(source)
+                linked.add(target)
+    pip = [sys.executable, "-m", "pip", "--python", str(venv.python)]
+    subprocess.run([*pip, "install", "--no-deps", "--no-index", "--quiet", str(wheel)], check=True)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def runtime_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """The wheel without the codegen extra."""
+    return _make_venv(tmp_path_factory.mktemp("runtime") / "venv", "stageware", wheel)
+
+
+@pytest.fixture(scope="module")
+def codegen_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """The wheel with the codegen extra."""
+    return _make_venv(tmp_path_factory.mktemp("codegen") / "venv", "stageware[codegen]", wheel)
+
+
+def _without_banner(text: str) -> str:
+    return text.split("\n", 2)[2]
+
+
+def test_the_wheel_holds_the_runtime_and_the_generator_with_its_data(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+
+    top = {name.split("/")[0] for name in names if ".dist-info/" not in name}
+    assert top == {"stageware", "stageware_codegen"}
+    shipped = {name for name in names if name.startswith("stageware_codegen/schema/")}
+    assert shipped == {
+        f"stageware_codegen/schema/{path.relative_to(SCHEMA).as_posix()}"
+        for path in SCHEMA.rglob("*")
+        if path.is_file()
+    }
+    assert "stageware_codegen/render/templates/stages.py.jinja" in names
+    assert {"stageware/py.typed", "stageware_codegen/py.typed"} <= set(names)
+    assert wheel.name.startswith(f"stageware-{stageware.__version__}-")
+
+
+def test_without_the_codegen_extra_the_demo_runs(runtime_venv: Venv, tmp_path: Path) -> None:
+    probe = (
+        "import importlib.util, stageware\n"
+        "print(stageware.__file__)\n"
+        f"print(*(name for name in {CODEGEN_MODULES} if importlib.util.find_spec(name)))\n"
+    )
+    where, present = runtime_venv.run("python", "-c", probe, cwd=tmp_path).stdout.splitlines()
+    assert where.startswith(str(runtime_venv.root))
+    assert present == "", "test bug: the codegen extra is installed"
+
+    version = runtime_venv.run("stageware", "--version", cwd=tmp_path)
+    demo = runtime_venv.run("stageware", "demo", cwd=tmp_path)
+
+    assert version.stdout == f"stageware {stageware.__version__}\n"
+    assert demo.returncode == 0, demo.stderr
+    assert demo.stdout.rstrip().endswith("every check passed")
+
+
+def test_without_the_codegen_extra_generate_names_the_extra(
+    runtime_venv: Venv, tmp_path: Path
+) -> None:
+    assert runtime_venv.run("stageware", "schema", "export", "schema", cwd=tmp_path).returncode == 0
+
+    result = runtime_venv.run(
+        "stageware", "generate", "--schema", "schema/stages.yaml", "--output", "api", cwd=tmp_path
+    )
+
+    assert result.returncode == 2
+    assert "pip install 'stageware[codegen]'" in result.stderr
+
+
+def test_the_exported_schema_generates_stagewares_own_surface(
+    codegen_venv: Venv, tmp_path: Path
+) -> None:
+    exported = codegen_venv.run("stageware", "schema", "export", "my_schema", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    for path in SCHEMA.rglob("*"):
+        if path.is_file():
+            copy = tmp_path / "my_schema" / path.relative_to(SCHEMA)
+            assert copy.read_bytes() == path.read_bytes()
+
+    result = codegen_venv.run(
+        "stageware",
+        "generate",
+        "--schema",
+        "my_schema/stages.yaml",
+        "--output",
+        "out/api",
+        cwd=tmp_path,
+    )
+
+    assert result.returncode == 0, result.stderr
+    fresh = {
+        path.name: _without_banner(path.read_text(encoding="utf-8"))
+        for path in (tmp_path / "out" / "api").glob("*.py")
+    }
+    checked_in = {
+        path.name: _without_banner(path.read_text(encoding="utf-8"))
+        for path in GENERATED.glob("*.py")
+    }
+    assert fresh == checked_in
