@@ -2,75 +2,110 @@
 
 Load and validate the schema (:mod:`.load`), resolve it (:mod:`.resolve`), render every
 module (:mod:`.render`), then format, import and write them (:mod:`.write`). Any
-problem stops the pipeline before a single file is written.
+problem stops the pipeline before a single file is written. Both runs first finish a
+write that a dead process left unfinished in the output directory; what the last
+generation did is remembered there (:mod:`.write.cache`), so that work whose answer is
+known (datamodel-code-generator, ruff, the import check) is not done again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import tempfile
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ._project import project_root, regenerate_command, relative_path
+from ._errors import OutputError
+from ._project import is_configured, project_root, regenerate_command, relative_path
 from .load.schema import load_schema
-from .render.package import render_package
+from .render.datamodel import run_datamodel_codegen
+from .render.package import DatamodelRunner, render_package
 from .resolve.schema import resolve_schema
-from .write.banner import banner
+from .write.banner import banner, generated_files
+from .write.cache import RunCache, load_cache, save_cache
 from .write.diff import diff_output
-from .write.files import WriteReport, write_output
-from .write.formatting import finish_module
-from .write.import_check import check_imports
+from .write.files import WriteReport, finish_interrupted, open_output
+from .write.ownership import check_owner, schema_from_output
+from .write.staging import Staging
 
-__all__ = ["CheckReport", "build", "check", "generate"]
+__all__ = ["CheckReport", "check", "generate"]
 
 _WORKERS = 4
 
 
-def build(
-    schema_path: Path, file_label: str, banner_text: str, display_base: Path
-) -> dict[str, str]:
-    """Generate every module for the schema at *schema_path*; nothing is written.
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Where one run reads and writes, and how the paths are shown."""
 
-    Args:
-        schema_path: The stage schema YAML.
-        file_label: How the schema file is named in error messages.
-        banner_text: The banner every generated module starts with.
-        display_base: Directory that payload file names in messages are relative to.
+    schema: Path
+    output: Path
+    root: Path
 
-    Returns:
-        Module file name to finished source text, in a fixed order.
+    @staticmethod
+    def of(schema: Path, output: Path, root: Path | None) -> _Run:
+        return _Run(schema, output, project_root(schema) if root is None else root)
+
+    @property
+    def configured(self) -> bool:
+        """Whether ``[tool.stageware]`` pairs this schema with this output."""
+        return is_configured(self.schema, self.output, self.root)
+
+    def banner(self) -> str:
+        """The banner: the schema relative to the project root, with the command that
+        regenerates the output from there, and the schema relative to the output."""
+        return banner(
+            relative_path(self.schema, self.root),
+            regenerate_command(self.schema, self.output, self.root),
+            schema_from_output(self.schema, self.output),
+        )
+
+
+class _RememberingDatamodel:
+    """Runs datamodel-code-generator unless the cache holds the answer to the request."""
+
+    def __init__(self, cache: RunCache) -> None:
+        self._cache = cache
+        self.answers: dict[str, str] = {}
+        """Request digest to output, for every request of this run."""
+
+    def __call__(
+        self, document: Mapping[str, Any], flags: tuple[str, ...], header: str, names: list[str]
+    ) -> str:
+        request = json.dumps([document, flags, header, names], sort_keys=True)
+        key = hashlib.sha256(request.encode("utf-8")).hexdigest()
+        answer = self._cache.datamodel.get(key)
+        if answer is None:
+            answer = run_datamodel_codegen(document, flags, header, names)
+        self.answers[key] = answer
+        return answer
+
+
+def _texts(run: _Run, datamodel: DatamodelRunner) -> dict[str, str]:
+    """Every module of the package, banner on top, before formatting, in output order.
+
+    Messages name files relative to the cwd.
 
     Raises:
         InvalidSchemaError: For any problem with the schema or its payload files.
-        OutputError: If formatting or compiling the output fails.
-    """
-    loaded = load_schema(schema_path, file_label, display_base)
-    schema = resolve_schema(loaded)
-    # The generator subprocesses (datamodel-code-generator, ruff) dominate the run time
-    # and are independent, so they run side by side; results are keyed, so the output
-    # does not depend on which finishes first.
-    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
-        bodies = render_package(schema, loaded.payloads, loaded.errors, pool)
-        finished = {
-            name: pool.submit(finish_module, name, body, banner_text)
-            for name, body in bodies.items()
-        }
-        return {name: future.result() for name, future in finished.items()}
-
-
-def _build(schema: Path, output: Path, root: Path | None) -> dict[str, str]:
-    """Render every module.
-
-    Messages name files relative to the cwd; the banner names the schema relative to the
-    project root and gives the command that regenerates *output* from there.
     """
     cwd = Path.cwd()
-    root = project_root(schema) if root is None else root
-    text = banner(relative_path(schema, root), regenerate_command(schema, output, root))
-    return build(schema, relative_path(schema, cwd), text, cwd)
+    loaded = load_schema(run.schema, relative_path(run.schema, cwd), cwd)
+    schema = resolve_schema(loaded)
+    # datamodel-code-generator's subprocesses dominate a run that needs them; they run
+    # beside the templates. Results are keyed, so the output does not depend on order.
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        bodies = render_package(schema, loaded.payloads, loaded.errors, pool, datamodel)
+    text = run.banner()
+    return {name: text + body for name, body in bodies.items()}
 
 
-def generate(schema: Path, output: Path, *, project_root: Path | None = None) -> WriteReport:
+def generate(
+    schema: Path, output: Path, *, project_root: Path | None = None, force: bool = False
+) -> WriteReport:
     """Generate the package for *schema* into the directory *output*.
 
     Args:
@@ -78,20 +113,36 @@ def generate(schema: Path, output: Path, *, project_root: Path | None = None) ->
         output: The package directory to write (created if missing).
         project_root: Directory the banner names paths relative to (default: that of the
             ``pyproject.toml`` nearest the schema, else the schema's directory).
+        force: Generate even into a directory that holds another schema's package or
+            files stageware did not generate (it still never overwrites those files).
 
     Raises:
         InvalidSchemaError: The schema is invalid; nothing was written.
-        OutputError: Formatting, compiling, importing or writing failed; nothing was
-            written.
+        OutputError: The directory belongs to another schema or holds other files, or
+            formatting, importing or writing failed; nothing was written.
     """
-    return write_output(output, _build(schema, output, project_root))
+    run = _Run.of(schema, output, project_root)
+    with open_output(output) as target:
+        cache = load_cache(output)
+        datamodel = _RememberingDatamodel(cache)
+        texts = _texts(run, datamodel)
+        check_owner(output, schema, root=run.root, configured=run.configured, force=force)
+        files = target.staging.finish(texts, cache.formatted(texts, target.current))
+        report = target.write(files, import_check=not cache.imported(files))
+    save_cache(output, texts, files, datamodel.answers)
+    return report
 
 
 @dataclass(frozen=True, slots=True)
 class CheckReport:
-    """Result of :func:`check`: ``diff`` is empty when the output is up to date."""
+    """Result of :func:`check`: ``diff`` is empty when the output is up to date.
+
+    ``recovered`` names the modules of a write left unfinished by a dead process, which
+    the check finished first; it is empty if there was none.
+    """
 
     diff: str
+    recovered: tuple[str, ...] = ()
 
     @property
     def up_to_date(self) -> bool:
@@ -102,12 +153,25 @@ class CheckReport:
 def check(schema: Path, output: Path, *, project_root: Path | None = None) -> CheckReport:
     """Compare the generated package in *output* with what *schema* generates now.
 
-    *project_root* is as for :func:`generate`.
+    *project_root* is as for :func:`generate`. Apart from finishing a write a dead
+    process left unfinished, it writes nothing.
 
     Raises:
         InvalidSchemaError: The schema is invalid.
-        OutputError: Formatting, compiling or importing the generated package failed.
+        OutputError: Formatting, compiling or importing the generated package failed, or
+            an unfinished write cannot be finished.
     """
-    files = _build(schema, output, project_root)
-    check_imports(files)
-    return CheckReport(diff_output(output, files, relative_path(output, Path.cwd())))
+    run = _Run.of(schema, output, project_root)
+    recovered = finish_interrupted(output)
+    cache = load_cache(output)
+    texts = _texts(run, _RememberingDatamodel(cache))
+    try:
+        current = generated_files(output)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OutputError(f"cannot read {output}: {exc}") from None
+    with tempfile.TemporaryDirectory(prefix="stageware-") as directory:
+        staging = Staging(Path(directory))
+        files = staging.finish(texts, cache.formatted(texts, current))
+        if not cache.imported(files):
+            staging.check_imports(files)
+    return CheckReport(diff_output(output, files, relative_path(output, Path.cwd())), recovered)

@@ -19,6 +19,7 @@ __all__ = [
     "ConfigError",
     "ProjectConfig",
     "find_config",
+    "is_configured",
     "project_root",
     "read_config",
     "regenerate_command",
@@ -114,19 +115,24 @@ def project_root(schema: Path) -> Path:
     return schema.parent.resolve() if pyproject is None else pyproject.parent
 
 
-def regenerate_command(schema: Path, output: Path, root: Path) -> str:
-    """The command that regenerates *output* from *schema*, run in *root*."""
+def is_configured(schema: Path, output: Path, root: Path) -> bool:
+    """Whether the ``[tool.stageware]`` of the project at *root* names these very paths."""
     try:
         config = read_config(root / PYPROJECT) if (root / PYPROJECT).is_file() else None
     except ConfigError:
-        config = None
-    if (
+        return False
+    return (
         config is not None
         and config.schema is not None
         and config.output is not None
         and config.schema.resolve() == schema.resolve()
         and config.output.resolve() == output.resolve()
-    ):
+    )
+
+
+def regenerate_command(schema: Path, output: Path, root: Path) -> str:
+    """The command that regenerates *output* from *schema*, run in *root*."""
+    if is_configured(schema, output, root):
         return GENERATE
     return (
         f"{GENERATE} --schema {shlex.quote(relative_path(schema, root))}"

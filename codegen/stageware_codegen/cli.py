@@ -102,18 +102,41 @@ def _schema_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _generate_arguments(parser: argparse.ArgumentParser) -> None:
+    _schema_arguments(parser)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=(
+            "generate even into a directory that holds another schema's generated package "
+            "or files stageware did not generate (those files are never overwritten)"
+        ),
+    )
+
+
+def _report_recovered(output: Path, recovered: Sequence[str]) -> None:
+    if recovered:
+        print(
+            f"stageware: {relative_path(output, Path.cwd())}: finished a write that was "
+            f"interrupted ({', '.join(recovered)})",
+            file=sys.stderr,
+        )
+
+
 def _run_generate(args: argparse.Namespace) -> int:
     try:
         from ._pipeline import generate
     except ImportError as exc:
         raise _missing_extra(exc) from None
     schema, output = _resolve_paths(args)
+    force: bool = args.force
     try:
-        report = generate(schema, output)
+        report = generate(schema, output, force=force)
     except InvalidSchemaError as exc:
         return _print_schema_errors(exc.errors)
     except OutputError as exc:
         raise _UsageError(str(exc)) from None
+    _report_recovered(output, report.recovered)
     print(
         f"{relative_path(output, Path.cwd())}: {len(report.written)} written, "
         f"{len(report.unchanged)} unchanged, {len(report.removed)} removed"
@@ -133,6 +156,7 @@ def _run_check(args: argparse.Namespace) -> int:
         return _print_schema_errors(exc.errors)
     except OutputError as exc:
         raise _UsageError(str(exc)) from None
+    _report_recovered(output, report.recovered)
     shown = relative_path(output, Path.cwd())
     if report.up_to_date:
         print(f"{shown} is up to date")
@@ -217,7 +241,7 @@ _COMMANDS: tuple[_Command, ...] = (
     _Command(
         "generate",
         "generate the typed surface from the stage schema",
-        _schema_arguments,
+        _generate_arguments,
         _run_generate,
     ),
     _Command(

@@ -17,6 +17,7 @@ from stageware_codegen.cli import main
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO / "schema"
 GENERATED = REPO / "src" / "stageware" / "_generated"
+DATA = Path(__file__).parent / "data"
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,28 @@ class Project:
         }
 
 
+SCHEMA_LINE = "# Schema file, relative to this directory: "
+
+
+def relocated(text: str, schema_from_output: str) -> str:
+    """A generated module's *text* with the banner's schema path replaced."""
+    head, found, rest = text.partition(SCHEMA_LINE)
+    assert found, "test bug: the text has no schema line"
+    return head + found + schema_from_output + rest[rest.index("\n") :]
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    """The schema and the checked-in output copied to *tmp_path*, which becomes the cwd."""
+    """The schema and the checked-in output copied to *tmp_path*, which becomes the cwd.
+
+    The copied package's banners record the schema's new place, as generating it there
+    would; no cache comes along.
+    """
     shutil.copytree(SCHEMA_DIR, tmp_path / "schema")
-    shutil.copytree(GENERATED, tmp_path / "out", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "out").mkdir()
+    for path in GENERATED.glob("*.py"):
+        text = relocated(path.read_text(encoding="utf-8"), "../schema/stages.yaml")
+        (tmp_path / "out" / path.name).write_text(text, encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text(
         '[tool.stageware]\nschema = "schema/stages.yaml"\noutput = "out"\n', encoding="utf-8"
     )

@@ -1,7 +1,7 @@
 """The rendered package is imported before it replaces anything.
 
 ``compile()`` only proves syntax; a module can still fail when it runs. Generation stages
-the package beside the output, imports every module in a subprocess, and only then moves
+the package inside the output, imports every module in a subprocess, and only then moves
 files into place. The generator never means to emit such a module, so these tests hand
 the write step one directly.
 """
@@ -19,7 +19,7 @@ import pytest
 import stageware
 from stageware_codegen import OutputError
 from stageware_codegen.write.files import write_output
-from stageware_codegen.write.import_check import check_imports
+from stageware_codegen.write.staging import Staging
 
 from .conftest import GENERATED, Cli, Project
 
@@ -47,13 +47,14 @@ def test_a_module_that_fails_to_import_is_named_and_nothing_is_written(
         "ModuleNotFoundError: No module named 'no_such_module'; nothing was written"
     )
     assert project.snapshot() == before
-    # The staging directory beside the output is gone too.
+    # Nothing was staged beside the output, and the staging inside it is gone.
     assert sorted(path.name for path in project.output.parent.iterdir()) == siblings
 
 
-def test_check_imports_the_package_too(project: Project) -> None:
+def test_staging_imports_the_package(project: Project, tmp_path: Path) -> None:
+    (tmp_path / "staging").mkdir()
     with pytest.raises(OutputError, match=r"contexts\.py:[0-9]+ fails to import"):
-        check_imports(_broken(project))
+        Staging(tmp_path / "staging").check_imports(_broken(project))
 
 
 def test_a_new_output_directory_is_not_created_when_the_import_fails(project: Project) -> None:

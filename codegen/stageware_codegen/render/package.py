@@ -8,7 +8,9 @@ beside the templates. Bodies have no banner and are not formatted yet.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from stageware_codegen._errors import InvalidSchemaError
 from stageware_codegen.load.diagnostics import DocPath, ErrorCollector
@@ -28,7 +30,10 @@ from .view_contexts import contexts_view
 from .view_events import events_view
 from .view_surface import init_view, policy_points_view, results_view, stages_view
 
-__all__ = ["render_package"]
+__all__ = ["DatamodelRunner", "render_package"]
+
+DatamodelRunner = Callable[[Mapping[str, Any], tuple[str, ...], str, list[str]], str]
+"""How datamodel-code-generator is run: :func:`.datamodel.run_datamodel_codegen`'s shape."""
 
 _PAYLOADS_DOC = (
     '"""Payload types: plain JSON data as TypedDicts, from the schema\'s payload files."""'
@@ -39,9 +44,16 @@ _HOOK_EVENTS_DOC = (
 
 
 def render_package(
-    schema: _ir.Schema, payloads: PayloadSet, errors: ErrorCollector, pool: ThreadPoolExecutor
+    schema: _ir.Schema,
+    payloads: PayloadSet,
+    errors: ErrorCollector,
+    pool: ThreadPoolExecutor,
+    datamodel: DatamodelRunner = run_datamodel_codegen,
 ) -> dict[str, str]:
     """Module bodies (before banner and formatting), by file name, in output order.
+
+    *datamodel* runs datamodel-code-generator; the pipeline passes one that remembers
+    its answers.
 
     Raises:
         InvalidSchemaError: datamodel-code-generator failed on the payloads or hook
@@ -51,9 +63,7 @@ def render_package(
     jobs: dict[str, tuple[Future[str], DocPath]] = {}
     if payload_names:
         document = {"$defs": dict(schema.payload_defs)}
-        job = pool.submit(
-            run_datamodel_codegen, document, TYPED_DICT_FLAGS, _PAYLOADS_DOC, payload_names
-        )
+        job = pool.submit(datamodel, document, TYPED_DICT_FLAGS, _PAYLOADS_DOC, payload_names)
         jobs["payloads.py"] = (job, ("payloads",))
     if schema.hooks is not None:
         used = {
@@ -65,7 +75,7 @@ def render_package(
         }
         document = hook_models_schema(schema, schema.hooks, payloads.closure(used))
         events = [point.event for point in schema.hooks.points]
-        job = pool.submit(run_datamodel_codegen, document, PYDANTIC_FLAGS, _HOOK_EVENTS_DOC, events)
+        job = pool.submit(datamodel, document, PYDANTIC_FLAGS, _HOOK_EVENTS_DOC, events)
         jobs["policy_events.py"] = (job, ("hooks",))
     bodies: dict[str, str] = {"payloads.py": _PAYLOADS_DOC + "\n"}
     bodies["events.py"] = render_template("events.py", events_view(schema))

@@ -3,8 +3,9 @@
 ``compile()`` only proves the syntax. Generated code can still fail when it runs: a
 dataclass default the class machinery rejects, a regular expression pydantic cannot
 compile, a name two definitions share. So the whole package is written to a staging
-directory and every module is imported there, in a subprocess that cannot disturb the
-generator's own imports, before a single file of the real output changes.
+directory (see :mod:`.staging`) and every module is imported there, in a subprocess that
+cannot disturb the generator's own imports, before a single file of the real output
+changes.
 
 The staged package imports the runtime through ``stageware.runtime``; ``stageware``'s
 own ``__init__`` loads nothing eagerly, so the old generated package, which may be the
@@ -16,13 +17,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 from stageware_codegen._errors import OutputError
 
-__all__ = ["PACKAGE", "check_imports", "import_staged", "stage_package"]
+__all__ = ["PACKAGE", "import_staged"]
 
 PACKAGE = "_stageware_candidate"
 """The name the staged package is imported under; generated imports are relative."""
@@ -56,20 +55,11 @@ for module in modules:
 """
 
 
-def stage_package(files: Mapping[str, str], parent: Path) -> Path:
-    """Write *files* as the package :data:`PACKAGE` under *parent*; return its directory."""
-    package = parent / PACKAGE
-    package.mkdir()
-    for name, text in files.items():
-        (package / name).write_text(text, encoding="utf-8", newline="\n")
-    return package
-
-
 def import_staged(package: Path) -> None:
     """Import every module of the staged *package*, the package itself first.
 
     Args:
-        package: A directory written by :func:`stage_package`.
+        package: A directory named :data:`PACKAGE` that holds the whole package.
 
     Raises:
         OutputError: Naming the generated file, line and exception of the first failure.
@@ -105,13 +95,3 @@ def import_staged(package: Path) -> None:
     detail = completed.stderr.strip().splitlines()
     error = detail[-1] if detail else f"exit status {completed.returncode}"
     raise OutputError(f"the generated package fails to import: {error}")
-
-
-def check_imports(files: Mapping[str, str]) -> None:
-    """Stage *files* in a temporary directory and import them (for ``check``).
-
-    Raises:
-        OutputError: If a module fails to import.
-    """
-    with tempfile.TemporaryDirectory(prefix="stageware-") as staging:
-        import_staged(stage_package(files, Path(staging)))
