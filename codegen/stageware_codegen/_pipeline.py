@@ -26,7 +26,7 @@ from .render.datamodel import run_datamodel_codegen
 from .render.package import DatamodelRunner, render_package
 from .resolve.schema import resolve_schema
 from .write.banner import banner, generated_files
-from .write.cache import RunCache, load_cache, save_cache
+from .write.cache import RunCache, load_cache, record_of, save_cache
 from .write.diff import diff_output
 from .write.files import WriteReport, finish_interrupted, open_output
 from .write.ownership import check_owner, schema_from_output
@@ -55,8 +55,7 @@ class _Run:
         return is_configured(self.schema, self.output, self.root)
 
     def banner(self) -> str:
-        """The banner: the schema relative to the project root, with the command that
-        regenerates the output from there, and the schema relative to the output."""
+        """The banner for this schema, output and project root."""
         return banner(
             relative_path(self.schema, self.root),
             regenerate_command(self.schema, self.output, self.root),
@@ -129,7 +128,9 @@ def generate(
         check_owner(output, schema, root=run.root, configured=run.configured, force=force)
         files = target.staging.finish(texts, cache.formatted(texts, target.current))
         report = target.write(files, import_check=not cache.imported(files))
-    save_cache(output, texts, files, datamodel.answers)
+    record = record_of(texts, files, datamodel.answers)
+    if record != cache:
+        save_cache(output, record)
     return report
 
 

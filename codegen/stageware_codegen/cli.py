@@ -33,7 +33,7 @@ EXIT_OK = 0
 EXIT_STALE = 1
 EXIT_ERROR = 2
 
-_CODEGEN_MODULES = frozenset({"jinja2", "yaml", "datamodel_code_generator"})
+_CODEGEN_MODULES = frozenset({"jinja2", "yaml", "datamodel_code_generator", "ruff"})
 
 
 @dataclass(frozen=True, slots=True)

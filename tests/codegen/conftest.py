@@ -13,6 +13,7 @@ from types import ModuleType
 import pytest
 
 from stageware_codegen.cli import main
+from stageware_codegen.write.files import WriteReport, open_output
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO / "schema"
@@ -114,3 +115,9 @@ def import_package(directory: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleTy
     for name in [name for name in sys.modules if name == directory.name or name.startswith(prefix)]:
         monkeypatch.delitem(sys.modules, name)
     return importlib.import_module(directory.name)
+
+
+def write_package(output: Path, files: dict[str, str]) -> WriteReport:
+    """Write *files*, formatted module texts, as the generated package in *output*."""
+    with open_output(output) as target:
+        return target.write(files)

@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from stageware_codegen import OutputError, generate
-from stageware_codegen.write.files import write_output
 from stageware_codegen.write.journal import JOURNAL
 
-from .conftest import Cli, Project
+from .conftest import Cli, Project, write_package
 
 STAGE_DOC = "      Wraps one call to the model. Middleware"
 CHANGED = {"contexts.py", "stages.py"}
@@ -299,7 +298,7 @@ def test_removing_a_stale_module_is_part_of_the_transaction(project: Project) ->
         patched("unlink", refused_for_old),
         pytest.raises(OutputError, match="nothing was changed"),
     ):
-        write_output(project.output, files)
+        write_package(project.output, files)
 
     assert project.snapshot() == before
     assert _leftovers(project) == []

@@ -18,10 +18,9 @@ import pytest
 
 import stageware
 from stageware_codegen import OutputError
-from stageware_codegen.write.files import write_output
 from stageware_codegen.write.staging import Staging
 
-from .conftest import GENERATED, Cli, Project
+from .conftest import GENERATED, Cli, Project, write_package
 
 
 def _broken(project: Project) -> dict[str, str]:
@@ -40,7 +39,7 @@ def test_a_module_that_fails_to_import_is_named_and_nothing_is_written(
     line = files["contexts.py"].count("\n")
 
     with pytest.raises(OutputError) as caught:
-        write_output(project.output, files)
+        write_package(project.output, files)
 
     assert str(caught.value) == (
         f"generated contexts.py:{line} fails to import: "
@@ -59,7 +58,7 @@ def test_staging_imports_the_package(project: Project, tmp_path: Path) -> None:
 
 def test_a_new_output_directory_is_not_created_when_the_import_fails(project: Project) -> None:
     with pytest.raises(OutputError):
-        write_output(project.root / "fresh" / "api", _broken(project))
+        write_package(project.root / "fresh" / "api", _broken(project))
 
     assert not (project.root / "fresh" / "api").exists()
 

@@ -34,7 +34,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import cast
 
-__all__ = ["RunCache", "digest", "load_cache", "save_cache"]
+__all__ = ["RunCache", "digest", "load_cache", "record_of", "save_cache"]
 
 CACHE_DIR = "__pycache__"
 CACHE_FILE = "stageware-generate.json"
@@ -147,14 +147,22 @@ def load_cache(output: Path) -> RunCache:
     return RunCache(pairs, {key: body for key, body in bodies.items() if isinstance(body, str)})
 
 
-def save_cache(
-    output: Path, texts: Mapping[str, str], files: Mapping[str, str], datamodel: Mapping[str, str]
-) -> None:
-    """Record a generation that wrote *files* (formatted from *texts*) into *output*."""
-    record = {
+def record_of(
+    texts: Mapping[str, str], files: Mapping[str, str], datamodel: Mapping[str, str]
+) -> RunCache:
+    """The record of a generation that wrote *files*, formatted from *texts*."""
+    return RunCache(
+        {name: (digest(texts[name]), digest(text)) for name, text in files.items()},
+        dict(datamodel),
+    )
+
+
+def save_cache(output: Path, record: RunCache) -> None:
+    """Keep *record* in *output*, replacing the one there."""
+    data = {
         "fingerprint": _fingerprint(),
-        "modules": {name: [digest(texts[name]), digest(files[name])] for name in files},
-        "datamodel": dict(datamodel),
+        "modules": {name: list(pair) for name, pair in record.modules.items()},
+        "datamodel": dict(record.datamodel),
     }
     directory = output / CACHE_DIR
     try:
@@ -162,7 +170,7 @@ def save_cache(
         with tempfile.NamedTemporaryFile(
             "w", encoding="utf-8", dir=directory, prefix=f".{CACHE_FILE}.", delete=False
         ) as handle:
-            json.dump(record, handle)
+            json.dump(data, handle)
         try:
             os.replace(handle.name, _path(output))
         except OSError:

@@ -26,7 +26,7 @@ from .journal import INIT, JOURNAL, STAGING_PREFIX, Plan, commit, finish_interru
 from .lock import locked
 from .staging import Staging
 
-__all__ = ["Output", "WriteReport", "finish_interrupted", "open_output", "write_output"]
+__all__ = ["Output", "WriteReport", "finish_interrupted", "open_output"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,13 +176,3 @@ def finish_interrupted(output: Path) -> tuple[str, ...]:
             return finish_interrupted_write(output)
     except (OSError, UnicodeDecodeError) as exc:
         raise OutputError(f"cannot finish the interrupted write in {output}: {exc}") from None
-
-
-def write_output(output: Path, files: Mapping[str, str]) -> WriteReport:
-    """Write the formatted package *files* into *output* (see :meth:`Output.write`).
-
-    Raises:
-        OutputError: As for :meth:`Output.write` and :func:`open_output`.
-    """
-    with open_output(output) as target:
-        return target.write(files)
