@@ -10,23 +10,18 @@ known (datamodel-code-generator, ruff, the import check) is not done again.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tempfile
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ._errors import OutputError
 from ._project import is_configured, project_root, regenerate_command, relative_path
 from .load.schema import load_schema
-from .render.datamodel import run_datamodel_codegen
-from .render.package import DatamodelRunner, render_package
+from .render.package import DatamodelAnswers, render_package
 from .resolve.schema import resolve_schema
 from .write.banner import banner, generated_files
-from .write.cache import RunCache, load_cache, record_of, save_cache
+from .write.cache import load_cache, record_of, save_cache
 from .write.diff import diff_output
 from .write.files import WriteReport, finish_interrupted, open_output
 from .write.ownership import check_owner, schema_from_output
@@ -63,27 +58,7 @@ class _Run:
         )
 
 
-class _RememberingDatamodel:
-    """Runs datamodel-code-generator unless the cache holds the answer to the request."""
-
-    def __init__(self, cache: RunCache) -> None:
-        self._cache = cache
-        self.answers: dict[str, str] = {}
-        """Request digest to output, for every request of this run."""
-
-    def __call__(
-        self, document: Mapping[str, Any], flags: tuple[str, ...], header: str, names: list[str]
-    ) -> str:
-        request = json.dumps([document, flags, header, names], sort_keys=True)
-        key = hashlib.sha256(request.encode("utf-8")).hexdigest()
-        answer = self._cache.datamodel.get(key)
-        if answer is None:
-            answer = run_datamodel_codegen(document, flags, header, names)
-        self.answers[key] = answer
-        return answer
-
-
-def _texts(run: _Run, datamodel: DatamodelRunner) -> dict[str, str]:
+def _texts(run: _Run, datamodel: DatamodelAnswers) -> dict[str, str]:
     """Every module of the package, banner on top, before formatting, in output order.
 
     Messages name files relative to the cwd.
@@ -123,12 +98,12 @@ def generate(
     run = _Run.of(schema, output, project_root)
     with open_output(output) as target:
         cache = load_cache(output)
-        datamodel = _RememberingDatamodel(cache)
+        datamodel = DatamodelAnswers(cache.datamodel)
         texts = _texts(run, datamodel)
         check_owner(output, schema, root=run.root, configured=run.configured, force=force)
         files = target.staging.finish(texts, cache.formatted(texts, target.current))
         report = target.write(files, import_check=not cache.imported(files))
-    record = record_of(texts, files, datamodel.answers)
+    record = record_of(texts, files, datamodel.given)
     if record != cache:
         save_cache(output, record)
     return report
@@ -165,7 +140,7 @@ def check(schema: Path, output: Path, *, project_root: Path | None = None) -> Ch
     run = _Run.of(schema, output, project_root)
     recovered = finish_interrupted(output)
     cache = load_cache(output)
-    texts = _texts(run, _RememberingDatamodel(cache))
+    texts = _texts(run, DatamodelAnswers(cache.datamodel))
     try:
         current = generated_files(output)
     except (OSError, UnicodeDecodeError) as exc:

@@ -8,8 +8,11 @@ beside the templates. Bodies have no banner and are not formatted yet.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+import json
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from stageware_codegen._errors import InvalidSchemaError
@@ -30,10 +33,7 @@ from .view_contexts import contexts_view
 from .view_events import events_view
 from .view_surface import init_view, policy_points_view, results_view, stages_view
 
-__all__ = ["DatamodelRunner", "render_package"]
-
-DatamodelRunner = Callable[[Mapping[str, Any], tuple[str, ...], str, list[str]], str]
-"""How datamodel-code-generator is run: :func:`.datamodel.run_datamodel_codegen`'s shape."""
+__all__ = ["DatamodelAnswers", "render_package"]
 
 _PAYLOADS_DOC = (
     '"""Payload types: plain JSON data as TypedDicts, from the schema\'s payload files."""'
@@ -43,27 +43,55 @@ _HOOK_EVENTS_DOC = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class DatamodelAnswers:
+    """datamodel-code-generator's output by request, so that a known one is not run again.
+
+    Attributes:
+        known: Answers from an earlier run, by request digest.
+        given: The answers of this run, by request digest.
+    """
+
+    known: Mapping[str, str] = field(default_factory=dict[str, str])
+    given: dict[str, str] = field(default_factory=dict[str, str])
+
+    def answer(
+        self, document: Mapping[str, Any], flags: tuple[str, ...], header: str, names: list[str]
+    ) -> str:
+        """The module datamodel-code-generator writes for this request; run if unknown."""
+        request = json.dumps([document, flags, header, names], sort_keys=True)
+        key = hashlib.sha256(request.encode("utf-8")).hexdigest()
+        answer = self.known.get(key)
+        if answer is None:
+            answer = run_datamodel_codegen(document, flags, header, names)
+        self.given[key] = answer
+        return answer
+
+
 def render_package(
     schema: _ir.Schema,
     payloads: PayloadSet,
     errors: ErrorCollector,
     pool: ThreadPoolExecutor,
-    datamodel: DatamodelRunner = run_datamodel_codegen,
+    datamodel: DatamodelAnswers | None = None,
 ) -> dict[str, str]:
     """Module bodies (before banner and formatting), by file name, in output order.
 
-    *datamodel* runs datamodel-code-generator; the pipeline passes one that remembers
-    its answers.
+    *datamodel* holds datamodel-code-generator's answers known from an earlier run, and
+    receives this run's.
 
     Raises:
         InvalidSchemaError: datamodel-code-generator failed on the payloads or hook
             payloads; the problem is reported at that key of the schema.
     """
     payload_names = list(schema.payload_defs)
+    datamodel = DatamodelAnswers() if datamodel is None else datamodel
     jobs: dict[str, tuple[Future[str], DocPath]] = {}
     if payload_names:
         document = {"$defs": dict(schema.payload_defs)}
-        job = pool.submit(datamodel, document, TYPED_DICT_FLAGS, _PAYLOADS_DOC, payload_names)
+        job = pool.submit(
+            datamodel.answer, document, TYPED_DICT_FLAGS, _PAYLOADS_DOC, payload_names
+        )
         jobs["payloads.py"] = (job, ("payloads",))
     if schema.hooks is not None:
         used = {
@@ -75,7 +103,7 @@ def render_package(
         }
         document = hook_models_schema(schema, schema.hooks, payloads.closure(used))
         events = [point.event for point in schema.hooks.points]
-        job = pool.submit(datamodel, document, PYDANTIC_FLAGS, _HOOK_EVENTS_DOC, events)
+        job = pool.submit(datamodel.answer, document, PYDANTIC_FLAGS, _HOOK_EVENTS_DOC, events)
         jobs["policy_events.py"] = (job, ("hooks",))
     bodies: dict[str, str] = {"payloads.py": _PAYLOADS_DOC + "\n"}
     bodies["events.py"] = render_template("events.py", events_view(schema))
