@@ -17,7 +17,8 @@ from stageware_codegen._errors import InvalidSchemaError, SchemaError
 from stageware_codegen._project import relative_path
 
 from .diagnostics import DocPath, ErrorCollector
-from .documents import Document, as_mapping, load_json
+from .documents import Document, as_mapping, decode_utf8
+from .json_document import load_json
 from .names import check_type_name, reserved_type_problem
 from .payload_subset import ref_cycle, schema_problems, subschemas
 from .payload_values import REF_PREFIX, Defs, validate_value
@@ -81,12 +82,13 @@ def load_payloads(
     for index, entry in enumerate(entries):
         path = schema_dir / entry
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            data = path.read_bytes()
+        except OSError as exc:
             schema_errors.add(("payloads", index), f"cannot read payload file: {_reason(exc)}")
             continue
+        file = relative_path(path, display)
         try:
-            document = load_json(text, relative_path(path, display))
+            document = load_json(decode_utf8(data, file), file)
         except InvalidSchemaError as exc:
             errors.extend(exc.errors)
             continue
@@ -123,9 +125,7 @@ def load_payloads(
     return PayloadSet(defs, tuple(errors))
 
 
-def _reason(exc: OSError | UnicodeDecodeError) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "it is not UTF-8"
+def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
