@@ -546,7 +546,7 @@ def test_a_payload_name_the_generator_reserves_is_reported_in_its_file(
     assert "Traceback" not in result.err
     assert result.err.splitlines() == [
         f"schema/payloads/converse.schema.json:{line}: $defs.Final: "
-        "'Final' is reserved: the generated code defines or imports it"
+        "'Final' is reserved: the generated code imports it from typing"
     ]
     assert project.snapshot() == before
 

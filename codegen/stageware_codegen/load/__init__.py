@@ -5,7 +5,8 @@
   every node; ``documents`` holds what they share (the limits, UTF-8 decoding).
 - ``spec``: the schema's shape as pydantic models; ``validation_messages`` turns
   pydantic's errors into schema terms.
-- ``names``, ``docs``: what a declared name or a doc may be.
+- ``names``, ``docs``: what a declared name or a doc may be; ``reserved``: the names
+  generated code binds itself, which the schema may not declare.
 - ``payloads``: the payload files, merged; ``payload_subset`` is the JSON Schema they may
   use and ``payload_values`` what a value of it is.
 - ``diagnostics``: problems collected with their file, line and document path.

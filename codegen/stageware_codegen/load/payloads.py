@@ -16,10 +16,10 @@ from typing import Any
 from stageware_codegen._errors import InvalidSchemaError, SchemaError
 from stageware_codegen._project import relative_path
 
-from .diagnostics import DocPath, ErrorCollector
+from .diagnostics import DocPath, ErrorCollector, format_path
 from .documents import Document, as_mapping, decode_utf8
 from .json_document import load_json
-from .names import check_type_name, reserved_type_problem
+from .names import check_model_name, reserved_type_problem
 from .payload_subset import ref_cycle, schema_problems, subschemas
 from .payload_values import REF_PREFIX, Defs, validate_value
 
@@ -35,10 +35,17 @@ class PayloadSet:
     Attributes:
         defs: Every ``$defs`` entry by name, in file and declaration order.
         errors: Problems found in the payload files (one collector per file).
+        places: The file (as shown) and line that define each entry of ``defs``.
     """
 
     defs: Mapping[str, Mapping[str, Any]]
     errors: tuple[SchemaError, ...]
+    places: Mapping[str, tuple[str, int]]
+
+    def error_at(self, name: str, message: str) -> SchemaError:
+        """A problem with the definition of *name*, reported where it is defined."""
+        file, line = self.places[name]
+        return SchemaError(file, line, format_path(("$defs", name)), message)
 
     def check_value(self, name: str, value: object) -> str | None:
         """Return why *value* is not a valid ``name`` payload, or None."""
@@ -76,7 +83,7 @@ def load_payloads(
         display: Directory that file names in messages are shown relative to.
     """
     defs: dict[str, Mapping[str, Any]] = {}
-    origin: dict[str, str] = {}
+    places: dict[str, tuple[str, int]] = {}
     errors: list[SchemaError] = []
     loaded: list[tuple[ErrorCollector, list[tuple[str, Mapping[str, Any]]]]] = []
     for index, entry in enumerate(entries):
@@ -96,10 +103,10 @@ def load_payloads(
         found = _file_defs(document, collector)
         for name, definition in found:
             if name in defs:
-                collector.add(("$defs", name), f"{name!r} is already defined in {origin[name]}")
+                collector.add(("$defs", name), f"{name!r} is already defined in {places[name][0]}")
             else:
                 defs[name] = definition
-                origin[name] = document.file
+                places[name] = (document.file, collector.line_of(("$defs", name)))
         loaded.append((collector, found))
     # Definitions are checked once every file is loaded: files may use each other's defs.
     in_cycles: set[str] = set()
@@ -122,7 +129,7 @@ def load_payloads(
                 _check_defaults(definition, ("$defs", name), defs, collector)
     for collector, _ in loaded:
         errors.extend(collector.errors)
-    return PayloadSet(defs, tuple(errors))
+    return PayloadSet(defs, tuple(errors), places)
 
 
 def _reason(exc: OSError) -> str:
@@ -147,7 +154,7 @@ def _file_defs(document: Document, errors: ErrorCollector) -> list[tuple[str, Ma
     for name, value in defs.items():
         definition = as_mapping(value)
         try:
-            check_type_name(name)
+            check_model_name(name)
         except ValueError as exc:
             errors.add(("$defs", name), str(exc))
             continue

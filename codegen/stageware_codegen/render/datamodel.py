@@ -56,7 +56,15 @@ PYDANTIC_FLAGS = (
 
 
 class DatamodelError(Exception):
-    """datamodel-code-generator failed or produced unusable code."""
+    """datamodel-code-generator failed or produced unusable code.
+
+    Attributes:
+        names: The definitions the problem is about, if it is about some.
+    """
+
+    def __init__(self, message: str, names: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.names = names
 
 
 def run_datamodel_codegen(
@@ -95,11 +103,21 @@ def run_datamodel_codegen(
         raise DatamodelError(
             f"datamodel-code-generator produced invalid Python: {exc.msg}"
         ) from None
+    imported = _imported_names(module)
+    clashing = tuple(name for name in expected if name in imported)
+    if clashing:
+        # It renames a class whose name it imports: the name must be reserved.
+        raise DatamodelError(
+            "reserved: datamodel-code-generator imports "
+            + ", ".join(f"{name} from {imported[name]}" for name in clashing),
+            clashing,
+        )
     defined = _top_level_names(module)
-    missing = [name for name in expected if name not in defined]
+    missing = tuple(name for name in expected if name not in defined)
     if missing:
         raise DatamodelError(
-            "datamodel-code-generator did not emit " + ", ".join(repr(name) for name in missing)
+            "datamodel-code-generator did not emit " + ", ".join(repr(name) for name in missing),
+            missing,
         )
     return _typed_dict_from_typing_extensions(completed.stdout, module)
 
@@ -126,6 +144,16 @@ def _typed_dict_from_typing_extensions(source: str, module: ast.Module) -> str:
         start, end = node.lineno - 1, node.end_lineno or node.lineno
         return "".join([*lines[:start], replacement, *lines[end:]])
     return source
+
+
+def _imported_names(module: ast.Module) -> dict[str, str]:
+    """Every name the module imports (as written, before any ``as``), with its module."""
+    return {
+        alias.name: node.module or ""
+        for node in module.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def _top_level_names(module: ast.Module) -> set[str]:

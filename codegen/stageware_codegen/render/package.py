@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from stageware_codegen._errors import InvalidSchemaError
+from stageware_codegen._errors import InvalidSchemaError, SchemaError
 from stageware_codegen.load.diagnostics import DocPath, ErrorCollector
 from stageware_codegen.load.payloads import PayloadSet
 from stageware_codegen.resolve import ir as _ir
@@ -45,7 +45,8 @@ def render_package(
 
     Raises:
         InvalidSchemaError: datamodel-code-generator failed on the payloads or hook
-            payloads; the problem is reported at that key of the schema.
+            payloads; the problem is reported where the definitions it is about are
+            (a payload file, a hook point's ``event``), else at that key of the schema.
     """
     payload_names = list(schema.payload_defs)
     jobs: dict[str, tuple[Future[str], DocPath]] = {}
@@ -77,11 +78,36 @@ def render_package(
             "policy_points.py", policy_points_view(schema.hooks)
         )
     bodies["__init__.py"] = render_template("init.py", init_view(schema, payload_names))
+    in_payload_files: list[SchemaError] = []
     for name, (job, path) in jobs.items():
         try:
             bodies[name] = job.result()
         except DatamodelError as exc:
-            errors.add(path, str(exc))
-    if errors.errors:
-        raise InvalidSchemaError(errors.errors)
+            in_payload_files.extend(_report(exc, path, schema, payloads, errors))
+    if errors.errors or in_payload_files:
+        raise InvalidSchemaError([*errors.errors, *in_payload_files])
     return bodies
+
+
+def _report(
+    exc: DatamodelError,
+    path: DocPath,
+    schema: _ir.Schema,
+    payloads: PayloadSet,
+    errors: ErrorCollector,
+) -> list[SchemaError]:
+    """Report *exc* at each definition it names, else at *path* of the schema.
+
+    Returns:
+        The problems in payload files; those in the schema go to *errors*.
+    """
+    points = {} if schema.hooks is None else {p.event: p.name for p in schema.hooks.points}
+    in_payload_files = [
+        payloads.error_at(name, str(exc)) for name in exc.names if name in payloads.places
+    ]
+    hook_events = [name for name in exc.names if name in points and name not in payloads.places]
+    for name in hook_events:
+        errors.add(("hooks", "points", points[name], "event"), str(exc))
+    if not in_payload_files and not hook_events:
+        errors.add(path, str(exc))
+    return in_payload_files

@@ -131,8 +131,8 @@ def _context_view(
 def _copied(copy: str, name: str, module: ModuleView) -> str:
     if copy == "reference":
         return name
-    module.imports.add_module("copy", "_copy")
-    return f"_copy.{'deepcopy' if copy == 'deep' else 'copy'}({name})"
+    alias = module.imports.add_module("copy")
+    return f"{alias}.{'deepcopy' if copy == 'deep' else 'copy'}({name})"
 
 
 def _context_doc(stage: _ir.Stage) -> str:

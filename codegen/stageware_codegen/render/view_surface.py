@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stageware_codegen.load.names import RUNTIME_MODULE, enum_member
+from stageware_codegen.load.names import enum_member
+from stageware_codegen.load.reserved import RUNTIME_MODULE, TEMPLATE_DEFINITIONS
 from stageware_codegen.resolve import ir as _ir
 from stageware_codegen.resolve.stage_names import ALIAS_GENERICS, StageNames
 
@@ -86,18 +87,6 @@ def stages_view(schema: _ir.Schema) -> dict[str, Any]:
     }
 
 
-POLICY_POINT_NAMES = (
-    "BANDS",
-    "HOOK_POINTS",
-    "Band",
-    "Direction",
-    "HookEvent",
-    "HookPoint",
-    "HookPointSpec",
-)
-"""What ``policy_points.py`` defines itself, all of it public."""
-
-
 def policy_points_view(hooks: _ir.Hooks) -> dict[str, Any]:
     """The view of ``policy_points.py``: hook point, band and direction enums, the point table."""
     imports = Imports()
@@ -148,7 +137,10 @@ def policy_points_view(hooks: _ir.Hooks) -> dict[str, Any]:
         "exported": [
             repr(name)
             for name in sorted(
-                [*POLICY_POINT_NAMES, *(point.event for point in hooks.points)],
+                [
+                    *TEMPLATE_DEFINITIONS["policy_points.py"],
+                    *(point.event for point in hooks.points),
+                ],
                 key=lambda name: (not name.isupper(), name),
             )
         ],
