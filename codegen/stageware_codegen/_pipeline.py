@@ -16,7 +16,7 @@ from .load.schema import load_schema
 from .render.package import render_package
 from .resolve.schema import resolve_schema
 from .write.banner import banner
-from .write.diff import diff_output
+from .write.diff import checked_in, surface_changes, unified_diff
 from .write.files import WriteReport, write_output
 from .write.formatting import finish_module
 from .write.import_check import check_imports
@@ -89,9 +89,16 @@ def generate(schema: Path, output: Path, *, project_root: Path | None = None) ->
 
 @dataclass(frozen=True, slots=True)
 class CheckReport:
-    """Result of :func:`check`: ``diff`` is empty when the output is up to date."""
+    """Result of :func:`check`: ``diff`` is empty when the output is up to date.
+
+    Attributes:
+        diff: A unified diff from the checked-in package to the fresh one.
+        changes: What changed in the typed surface, one line each, for instance
+            ``InvokeModelContext: field added: budget (int)``; the handlers to revisit.
+    """
 
     diff: str
+    changes: tuple[str, ...] = ()
 
     @property
     def up_to_date(self) -> bool:
@@ -110,4 +117,6 @@ def check(schema: Path, output: Path, *, project_root: Path | None = None) -> Ch
     """
     files = _build(schema, output, project_root)
     check_imports(files)
-    return CheckReport(diff_output(output, files, relative_path(output, Path.cwd())))
+    current = checked_in(output)
+    diff = unified_diff(current, files, relative_path(output, Path.cwd()))
+    return CheckReport(diff, tuple(surface_changes(current, files)) if diff else ())
