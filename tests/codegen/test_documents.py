@@ -193,3 +193,33 @@ def test_a_tab_indented_payload_file_is_reported_at_the_right_line(
         f"{PAYLOADS}:{line}: $defs.Message.properties.role.$ref: "
         "$ref '#/$defs/Rol' names no payload definition"
     ], result.err
+
+
+def test_half_a_surrogate_pair_is_not_text(parser: str) -> None:
+    # Escapes can spell one; no file (generated or not) can hold it. libyaml refuses
+    # the escape itself, PyYAML's parser reads it and the loader refuses the value.
+    assert _error('a: 1\nb: "x\\ud800"\n').startswith("f.yaml:2: ")
+    with pytest.raises(InvalidSchemaError) as raised:
+        load_json('{\n  "a": 1,\n  "b": "x\\ud800"\n}', "p.json")
+    assert [str(error) for error in raised.value.errors] == [
+        "p.json:3: b: \\ud800 is half of a surrogate pair, not a character"
+    ]
+
+
+def test_half_a_surrogate_pair_in_a_payload_file_is_reported_there(
+    project: Project, cli: Cli
+) -> None:
+    # It used to reach datamodel-code-generator's input and fail there, a traceback.
+    path = project.root / PAYLOADS
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["$defs"]["Usage"]["description"] = "Token \ud800 counts."
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+
+    result = cli("generate")
+
+    assert result.code == 2
+    line = _line(path, "Token \\ud800 counts.")
+    assert result.err.splitlines() == [
+        f"{PAYLOADS}:{line}: $defs.Usage.description: \\ud800 is half of a surrogate pair, "
+        "not a character"
+    ]

@@ -248,8 +248,8 @@ def test_a_datamodel_problem_is_reported_at_the_definition_it_names(
 ) -> None:
     def fail(document: dict[str, Any], flags: tuple[str, ...], *_: object) -> str:
         if flags == TYPED_DICT_FLAGS:
-            raise DatamodelError("it went wrong", ("Task",))
-        raise DatamodelError("it went wrong too", ("WorkEvent",))
+            raise DatamodelError("it went wrong", (("Task", (), "it went wrong"),))
+        raise DatamodelError("it went wrong too", (("WorkEvent", (), "it went wrong too"),))
 
     monkeypatch.setattr(package, "run_datamodel_codegen", fail)
     schema = _write(root)

@@ -9,6 +9,7 @@ makes the generator recurse without bound, run for minutes or write gigabytes:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -26,6 +27,7 @@ __all__ = [
     "as_list",
     "as_mapping",
     "decode_utf8",
+    "not_text",
     "position",
 ]
 
@@ -76,6 +78,21 @@ class SizeBudget:
         if self._text > MAX_TEXT:
             return f"{MAX_TEXT} characters of text"
         return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def not_text(value: str) -> str | None:
+    """Why *value* cannot be written as UTF-8, or None.
+
+    An escape (``"\\ud800"``) can produce half of a surrogate pair, which is no
+    character: no file, and no generated module, can hold it.
+    """
+    found = _SURROGATE.search(value)
+    if found is None:
+        return None
+    return f"\\u{ord(found.group()):04x} is half of a surrogate pair, not a character"
 
 
 def as_mapping(value: object) -> dict[str, Any] | None:

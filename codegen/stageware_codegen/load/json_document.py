@@ -20,7 +20,7 @@ from typing import Any
 from stageware_codegen._errors import InvalidSchemaError, SchemaError
 
 from .diagnostics import DocPath, ErrorCollector
-from .documents import MAX_DEPTH, Document, SizeBudget
+from .documents import MAX_DEPTH, Document, SizeBudget, not_text
 
 __all__ = ["load_json"]
 
@@ -104,8 +104,12 @@ class _Scanner:
                     continue
                 offset += 1  # empty
             elif char == '"':
+                line = self.line(offset)
                 value, offset = _string(text, offset)
                 self._spend(path, offset, len(value))
+                problem = not_text(value)
+                if problem is not None:
+                    self.errors.add(path, problem, line=line)
             else:
                 literal = _LITERAL.match(text, offset)
                 if literal is None:
@@ -143,6 +147,9 @@ class _Scanner:
         key, offset = _string(self._text, offset)
         self._budget.spend(len(key), values=0)
         path = (*container.path, key)
+        problem = not_text(key)
+        if problem is not None:
+            self.errors.add(container.path, problem, line=line)
         first = container.keys.get(key)
         if first is not None:
             message = f"duplicate key {key!r} (first defined on line {first})"

@@ -35,17 +35,18 @@ class PayloadSet:
     Attributes:
         defs: Every ``$defs`` entry by name, in file and declaration order.
         errors: Problems found in the payload files (one collector per file).
-        places: The file (as shown) and line that define each entry of ``defs``.
+        homes: The document that defines each entry of ``defs``.
     """
 
     defs: Mapping[str, Mapping[str, Any]]
     errors: tuple[SchemaError, ...]
-    places: Mapping[str, tuple[str, int]]
+    homes: Mapping[str, Document]
 
-    def error_at(self, name: str, message: str) -> SchemaError:
-        """A problem with the definition of *name*, reported where it is defined."""
-        file, line = self.places[name]
-        return SchemaError(file, line, format_path(("$defs", name)), message)
+    def error_at(self, name: str, message: str, within: DocPath = ()) -> SchemaError:
+        """A problem at *within* the definition of *name*, in the file that defines it."""
+        home = self.homes[name]
+        path = ("$defs", name, *within)
+        return SchemaError(home.file, home.collector().line_of(path), format_path(path), message)
 
     def check_value(self, name: str, value: object) -> str | None:
         """Return why *value* is not a valid ``name`` payload, or None."""
@@ -83,7 +84,7 @@ def load_payloads(
         display: Directory that file names in messages are shown relative to.
     """
     defs: dict[str, Mapping[str, Any]] = {}
-    places: dict[str, tuple[str, int]] = {}
+    homes: dict[str, Document] = {}
     errors: list[SchemaError] = []
     loaded: list[tuple[ErrorCollector, list[tuple[str, Mapping[str, Any]]]]] = []
     for index, entry in enumerate(entries):
@@ -103,10 +104,10 @@ def load_payloads(
         found = _file_defs(document, collector)
         for name, definition in found:
             if name in defs:
-                collector.add(("$defs", name), f"{name!r} is already defined in {places[name][0]}")
+                collector.add(("$defs", name), f"{name!r} is already defined in {homes[name].file}")
             else:
                 defs[name] = definition
-                places[name] = (document.file, collector.line_of(("$defs", name)))
+                homes[name] = document
         loaded.append((collector, found))
     # Definitions are checked once every file is loaded: files may use each other's defs.
     in_cycles: set[str] = set()
@@ -129,7 +130,7 @@ def load_payloads(
                 _check_defaults(definition, ("$defs", name), defs, collector)
     for collector, _ in loaded:
         errors.extend(collector.errors)
-    return PayloadSet(defs, tuple(errors), places)
+    return PayloadSet(defs, tuple(errors), homes)
 
 
 def _reason(exc: OSError) -> str:

@@ -32,7 +32,7 @@ from yaml.scanner import Scanner
 from stageware_codegen._errors import InvalidSchemaError, SchemaError
 
 from .diagnostics import DocPath, ErrorCollector, format_path
-from .documents import MAX_DEPTH, Document, SizeBudget, position
+from .documents import MAX_DEPTH, Document, SizeBudget, not_text, position
 
 __all__ = ["LOADERS", "load_yaml"]
 
@@ -215,7 +215,11 @@ class _Converter:
     def _scalar(self, node: yaml.ScalarNode, path: DocPath) -> object:
         tag = node.tag
         if tag == _TAG + "str":
-            return str(node.value)
+            text = str(node.value)
+            problem = not_text(text)
+            if problem is not None:
+                self.errors.add(path, problem)
+            return text
         if tag == _TAG + "null":
             return None
         if tag == _TAG + "bool":
@@ -250,6 +254,10 @@ class _Converter:
             # The key's source text, not its YAML 1.1 interpretation: `on:` or `yes:` is a
             # name here, not a boolean.
             key = str(key_node.value)
+            problem = not_text(key)
+            if problem is not None:
+                self.errors.add(path, problem, line=line)
+                continue
             if key in first_line:
                 message = f"duplicate key {key!r} (first defined on line {first_line[key]})"
                 self.errors.add((*path, key), message, line=line)

@@ -96,18 +96,24 @@ def _report(
     payloads: PayloadSet,
     errors: ErrorCollector,
 ) -> list[SchemaError]:
-    """Report *exc* at each definition it names, else at *path* of the schema.
+    """Report *exc* at each definition it blames, else at *path* of the schema.
 
     Returns:
         The problems in payload files; those in the schema go to *errors*.
     """
     points = {} if schema.hooks is None else {p.event: p.name for p in schema.hooks.points}
-    in_payload_files = [
-        payloads.error_at(name, str(exc)) for name in exc.names if name in payloads.places
-    ]
-    hook_events = [name for name in exc.names if name in points and name not in payloads.places]
-    for name in hook_events:
-        errors.add(("hooks", "points", points[name], "event"), str(exc))
-    if not in_payload_files and not hook_events:
+    in_payload_files: list[SchemaError] = []
+    reported = False
+    for name, within, message in exc.blamed:
+        if name in payloads.homes:
+            in_payload_files.append(payloads.error_at(name, message, within))
+        elif name in points:
+            # A hook event's properties are the payload fields of its point.
+            where = ("payload", *within[1:]) if within else ("event",)
+            errors.add(("hooks", "points", points[name], *where), message)
+        else:
+            continue
+        reported = True
+    if not reported:
         errors.add(path, str(exc))
     return in_payload_files
