@@ -88,7 +88,10 @@ def handler_aliases(
     assert_type(
         im_wrap,
         Callable[
-            [InvokeModelContext, Callable[[InvokeModelContext], AsyncGenerator[InvokeModelEvent, None]]],
+            [
+                InvokeModelContext,
+                Callable[[InvokeModelContext], AsyncGenerator[InvokeModelEvent, None]],
+            ],
             AsyncIterator[InvokeModelEvent],
         ],
     )
@@ -100,7 +103,10 @@ def handler_aliases(
     assert_type(
         et_wrap,
         Callable[
-            [ExecuteToolContext, Callable[[ExecuteToolContext], AsyncGenerator[ExecuteToolEvent, None]]],
+            [
+                ExecuteToolContext,
+                Callable[[ExecuteToolContext], AsyncGenerator[ExecuteToolEvent, None]],
+            ],
             AsyncIterator[ExecuteToolEvent],
         ],
     )
@@ -112,7 +118,10 @@ def handler_aliases(
     assert_type(
         as_wrap,
         Callable[
-            [AgentStreamContext, Callable[[AgentStreamContext], AsyncGenerator[AgentStreamEvent, None]]],
+            [
+                AgentStreamContext,
+                Callable[[AgentStreamContext], AsyncGenerator[AgentStreamEvent, None]],
+            ],
             AsyncIterator[AgentStreamEvent],
         ],
     )

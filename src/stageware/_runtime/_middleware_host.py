@@ -71,7 +71,8 @@ class MiddlewareHost(ABC):
         """Register *handler* on a stage or one of its phases.
 
         A bare stage token (``InvokeModelStage``) or its ``.Wrap`` phase takes a Wrap handler:
-        an async generator function ``(context, next_fn)``. ``.Input`` takes a function from
+        an async generator function ``(context, next_fn)``, where ``next_fn(context)``
+        returns an async generator of the stage's events. ``.Input`` takes a function from
         context to context and ``.Output`` one from result wrapper to result wrapper; both
         may be sync or async.
 
