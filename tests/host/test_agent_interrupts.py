@@ -37,6 +37,7 @@ from stageware import (
     ToolResultMessageEvent,
     tool,
 )
+from stageware.runtime import SwallowedInterruptWarning
 
 from .agent_helpers import (
     agent_stream_interrupt_id,
@@ -192,29 +193,35 @@ async def test_a_preemptive_response_skips_the_interrupt() -> None:
 
 
 @pytest.mark.anyio
-async def test_interrupt_only_reads_so_a_swallowed_interrupt_registers_nothing() -> None:
+async def test_a_swallowed_interrupt_still_stops_the_run_for_a_human() -> None:
+    # interrupt() registers nothing itself, but the chain remembers that it raised: the
+    # tool does not run, and the original interrupt reaches the executor, which registers it.
     tools = Tools()
     model = ScriptedModel([calls(("echo", {"text": "hi"}, "t1")), "done"])
     agent = Agent(model, tools=[tools.echo])
-    swallowed: list[Interrupt] = []
+    swallowed: list[InterruptException] = []
 
     def swallow(ctx: ExecuteToolContext) -> ExecuteToolContext:
         try:
             ctx.interrupt("approve")
         except InterruptException as raised:
-            swallowed.append(raised.interrupt)
+            swallowed.append(raised)
         return ctx
 
     agent.add_middleware(ExecuteToolStage.Input, swallow)
-    result = await agent.invoke_async("go")
+    with pytest.warns(SwallowedInterruptWarning, match="'approve'"):
+        result = await agent.invoke_async("go")
 
-    assert len(swallowed) == 1
+    [raised] = swallowed
+    assert result.stop_reason == "interrupt"
+    assert result.interrupts == [raised.interrupt]
+    assert agent.pending_interrupts == [raised.interrupt]
+    assert tools.runs == []
+    # Answered, the same gate resolves and the tool runs.
+    result = await agent.invoke_async(answer((raised.interrupt.id, "yes")))
     assert result.stop_reason == "end_turn"
-    assert result.interrupts == []
-    assert agent.pending_interrupts == []
-    # Not waiting for anything: a plain prompt is accepted.
-    agent.model = ScriptedModel(["fine"])
-    assert (await agent.invoke_async("next")).text == "fine"
+    assert tools.runs == ["echo:hi"]
+    assert len(swallowed) == 1
 
 
 # -- Tool interrupts ---------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import assert_type
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, assert_type
 
 from stageware import (
     AfterToolCallEvent,
@@ -51,6 +51,13 @@ async def observe(
         yield event
 
 
+async def strands_style(
+    ctx: ExecuteToolContext, next_fn: Callable[[ExecuteToolContext], AsyncGenerator[Any, None]]
+) -> AsyncGenerator[Any, None]:
+    async for event in next_fn(ctx):
+        yield event
+
+
 def keep(result: InvokeModelResult) -> InvokeModelResult:
     return result
 
@@ -58,6 +65,7 @@ def keep(result: InvokeModelResult) -> InvokeModelResult:
 def every_phase_accepts_its_handler() -> None:
     agent.add_middleware(ExecuteToolStage.Input, gate)
     agent.add_middleware(ExecuteToolStage, observe)
+    agent.add_middleware(ExecuteToolStage, strands_style)
     agent.add_middleware(ExecuteToolStage.Wrap, observe)
     agent.add_middleware(InvokeModelStage.Output, keep)
 
@@ -159,6 +167,10 @@ def a_wrap_handler_yielding_another_stages_event_is_rejected() -> None:
         yield ToolResultEvent({"toolUseId": "t1", "status": "success", "content": []})
 
     agent.add_middleware(ExecuteToolStage, yields_model_events)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+def a_strands_style_handler_for_another_stage_is_rejected() -> None:
+    agent.add_middleware(InvokeModelStage, strands_style)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
 
 
 def a_tool_is_called_with_its_own_signature() -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, final, TYPE_CHECKING
 
 from stageware.runtime import (
+    CallInterrupts,
     Interrupt,
     interrupt_name_hash,
     MiddlewareInterruptResult,
@@ -208,9 +209,7 @@ class ExecuteToolContext:
     """Per-invocation state, shared by reference across the run, as hooks receive it."""
     cancel_signal: CancelSignal
     """The run's cancel signal; middleware may observe it."""
-    _interrupts: Mapping[str, Interrupt] = field(
-        default_factory=dict[str, Interrupt], repr=False, compare=False
-    )
+    _interrupts: CallInterrupts = field(default_factory=CallInterrupts, repr=False, compare=False)
 
     @classmethod
     def from_host(
@@ -244,7 +243,7 @@ class ExecuteToolContext:
             tool_use=_copy.copy(tool_use),
             invocation_state=invocation_state,
             cancel_signal=cancel_signal,
-            _interrupts={} if interrupts is None else dict(interrupts),
+            _interrupts=CallInterrupts(interrupts),
         )
 
     def replace(
@@ -349,9 +348,7 @@ class AgentStreamContext:
     """Per-invocation state; the pass reads it from this context, so a replacement reaches the
     model.
     """
-    _interrupts: Mapping[str, Interrupt] = field(
-        default_factory=dict[str, Interrupt], repr=False, compare=False
-    )
+    _interrupts: CallInterrupts = field(default_factory=CallInterrupts, repr=False, compare=False)
 
     @classmethod
     def from_host(
@@ -375,7 +372,7 @@ class AgentStreamContext:
             agent=agent,
             messages=messages,
             invocation_state=invocation_state,
-            _interrupts={} if interrupts is None else dict(interrupts),
+            _interrupts=CallInterrupts(interrupts),
         )
 
     def replace(
