@@ -333,3 +333,24 @@ async def test_middleware_can_supply_the_tool_for_an_unknown_name() -> None:
     assert tool_results(agent.messages[2]) == [
         {"toolUseId": "t1", "status": "success", "content": [{"text": "echo: old"}]}
     ]
+
+
+@pytest.mark.anyio
+async def test_a_malformed_result_from_middleware_reaches_the_model_as_an_error_naming_where() -> (
+    None
+):
+    model = ScriptedModel([calls(("echo", {"text": "x"}, "t1")), "done"])
+    agent = Agent(model, tools=[echo])
+
+    def break_it(result: ExecuteToolResult) -> ExecuteToolResult:
+        broken: Any = {**result.result.tool_result, "content": [{"text": 5}]}
+        return result.replace(result=ToolResultEvent(tool_result=broken))
+
+    agent.add_middleware(ExecuteToolStage.Output, break_it)
+    await agent.invoke_async("go")
+
+    [tool_result] = tool_results(agent.messages[2])
+    assert tool_result["status"] == "error"
+    assert "invalid ToolResult (content[0].text: Input should be a valid string)" in result_text(
+        tool_result
+    )

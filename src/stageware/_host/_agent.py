@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import copy
-import sys
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Any, Literal, TypeVar, cast, final
@@ -25,6 +23,7 @@ from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
 from ._prompt import Prompt, prompt_messages
+from ._running_loop import running_loop
 from .models import Model
 from .sessions import SNAPSHOT_VERSION, SessionError, SessionSnapshot, SessionStore
 from .tools import AgentTool
@@ -205,7 +204,7 @@ class Agent(MiddlewareHost):
         def run() -> AgentResult:
             return anyio.run(self._invoke_with, prompt, invocation_state, backend=self._backend)
 
-        if not _in_event_loop():
+        if running_loop() is None:
             return run()
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(run).result()
@@ -321,21 +320,3 @@ def _tools_by_name(tools: Iterable[AgentTool]) -> dict[str, AgentTool]:
             raise ValueError(f"two tools are named {tool.tool_name!r}; tool names must be unique")
         by_name[tool.tool_name] = tool
     return by_name
-
-
-def _in_event_loop() -> bool:
-    """Whether this thread is running an asyncio or trio event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        return True
-    trio: Any = sys.modules.get("trio")
-    if trio is None:
-        return False
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    return True

@@ -27,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from stageware._generated.payloads import Message, ToolResult
 from stageware._runtime import Interrupt
 
+from ._pydantic_errors import error_location
+
 __all__ = [
     "InterruptState",
     "InterruptStateError",
@@ -237,8 +239,8 @@ class InterruptState:
             stored = _StoredInterruptState.model_validate(data)
         except ValidationError as error:
             problem = error.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise InterruptStateError(f"interrupt_state.{where}: {problem['msg']}") from error
+            where = error_location(("interrupt_state", *problem["loc"]))
+            raise InterruptStateError(f"{where}: {problem['msg']}") from error
         state = cls()
         state.activated = stored.activated
         for i in stored.interrupts:

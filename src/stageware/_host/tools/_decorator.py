@@ -28,6 +28,7 @@ from stageware._generated.events import (
     ToolStreamEvent,
 )
 from stageware._generated.payloads import ToolResult, ToolResultContent, ToolSpec, ToolUse
+from stageware._host._pydantic_errors import error_location
 from stageware._runtime import InterruptException
 
 from ._context import ToolContext
@@ -288,21 +289,12 @@ def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:
     # the rejected value, without pydantic's URLs and internal error types.
     lines = [f"Error: invalid input for tool {tool_name!r}:"]
     for error in exc.errors(include_url=False):
-        where = _location(error["loc"])
+        where = error_location(error["loc"]) or "input"
         message = error["msg"]
         if error["type"] != "missing":
             message += f" (got {_short_repr(error['input'])})"
         lines.append(f"- {where}: {message}")
     return "\n".join(lines)
-
-
-def _location(loc: tuple[int | str, ...]) -> str:
-    if not loc:
-        return "input"
-    path = str(loc[0])
-    for part in loc[1:]:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
 
 
 def _short_repr(value: object) -> str:

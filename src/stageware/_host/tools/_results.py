@@ -7,6 +7,7 @@ import functools
 from pydantic import TypeAdapter, ValidationError
 
 from stageware._generated.payloads import ToolResult
+from stageware._host._pydantic_errors import error_location
 
 __all__ = ["error_result", "invalid_result_reason"]
 
@@ -31,6 +32,6 @@ def invalid_result_reason(result: object) -> str | None:
         _tool_result_adapter().validate_python(result, strict=True)
     except ValidationError as error:
         problem = error.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "the result"
+        where = error_location(problem["loc"]) or "the result"
         return f"{where}: {problem['msg']}"
     return None
