@@ -210,8 +210,11 @@ class AfterToolCallEvent(LifecycleEvent):
         selected_tool: The tool that ran, or ``None`` for an unknown tool.
         tool_use: The call.
         invocation_state: Per-invocation state.
-        result: Writable: the result the model will receive.
-        exception: What the tool raised, if it failed by raising.
+        result: Writable: the result the model will receive, and the one ``ToolResultEvent``
+            of the call that the agent stream carries.
+        exception: What failed the call, if anything raised in its ExecuteTool chain (the
+            tool or a middleware) or it ended without a result; ``result`` is then the
+            error result ``"Error: <message>"``.
         cancel_message: The cancellation message, when the call was cancelled.
         retry: Writable: run the call again.
     """

@@ -32,7 +32,7 @@ from stageware._host._pydantic_errors import error_location
 from stageware._runtime import InterruptException
 
 from ._context import ToolContext
-from ._results import error_result
+from ._results import error_result, exception_result
 from ._spec import FunctionSchema, describe_tool_function, function_schema
 
 __all__ = ["FunctionTool", "tool"]
@@ -280,8 +280,7 @@ def _failure_event(tool_use: ToolUse, exc: Exception) -> ExecuteToolEvent:
         # No result: the host registers the interrupt and halts the run; on resume the
         # tool runs again and context.interrupt() returns the answer.
         return ToolInterruptEvent(tool_use=tool_use, interrupts=[exc.interrupt])
-    text = f"Error: {exc}" if str(exc) else f"Error: {type(exc).__qualname__}"
-    return ToolResultEvent(tool_result=error_result(tool_use["toolUseId"], text), exception=exc)
+    return ToolResultEvent(tool_result=exception_result(tool_use["toolUseId"], exc), exception=exc)
 
 
 def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:
