@@ -184,7 +184,8 @@ class Agent(MiddlewareHost):
 
         Safe to call from another thread, a hook, middleware or a tool. Calls that have
         not started are not run; running tools see ``cancel_signal.is_set()`` and should
-        stop early. Without a running invocation this does nothing.
+        stop early. Called between invocations, it cancels the next one (as in Strands
+        1.62): the signal is cleared only when an invocation finishes.
         """
         self._core.cancel.set()
 
@@ -247,7 +248,6 @@ class Agent(MiddlewareHost):
                 "so the invocation finishes before the next one starts."
             )
         try:
-            self._core.cancel = CancelToken()  # a cancel applies to one invocation
             state = {} if invocation_state is None else invocation_state
             invocation = Invocation(self._core, self._event_loop, self._save_session)
             events = invocation.stream(prompt, state)
@@ -257,6 +257,9 @@ class Agent(MiddlewareHost):
             finally:
                 await events.aclose()
         finally:
+            # A new token rather than a cleared one: the finished invocation's tools and
+            # middleware may still hold theirs. A cancel() from now on is for the next one.
+            self._core.cancel = CancelToken()
             self._running.release()
 
     # -- sessions ----------------------------------------------------------------------
