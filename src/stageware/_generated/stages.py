@@ -96,10 +96,10 @@ AgentStreamStage: Final[
     result_type=AgentStreamResult,
     result_event=EventLoopStopEvent,
     internal=True,
-    doc="Wraps one agent pass: the model call, the tool calls it leads to, and the history updates in between. Internal: its input contract is not final.",
+    doc="Wraps one agent pass: the pass's input entering the history, the model call, the tool calls it leads to, and the history updates in between. Internal, as in Strands.",
 )
-"""Wraps one agent pass: the model call, the tool calls it leads to, and the history updates in
-between. Internal: its input contract is not final.
+"""Wraps one agent pass: the pass's input entering the history, the model call, the tool calls
+it leads to, and the history updates in between. Internal, as in Strands.
 """
 
 AgentStreamNext: TypeAlias = NextFn[AgentStreamContext, AgentStreamEvent]
