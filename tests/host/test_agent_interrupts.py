@@ -28,6 +28,8 @@ from stageware import (
     ExecuteToolStage,
     Interrupt,
     InterruptException,
+    MemorySessionStore,
+    MessageAddedEvent,
     Messages,
     MiddlewareInterruptResult,
     ScriptedModel,
@@ -47,6 +49,7 @@ from .agent_helpers import (
     collect,
     execute_tool_interrupt_id,
     result_text,
+    texts,
     tool_call_interrupt_id,
     tool_results,
 )
@@ -361,6 +364,9 @@ async def test_an_agent_stream_interrupt_stops_the_pass_before_the_model_and_res
     agent.add_middleware(AgentStreamStage, _agent_stream_gate(asked))
     agent.add_hook(lambda e: resume_inputs.append(list(e.messages)), BeforeInvocationEvent)
 
+    added: list[str] = []
+    agent.add_hook(lambda e: added.append(e.message["role"]), MessageAddedEvent)
+
     first = await agent.invoke_async("buy it")
 
     expected = Interrupt(
@@ -370,7 +376,10 @@ async def test_an_agent_stream_interrupt_stops_the_pass_before_the_model_and_res
     assert first.interrupts == [expected]
     assert agent.pending_interrupts == [expected]
     assert model.requests == []
-    assert agent.messages == [{"role": "user", "content": [{"text": "buy it"}]}]
+    # The gate stopped the pass in front of the terminal: the input waits for the resume.
+    assert agent.messages == []
+    assert added == []
+    assert first.message == {"role": "assistant", "content": [{"text": "Interrupted"}]}
 
     second = await agent.invoke_async(answer((expected.id, "approved")))
 
@@ -378,9 +387,125 @@ async def test_an_agent_stream_interrupt_stops_the_pass_before_the_model_and_res
     assert second.text == "spent"
     assert asked == ["asked", "approved"]
     assert len(model.requests) == 1
+    assert texts(model.requests[0].messages[0]) == ["buy it"]
     assert [m["role"] for m in agent.messages] == ["user", "assistant"]
-    assert resume_inputs[1] == []
+    assert added == ["user", "assistant"]
+    # The resume carries the input the gate held back, and nothing else.
+    assert resume_inputs == [
+        [{"role": "user", "content": [{"text": "buy it"}]}],
+        [{"role": "user", "content": [{"text": "buy it"}]}],
+    ]
     assert agent.pending_interrupts == []
+
+
+@pytest.mark.anyio
+async def test_a_gate_stops_with_the_last_message_of_the_history() -> None:
+    model = ScriptedModel(["first answer", "second answer"])
+    agent = Agent(model)
+    asked: list[Any] = []
+    armed: list[bool] = []
+
+    async def gate(
+        ctx: AgentStreamContext, next_fn: AgentStreamNext
+    ) -> AsyncIterator[AgentStreamEvent]:
+        if armed:
+            async for event in _agent_stream_gate(asked)(ctx, next_fn):
+                yield event
+        else:
+            async for event in next_fn(ctx):
+                yield event
+
+    agent.add_middleware(AgentStreamStage, gate)
+    await agent.invoke_async("one")
+    armed.append(True)
+
+    stopped = await agent.invoke_async("two")
+
+    assert stopped.stop_reason == "interrupt"
+    assert stopped.message is agent.messages[-1]
+    assert texts(stopped.message) == ["first answer"]
+    assert [texts(m) for m in agent.messages] == [["one"], ["first answer"]]
+
+    done = await agent.invoke_async(answer((stopped.interrupts[0].id, "ok")))
+
+    assert done.text == "second answer"
+    assert [texts(m) for m in agent.messages] == [
+        ["one"],
+        ["first answer"],
+        ["two"],
+        ["second answer"],
+    ]
+
+
+@pytest.mark.anyio
+async def test_two_gates_in_a_row_keep_the_input_until_the_pass_runs() -> None:
+    model = ScriptedModel(["bought"])
+    agent = Agent(model)
+    asked: list[Any] = []
+    agent.add_middleware(AgentStreamStage, _agent_stream_gate(asked, name="budget"))
+    agent.add_middleware(AgentStreamStage, _agent_stream_gate(asked, name="legal"))
+
+    first = await agent.invoke_async("buy the company")
+    second = await agent.invoke_async(answer((first.interrupts[0].id, "fine")))
+
+    assert [i.id for i in second.interrupts] == [agent_stream_interrupt_id("legal")]
+    assert agent.messages == []
+
+    third = await agent.invoke_async(answer((second.interrupts[0].id, "also fine")))
+
+    assert third.text == "bought"
+    assert asked == ["asked", "fine", "asked", "fine", "also fine"]
+    assert [texts(m) for m in agent.messages] == [["buy the company"], ["bought"]]
+
+
+@pytest.mark.anyio
+async def test_the_input_a_gate_held_back_survives_a_restart() -> None:
+    store = MemorySessionStore()
+    gate = _agent_stream_gate([])
+    before = Agent(ScriptedModel([]), session_store=store, session_id="s")
+    before.add_middleware(AgentStreamStage, gate)
+    stopped = await before.invoke_async("transfer 100")
+    assert stopped.stop_reason == "interrupt"
+
+    model = ScriptedModel(["transferred"])
+    after = Agent(model, session_store=store, session_id="s")
+    after.add_middleware(AgentStreamStage, gate)
+    done = await after.invoke_async(answer((stopped.interrupts[0].id, "yes")))
+
+    assert done.text == "transferred"
+    assert texts(model.requests[0].messages[0]) == ["transfer 100"]
+    assert [texts(m) for m in after.messages] == [["transfer 100"], ["transferred"]]
+
+
+@pytest.mark.anyio
+async def test_an_abandoned_gate_drops_the_input_it_held_back() -> None:
+    model = ScriptedModel(["later"])
+    agent = Agent(model)
+    failing = [True]
+
+    async def gate_then_fail(
+        ctx: AgentStreamContext, next_fn: AgentStreamNext
+    ) -> AsyncIterator[AgentStreamEvent]:
+        ctx.interrupt("check")
+        if failing:
+            failing.clear()
+            raise LookupError("the policy service is down")
+        async for event in next_fn(ctx):
+            yield event
+
+    agent.add_middleware(AgentStreamStage, gate_then_fail)
+    stopped = await agent.invoke_async("first request")
+    with pytest.raises(LookupError):
+        await agent.invoke_async(answer((stopped.interrupts[0].id, "ok")))
+
+    # The cycle ended with the error: nothing waits, and the old input is not replayed.
+    assert agent.pending_interrupts == []
+    again = await agent.invoke_async("second request")
+    assert again.stop_reason == "interrupt"
+    assert agent.messages == []
+    resumed = await agent.invoke_async(answer((again.interrupts[0].id, "ok")))
+    assert resumed.text == "later"
+    assert [texts(m) for m in agent.messages] == [["second request"], ["later"]]
 
 
 @pytest.mark.anyio

@@ -617,10 +617,6 @@ async def test_caching_plugin_use_case() -> None:
 # --- edge cases / regressions ---
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: nothing in the ExecuteTool chain ends the run (empty tool stream)",
-)
 async def test_tool_yielding_nothing_degrades_to_error_result() -> None:
     """A tool whose stream yields nothing gives an error result, not a crash."""
 
@@ -763,10 +759,6 @@ async def test_in_place_input_mutation_leaks_to_tool() -> None:
     assert received_values == ["mutated"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: nothing in the ExecuteTool chain ends the run (no ToolResultEvent)",
-)
 async def test_wrap_yielding_no_result_surfaces_actionable_error(
     calculator_tool: FunctionTool[[str], str],
 ) -> None:
@@ -792,10 +784,6 @@ async def test_wrap_yielding_no_result_surfaces_actionable_error(
     assert "without yielding a ToolResultEvent" in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: nothing in the ExecuteTool chain ends the run (refused cancel_signal replace)",
-)
 async def test_middleware_observes_but_cannot_replace_cancel_signal() -> None:
     """ExecuteToolContext.cancel_signal is executor-owned: a replacement never reaches the tool."""
     observed_signals: list[CancelSignal] = []

@@ -10,7 +10,6 @@ from stageware import (
     Agent,
     AgentResult,
     AgentResultEvent,
-    AgentStreamContext,
     AgentStreamEvent,
     AgentStreamStage,
     BeforeModelCallEvent,
@@ -74,6 +73,7 @@ def lambdas_are_inferred_from_the_token() -> None:
     agent.add_middleware(InvokeModelStage.Input, lambda c: c.replace(system_prompt="Be brief."))
     agent.add_middleware(ExecuteToolStage.Input, lambda c: c.replace(tool=None))
     agent.add_middleware(AgentStreamStage.Input, lambda c: c.replace(invocation_state={}))
+    agent.add_middleware(AgentStreamStage.Input, lambda c: c.replace(messages=c.messages[-1:]))
     agent.add_middleware(ExecuteToolStage.Output, lambda r: r.replace(result=r.result))
 
 
@@ -143,10 +143,10 @@ def a_typo_inside_a_lambda_is_reported() -> None:
 
 
 def an_unhonoured_field_is_not_replaceable() -> None:
-    def swap_messages(context: AgentStreamContext) -> AgentStreamContext:
-        return context.replace(messages=[])  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue, reportUnknownVariableType]
+    def swap_signal(context: ExecuteToolContext) -> ExecuteToolContext:
+        return context.replace(cancel_signal=None)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue, reportUnknownVariableType]
 
-    agent.add_middleware(AgentStreamStage.Input, swap_messages)
+    agent.add_middleware(ExecuteToolStage.Input, swap_signal)
 
 
 def a_typo_inside_a_hook_lambda_is_reported() -> None:

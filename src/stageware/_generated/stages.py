@@ -92,8 +92,8 @@ AgentStreamStage: Final[
     result_type=AgentStreamResult,
     result_event=EventLoopStopEvent,
 )
-"""Wraps one agent pass: the model call, the tool calls it leads to, and the history updates in
-between. Internal: its input contract is not final.
+"""Wraps one agent pass: the pass's input entering the history, the model call, the tool calls
+it leads to, and the history updates in between. Internal, as in Strands.
 """
 
 AgentStreamNext: TypeAlias = NextFn[AgentStreamContext, AgentStreamEvent]
