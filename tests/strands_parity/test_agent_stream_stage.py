@@ -63,9 +63,9 @@ from stageware import (
     ToolUse,
     tool,
 )
+from tests.host.agent_helpers import PlainTool
 
 from .support import (
-    StreamTool,
     answer,
     approve,
     assistant,
@@ -849,7 +849,7 @@ async def test_agent_stream_interrupt_reports_all_unanswered_interrupts() -> Non
     ) -> AsyncIterator[ExecuteToolEvent]:
         yield ToolInterruptEvent(tool_use, tool_interrupts)
 
-    multi_tool = StreamTool("multi_tool", multi_stream)
+    multi_tool = PlainTool("multi_tool", multi_stream)
     agent = Agent(ScriptedModel([tool_turn("multi_tool", {}, "t1"), "done"]), tools=[multi_tool])
     raise_stream_gate: list[bool] = []
 
