@@ -3,6 +3,7 @@ the response lifetime; the refusal of an interrupt after the stop event."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -317,6 +318,42 @@ async def test_a_call_that_finished_before_the_interrupt_is_not_run_again() -> N
     assert [result_text(r) for r in tool_results(agent.messages[2])] == ["echo: first", "x: ok"]
 
 
+@pytest.mark.anyio
+async def test_a_tool_that_swallows_its_own_interrupt_still_stops_the_run() -> None:
+    done: list[str] = []
+
+    @tool
+    def refund(amount: int, context: ToolContext) -> str:
+        """Refund an amount, with a human's approval.
+
+        Args:
+            amount: How much.
+        """
+        try:
+            approval = context.interrupt("refund", reason=f"refund {amount}?")
+        except Exception:  # the mistake: InterruptException is an Exception
+            approval = "assumed"
+        done.append(f"refunded {amount} ({approval})")
+        return "refunded"
+
+    model = ScriptedModel([calls(("refund", {"amount": 5}, "t1")), "done"])
+    agent = Agent(model, tools=[refund])
+
+    with pytest.warns(SwallowedInterruptWarning, match="the tool 'refund'"):
+        first = await agent.invoke_async("go")
+
+    expected_id = tool_call_interrupt_id("t1", "refund")
+    assert first.stop_reason == "interrupt"
+    assert [i.id for i in first.interrupts] == [expected_id]
+    # The tool's body went on, but its result never reached the history or the model.
+    assert [m["role"] for m in agent.messages] == ["user", "assistant"]
+    assert len(model.requests) == 1
+    second = await agent.invoke_async(answer((expected_id, "approved")))
+    assert second.text == "done"
+    assert done == ["refunded 5 (assumed)", "refunded 5 (approved)"]
+    assert [result_text(r) for r in tool_results(agent.messages[2])] == ["refunded"]
+
+
 # -- Hook interrupts ---------------------------------------------------------------------
 
 
@@ -349,6 +386,30 @@ async def test_a_before_tool_call_hook_interrupt_gates_the_call() -> None:
     assert second.text == "done"
     assert answers == ["go ahead"]
     assert chain_runs == ["run"]
+    assert tools.runs == ["echo:rm -rf"]
+
+
+@pytest.mark.anyio
+async def test_a_before_tool_call_hook_that_swallows_its_interrupt_still_gates_the_call() -> None:
+    tools = Tools()
+    model = ScriptedModel([calls(("echo", {"text": "rm -rf"}, "t1")), "done"])
+    agent = Agent(model, tools=[tools.echo])
+
+    def ask(event: BeforeToolCallEvent) -> None:
+        with contextlib.suppress(InterruptException):  # the mistake
+            event.interrupt("danger", reason="risky input")
+
+    agent.add_hook(ask, BeforeToolCallEvent)
+    with pytest.warns(SwallowedInterruptWarning, match="BeforeToolCallEvent hook"):
+        first = await agent.invoke_async("go")
+
+    expected_id = before_tool_call_interrupt_id("t1", "danger")
+    assert first.stop_reason == "interrupt"
+    assert [i.id for i in first.interrupts] == [expected_id]
+    assert tools.runs == []
+
+    second = await agent.invoke_async(answer((expected_id, "go ahead")))
+    assert second.text == "done"
     assert tools.runs == ["echo:rm -rf"]
 
 

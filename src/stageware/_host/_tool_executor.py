@@ -47,7 +47,7 @@ from stageware._generated.events import (
 )
 from stageware._generated.payloads import ToolResult, ToolUse
 from stageware._generated.stages import ExecuteToolStage
-from stageware._runtime import Interrupt, InterruptException, close_all
+from stageware._runtime import CallInterrupts, Interrupt, InterruptException, close_all
 
 from ._core import AgentCore, PassState
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
@@ -177,17 +177,26 @@ class ToolExecutor:
                 round_.skipped[tool_use_id] = skipped
                 await send.send(ToolResultEvent(tool_result=skipped))
                 return
+            asked = CallInterrupts(core.interrupts.answered())
             before = BeforeToolCallEvent(
                 agent=core.handle,
                 selected_tool=core.tools.get(tool_use["name"]),
                 tool_use=tool_use,
                 invocation_state=invocation_state,
-                _interrupts=core.interrupts.answered(),
+                _interrupts=asked,
             )
             try:
                 await core.hooks.fire(before)
             except InterruptException as raised:
                 await self._halt(tool_use, [raised.interrupt], round_, send)
+                return
+            except Exception:
+                if asked.raised is None:
+                    raise
+                # The hook caught its interrupt and failed otherwise: a human still decides.
+            if asked.raised is not None:
+                swallowed = asked.swallowed("a BeforeToolCallEvent hook")
+                await self._halt(tool_use, [swallowed.interrupt], round_, send)
                 return
             if before.cancel_tool is not False:
                 await self._cancel(before, round_, send)
@@ -326,22 +335,31 @@ class ToolExecutor:
                 )
             )
             return
+        asked = CallInterrupts(core.interrupts.answered())
         tool_context = ToolContext(
             agent=core.handle,
             tool_use=tool_use,
             invocation_state=context.invocation_state,
             cancel_signal=core.cancel,
-            interrupts=core.interrupts.answered(),
+            interrupts=asked,
         )
         events = context.tool.stream(tool_use, tool_context)
-        answered = False
+        answered = halted = False
         try:
             async for event in events:
+                halted = halted or isinstance(event, ToolInterruptEvent)
+                if asked.raised is not None and not halted:
+                    # The tool caught its own interrupt and went on (reporting it as a
+                    # ToolInterruptEvent is not going on): nothing it does after that
+                    # reaches the chain, and the run still stops for the human.
+                    raise asked.swallowed(f"the tool {tool_use['name']!r}")
                 answered = answered or isinstance(event, ToolResultEvent | ToolInterruptEvent)
                 yield event
         except InterruptException:
             raise
         except Exception as error:
+            if asked.raised is not None and not halted:
+                raise asked.swallowed(f"the tool {tool_use['name']!r}") from None
             # Middleware always observes a result, not a raised exception.
             logger.exception(
                 "tool call %s (%r): the tool raised; the model receives an error result",
@@ -355,6 +373,8 @@ class ToolExecutor:
         finally:
             # Closed here, in this task, not whenever the garbage collector gets to it.
             await close_all([events])
+        if asked.raised is not None and not halted:
+            raise asked.swallowed(f"the tool {tool_use['name']!r}")
         if not answered:
             # A result, so middleware observes one and the model learns the call failed.
             silent = RuntimeError(f"the tool {tool_use['name']!r} finished without a result")

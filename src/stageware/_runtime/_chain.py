@@ -174,7 +174,7 @@ async def _run(
         if outputs:
             async for event in events:
                 if record is not None and record.raised is not None:
-                    raise record.swallowed(repr(stage))
+                    raise record.swallowed(f"{stage!r} middleware")
                 if isinstance(event, result_event):
                     held = event  # Replaces an earlier result, which is never passed on.
                     continue
@@ -187,18 +187,18 @@ async def _run(
         else:
             async for event in events:
                 if record.raised is not None:
-                    raise record.swallowed(repr(stage))
+                    raise record.swallowed(f"{stage!r} middleware")
                 yield event
     except Exception as error:
         if record is not None and record.raised is not None and error is not record.raised:
             # The interrupt was caught and turned into another error: a human still decides.
-            raise record.swallowed(repr(stage)) from None
+            raise record.swallowed(f"{stage!r} middleware") from None
         raise
     finally:
         if not _all_finished(events, opened):
             await close_all([events, *opened])  # Inner first: last opened first, then events.
     if record is not None and record.raised is not None:
-        raise record.swallowed(repr(stage))
+        raise record.swallowed(f"{stage!r} middleware")
     if not outputs:
         return
     if held is None:
@@ -244,7 +244,7 @@ def _terminal_layer(stage: MiddlewareStage[Any, Any, Any], terminal: Chain[C, E]
     def call_terminal(context: C) -> AsyncGenerator[E, None]:
         record = call_interrupts(context)
         if record is not None and record.raised is not None:
-            raise record.swallowed(repr(stage))
+            raise record.swallowed(f"{stage!r} middleware")
         events = terminal(context)
         if type(events) is AsyncGeneratorType:
             return cast("AsyncGenerator[E, None]", events)

@@ -89,10 +89,12 @@ class MiddlewareInterruptResult:
 
 
 class SwallowedInterruptWarning(RuntimeWarning):
-    """A middleware caught the ``InterruptException`` that ``context.interrupt()`` raised.
+    """Code caught the ``InterruptException`` that ``interrupt()`` raised, and went on.
 
-    The stage call is stopped anyway and the original interrupt re-raised to the host, so
-    the run still waits for a human; the warning is there to get the handler fixed.
+    A middleware around ``context.interrupt()``, or, in the reference host, a tool around
+    ``ToolContext.interrupt()`` or a hook around ``BeforeToolCallEvent.interrupt()``. The
+    call is stopped anyway and the original interrupt re-raised to the host, so the run
+    still waits for a human; the warning is there to get the code fixed.
     """
 
 
@@ -129,11 +131,13 @@ class CallInterrupts(Mapping[str, Interrupt]):
     def __repr__(self) -> str:
         return f"CallInterrupts({self._answers!r}, raised={self.raised!r})"
 
-    def swallowed(self, stage: str) -> InterruptException:
+    def swallowed(self, catcher: str) -> InterruptException:
         """Return the interrupt this call raised, warning (once per call) that it was caught.
 
-        The chain calls this when the call went on after ``raised`` was set: the caller
-        raises the result, so the original exception reaches the host.
+        Whoever runs the call (the chain, or a host around a tool or a hook) calls this
+        when the call went on after ``raised`` was set, and raises the result, so the
+        original exception reaches the host. *catcher* names what caught it
+        (``"ExecuteToolStage middleware"``, ``"the tool 'refund'"``).
         """
         raised = self.raised
         assert raised is not None, "only a call that raised an interrupt can have swallowed it"
@@ -141,12 +145,11 @@ class CallInterrupts(Mapping[str, Interrupt]):
             self._warned = True
             interrupt = raised.interrupt
             warnings.warn(
-                f"interrupt {interrupt.name!r} ({interrupt.id}) was raised by "
-                f"context.interrupt() and then caught by {stage} middleware, which went on "
-                "without it: a handler catches InterruptException (often through a broad "
-                "`except Exception` around interrupt() or next_fn) and does not re-raise it. "
-                f"The {stage} call was stopped and the interrupt re-raised, so the run still "
-                "waits for a human; re-raise InterruptException in that handler.",
+                f"interrupt {interrupt.name!r} ({interrupt.id}) was raised by interrupt() and "
+                f"then caught by {catcher}, which went on without it: the code catches "
+                "InterruptException (often through a broad `except Exception`) and does not "
+                "re-raise it. The call was stopped and the interrupt re-raised, so the run "
+                "still waits for a human; re-raise InterruptException there.",
                 SwallowedInterruptWarning,
                 stacklevel=3,
             )
