@@ -41,6 +41,7 @@ TEMPLATE_IMPORTS: Final[Mapping[str, frozenset[str]]] = {
         {
             "AsyncInputHandler",
             "AsyncOutputHandler",
+            "CallInterrupts",
             "InputHandler",
             "Interrupt",
             "MiddlewareInterruptResult",

@@ -101,14 +101,13 @@ def _context_view(
         module.imports.add("collections.abc", "Mapping")
         module.imports.add("typing", "Any")
         module.runtime(
+            "CallInterrupts",
             "Interrupt",
             "MiddlewareInterruptResult",
             "interrupt_name_hash",
             "resolve_middleware_interrupt",
         )
-        host_args.append(
-            {"name": "_interrupts", "value": "{} if interrupts is None else dict(interrupts)"}
-        )
+        host_args.append({"name": "_interrupts", "value": "CallInterrupts(interrupts)"})
         replace_args.append({"name": "_interrupts", "value": "self._interrupts"})
     return {
         "name": name,

@@ -74,8 +74,6 @@ def stages_view(schema: _ir.Schema) -> dict[str, Any]:
                 "name": repr(stage.name),
                 "result_type": names.result,
                 "result_event": stage.result,
-                "internal": repr(stage.internal),
-                "doc": repr(stage.doc),
                 "docstring": docstring(stage.doc),
                 "aliases": [(alias.name, alias.target, alias.doc) for alias in names.aliases()],
             }
