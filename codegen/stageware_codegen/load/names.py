@@ -15,7 +15,7 @@ import keyword
 import re
 from typing import Final
 
-from .reserved import DATAMODEL_IMPORTS, TEMPLATE_IMPORTS, reserved_origin
+from .reserved import DATAMODEL_IMPORTS, RESERVED, TEMPLATE_IMPORTS
 
 __all__ = [
     "BUILTIN_TYPE_NAMES",
@@ -127,7 +127,7 @@ def reserved_type_problem(
         shown: How to name *name* in the message (default: the name, quoted).
     """
     shown = repr(name) if shown is None else shown
-    origin = reserved_origin(name)
+    origin = RESERVED.get(name)
     if origin is not None and not _imports_exactly(name, same_as):
         return f"{shown} is reserved: the generated code {origin}"
     if name in BUILTIN_TYPE_NAMES:

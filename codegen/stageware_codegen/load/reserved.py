@@ -27,7 +27,6 @@ __all__ = [
     "RUNTIME_MODULE",
     "TEMPLATE_DEFINITIONS",
     "TEMPLATE_IMPORTS",
-    "reserved_origin",
 ]
 
 RUNTIME_MODULE: Final = "stageware.runtime"
@@ -117,8 +116,3 @@ def _origins() -> dict[str, str]:
 
 RESERVED: Final[Mapping[str, str]] = _origins()
 """Every reserved name, and what the generated code does with it (for messages)."""
-
-
-def reserved_origin(name: str) -> str | None:
-    """What generated code does with *name* (``imports it from typing``), or None."""
-    return RESERVED.get(name)
