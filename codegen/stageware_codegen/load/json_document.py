@@ -145,8 +145,8 @@ class _Scanner:
             raise _Malformed
         line = self.line(offset)
         key, offset = _string(self._text, offset)
-        self._budget.spend(len(key), values=0)
         path = (*container.path, key)
+        self._spend(path, offset, len(key), values=0)
         problem = not_text(key)
         if problem is not None:
             self.errors.add(container.path, problem, line=line)
@@ -159,8 +159,9 @@ class _Scanner:
             self.lines[path] = line
         return self._expect(offset, ":"), path
 
-    def _spend(self, path: DocPath, offset: int, text: int) -> None:
-        passed = self._budget.spend(text)
+    def _spend(self, path: DocPath, offset: int, length: int, values: int = 1) -> None:
+        """Count *values* holding *length* characters; stop the scan past a limit."""
+        passed = self._budget.spend(length, values)
         if passed is not None:
             self.errors.add(path, f"the document has more than {passed}", line=self.line(offset))
             raise _Malformed
