@@ -15,14 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._errors import OutputError
 from ._project import is_configured, project_root, regenerate_command, relative_path
 from .load.schema import load_schema
 from .render.package import DatamodelAnswers, render_package
 from .resolve.schema import resolve_schema
-from .write.banner import banner, generated_files
+from .write.banner import banner
 from .write.cache import load_cache, record_of, save_cache
-from .write.diff import diff_output
+from .write.diff import checked_in, surface_changes, unified_diff
 from .write.files import WriteReport, finish_interrupted, open_output
 from .write.ownership import check_owner, schema_from_output
 from .write.staging import Staging
@@ -113,11 +112,16 @@ def generate(
 class CheckReport:
     """Result of :func:`check`: ``diff`` is empty when the output is up to date.
 
-    ``recovered`` names the modules of a write left unfinished by a dead process, which
-    the check finished first; it is empty if there was none.
+    Attributes:
+        diff: A unified diff from the checked-in package to the fresh one.
+        changes: What changed in the typed surface, one line each, for instance
+            ``InvokeModelContext: field added: budget (int)``; the handlers to revisit.
+        recovered: The modules of a write left unfinished by a dead process, which the
+            check finished first; empty if there was none.
     """
 
     diff: str
+    changes: tuple[str, ...] = ()
     recovered: tuple[str, ...] = ()
 
     @property
@@ -141,13 +145,12 @@ def check(schema: Path, output: Path, *, project_root: Path | None = None) -> Ch
     recovered = finish_interrupted(output)
     cache = load_cache(output)
     texts = _texts(run, DatamodelAnswers(cache.datamodel))
-    try:
-        current = generated_files(output)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OutputError(f"cannot read {output}: {exc}") from None
+    current = checked_in(output)
     with tempfile.TemporaryDirectory(prefix="stageware-") as directory:
         staging = Staging(Path(directory))
         files = staging.finish(texts, cache.formatted(texts, current))
         if not cache.imported(files):
             staging.check_imports(files)
-    return CheckReport(diff_output(output, files, relative_path(output, Path.cwd())), recovered)
+    diff = unified_diff(current, files, relative_path(output, Path.cwd()))
+    changes = tuple(surface_changes(current, files)) if diff else ()
+    return CheckReport(diff, changes, recovered)

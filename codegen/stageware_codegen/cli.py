@@ -161,6 +161,8 @@ def _run_check(args: argparse.Namespace) -> int:
     if report.up_to_date:
         print(f"{shown} is up to date")
         return EXIT_OK
+    if report.changes:
+        print(*report.changes, sep="\n", end="\n\n")
     sys.stdout.write(report.diff)
     print(f"{shown} is stale: run `{_generate_command(args)}`", file=sys.stderr)
     return EXIT_STALE

@@ -361,9 +361,35 @@ CASES: dict[str, Case] = {
         + "".join(
             f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 10)}]\n" for level in range(1, 7)
         ),
-        "a0: &a0",
+        "a4: &a4",
+        "a4[7]",
+        "the document expands to more than 100000 values once YAML aliases are resolved: "
+        "alias *a3 (anchored on line 7) crosses the limit",
+    ),
+    "long_doc_repeated_through_aliases": Case(
+        "events:\n",
+        "events:\n  Huge:\n    doc: &long "
+        + "x" * 1_000_000
+        + "\n    fields:\n"
+        + "".join(f"      f{number}: {{type: str, doc: *long}}\n" for number in range(60)),
+        "f2: {type: str",
+        "events.Huge.fields.f2.doc",
+        "the document expands to more than 4000000 characters of text once YAML aliases are "
+        "resolved: alias *long (anchored on line 27) crosses the limit",
+    ),
+    "control_character": Case(
+        "doc: Why the model stopped.}",
+        "doc: 'Why the \x07model stopped.'}",
+        "Why the \x07model",
         "",
-        "the document expands to more than 100000 values",
+        "character U+0007 at column 53 is not allowed in YAML",
+    ),
+    "integer_with_too_many_digits": Case(
+        "        default: 0\n",
+        "        default: " + "1" * 5000 + "\n",
+        "default: 1111",
+        "stages.InvokeModel.context.dynamic_trailing_blocks.default",
+        "the integer has too many digits",
     ),
     "deep_nesting": Case(
         "version: 1\n",
@@ -520,7 +546,7 @@ def test_a_payload_name_the_generator_reserves_is_reported_in_its_file(
     assert "Traceback" not in result.err
     assert result.err.splitlines() == [
         f"schema/payloads/converse.schema.json:{line}: $defs.Final: "
-        "'Final' is reserved: the generated code defines or imports it"
+        "'Final' is reserved: the generated code imports it from typing"
     ]
     assert project.snapshot() == before
 

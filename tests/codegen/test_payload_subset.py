@@ -113,6 +113,26 @@ CASES: dict[str, Case] = {
         "'LoopA' is defined as itself: LoopA -> LoopB -> LoopA",
         after='"LoopA": {',
     ),
+    "empty_property_name": Case(
+        lambda defs: defs["Usage"]["properties"].update({"": {"type": "integer"}}),
+        '"": {',
+        "$defs.Usage.properties['']",
+        "a property name may not be empty",
+        after='"Usage": {',
+    ),
+    "property_hides_a_type": Case(
+        # MessageStopEvent is reached from a hook payload, so it becomes a pydantic model
+        # too, where a field `StopReason` would hide the type of `stopReason` from mypy.
+        lambda defs: defs["MessageStopEvent"].update(
+            properties={"StopReason": {"type": "string"}, **defs["MessageStopEvent"]["properties"]},
+            required=["StopReason", "stopReason"],
+        ),
+        '"StopReason": {',
+        "$defs.MessageStopEvent.properties.StopReason",
+        "property 'StopReason' hides the type 'StopReason' that property 'stopReason' uses "
+        "in the pydantic model generated for the hook events",
+        after='"MessageStopEvent": {',
+    ),
 }
 
 

@@ -10,7 +10,8 @@ import pytest
 from stageware_codegen import InvalidSchemaError
 from stageware_codegen.load.diagnostics import did_you_mean, format_path
 from stageware_codegen.load.docs import check_doc
-from stageware_codegen.load.documents import load_json, load_yaml
+from stageware_codegen.load.json_document import load_json
+from stageware_codegen.load.yaml_document import load_yaml
 from stageware_codegen.render.docstrings import docstring
 from stageware_codegen.resolve.defaults import fits
 from stageware_codegen.resolve.hook_payload_types import to_json_schema

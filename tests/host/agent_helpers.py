@@ -8,7 +8,7 @@ formula rather than taken from the host's own helper.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from stageware import (
@@ -125,10 +125,14 @@ async def collect(
     return events, results[0]
 
 
+ToolBody = Callable[[ToolUse, ToolContext], AsyncIterator[ExecuteToolEvent]]
+"""What a ``PlainTool`` runs: its ``stream`` method, given as a function."""
+
+
 class PlainTool:
     """A hand-written ``AgentTool`` (not ``@tool``), whose ``stream`` is given as a function."""
 
-    def __init__(self, name: str, body: Any) -> None:
+    def __init__(self, name: str, body: ToolBody) -> None:
         self._name = name
         self._body = body
         self.calls: list[ToolUse] = []

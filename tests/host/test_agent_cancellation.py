@@ -100,14 +100,69 @@ async def test_a_tool_sees_the_cancel_and_the_run_stops_after_its_round() -> Non
 
 
 @pytest.mark.anyio
-async def test_cancel_without_a_running_invocation_does_nothing() -> None:
+async def test_a_cancel_between_invocations_cancels_the_next_one_only() -> None:
     model = ScriptedModel(["fine"])
     agent = Agent(model)
 
     agent.cancel()
-    result = await agent.invoke_async("hi")
+    cancelled = await agent.invoke_async("hi")
+
+    assert cancelled.stop_reason == "cancelled"
+    assert model.requests == []
+    assert agent.messages == [{"role": "user", "content": [{"text": "hi"}]}]
+
+    # Cleared when that invocation finished: the one after runs.
+    result = await agent.invoke_async("again")
 
     assert result.stop_reason == "end_turn"
+    assert result.text == "fine"
+
+
+@pytest.mark.anyio
+async def test_a_cancel_after_a_finished_invocation_cancels_the_next_one() -> None:
+    model = ScriptedModel(["first", "never"])
+    agent = Agent(model)
+    first = await agent.invoke_async("one")
+    assert first.text == "first"
+
+    agent.cancel()
+    second = await agent.invoke_async("two")
+
+    assert second.stop_reason == "cancelled"
+    assert len(model.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_a_cancel_that_ended_an_invocation_does_not_reach_the_next_one() -> None:
+    model = ScriptedModel(["never", "second"])
+    agent = Agent(model)
+    cancel_once = [True]
+
+    def cancel(event: BeforeInvocationEvent) -> None:
+        if cancel_once:
+            cancel_once.clear()
+            agent.cancel()
+
+    agent.add_hook(cancel, BeforeInvocationEvent)
+    assert (await agent.invoke_async("one")).stop_reason == "cancelled"
+
+    second = await agent.invoke_async("two")
+
+    assert second.stop_reason == "end_turn"
+    assert second.text == "never"
+
+
+def test_a_cancel_from_another_thread_between_sync_calls_cancels_the_next_call() -> None:
+    model = ScriptedModel(["first", "never"])
+    agent = Agent(model)
+    assert agent("one").text == "first"
+
+    thread = threading.Thread(target=agent.cancel)
+    thread.start()
+    thread.join(GUARD)
+
+    assert agent("two").stop_reason == "cancelled"
+    assert len(model.requests) == 1
 
 
 @pytest.mark.anyio

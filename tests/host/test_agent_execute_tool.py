@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
 
 from stageware import (
     AfterToolCallEvent,
     Agent,
+    AgentStreamContext,
+    AgentStreamEvent,
+    AgentStreamNext,
+    AgentStreamStage,
     AgentTool,
     BeforeToolCallEvent,
-    CancelToken,
     ExecuteToolContext,
     ExecuteToolEvent,
     ExecuteToolNext,
@@ -22,6 +25,7 @@ from stageware import (
     ExecuteToolStage,
     ScriptedModel,
     ToolContext,
+    ToolResult,
     ToolResultEvent,
     ToolStreamEvent,
     ToolUse,
@@ -218,20 +222,6 @@ async def test_the_tool_receives_the_executor_signal_that_middleware_observes() 
     assert signals[0] is signals[1]
 
 
-@pytest.mark.anyio
-async def test_replacing_the_cancel_signal_is_a_clear_error_not_a_silent_no_op() -> None:
-    model = ScriptedModel([calls(("echo", {"text": "x"}, "t1")), "done"])
-    agent = Agent(model, tools=[echo])
-
-    def swap(ctx: ExecuteToolContext) -> ExecuteToolContext:
-        return dataclasses.replace(ctx, cancel_signal=CancelToken())
-
-    agent.add_middleware(ExecuteToolStage.Input, swap)
-
-    with pytest.raises(RuntimeError, match="cancel_signal"):
-        await agent.invoke_async("go")
-
-
 def test_the_typed_replace_cannot_set_the_cancel_signal() -> None:
     assert "cancel_signal" not in inspect.signature(ExecuteToolContext.replace).parameters
 
@@ -333,3 +323,168 @@ async def test_middleware_can_supply_the_tool_for_an_unknown_name() -> None:
     assert tool_results(agent.messages[2]) == [
         {"toolUseId": "t1", "status": "success", "content": [{"text": "echo: old"}]}
     ]
+
+
+@pytest.mark.anyio
+async def test_a_malformed_result_from_middleware_reaches_the_model_as_an_error_naming_where() -> (
+    None
+):
+    model = ScriptedModel([calls(("echo", {"text": "x"}, "t1")), "done"])
+    agent = Agent(model, tools=[echo])
+
+    def break_it(result: ExecuteToolResult) -> ExecuteToolResult:
+        broken: Any = {**result.result.tool_result, "content": [{"text": 5}]}
+        return result.replace(result=ToolResultEvent(tool_result=broken))
+
+    agent.add_middleware(ExecuteToolStage.Output, break_it)
+    await agent.invoke_async("go")
+
+    [tool_result] = tool_results(agent.messages[2])
+    assert tool_result["status"] == "error"
+    assert "invalid ToolResult (content[0].text: Input should be a valid string)" in result_text(
+        tool_result
+    )
+
+
+# -- The stream carries each call's final result -------------------------------------------
+
+
+def _streamed_results(events: list[AgentStreamEvent]) -> list[ToolResult]:
+    return [e.tool_result for e in events if isinstance(e, ToolResultEvent)]
+
+
+@pytest.mark.anyio
+async def test_the_stream_carries_the_result_an_after_tool_hook_rewrote() -> None:
+    model = ScriptedModel([calls(("echo", {"text": "secret"}, "t1")), "done"])
+    agent = Agent(model, tools=[echo])
+
+    def redact(event: AfterToolCallEvent) -> None:
+        event.result = {**event.result, "content": [{"text": "[redacted]"}]}
+
+    agent.add_hook(redact, AfterToolCallEvent)
+    events, _ = await collect(agent, "go")
+
+    final = {"toolUseId": "t1", "status": "success", "content": [{"text": "[redacted]"}]}
+    assert _streamed_results(events) == [final]
+    assert tool_results(agent.messages[2]) == [final]
+    assert "echo: secret" not in repr(events)
+
+
+@pytest.mark.anyio
+async def test_a_hook_retry_streams_only_the_final_attempt() -> None:
+    attempts: list[int] = []
+
+    @tool
+    def flaky() -> str:
+        """Fail the first time."""
+        attempts.append(len(attempts) + 1)
+        return f"attempt {len(attempts)}"
+
+    model = ScriptedModel([calls(("flaky", {}, "t1")), "done"])
+    agent = Agent(model, tools=[flaky])
+
+    def retry_first(event: AfterToolCallEvent) -> None:
+        event.retry = result_text(event.result) == "attempt 1"
+
+    agent.add_hook(retry_first, AfterToolCallEvent)
+    events, _ = await collect(agent, "go")
+
+    assert attempts == [1, 2]
+    assert [result_text(r) for r in _streamed_results(events)] == ["attempt 2"]
+
+
+@pytest.mark.anyio
+async def test_a_middleware_retry_streams_only_the_result_the_chain_ends_with() -> None:
+    attempts: list[int] = []
+
+    @tool
+    def flaky() -> str:
+        """Count the attempts."""
+        attempts.append(len(attempts) + 1)
+        return f"attempt {len(attempts)}"
+
+    model = ScriptedModel([calls(("flaky", {}, "t1")), "done"])
+    agent = Agent(model, tools=[flaky])
+
+    async def retry_once(
+        ctx: ExecuteToolContext, next_fn: ExecuteToolNext
+    ) -> AsyncIterator[ExecuteToolEvent]:
+        for _ in range(2):  # forwards both attempts; the last result is the chain's
+            async for event in next_fn(ctx):
+                yield event
+
+    agent.add_middleware(ExecuteToolStage, retry_once)
+    events, _ = await collect(agent, "go")
+
+    assert attempts == [1, 2]
+    assert [result_text(r) for r in _streamed_results(events)] == ["attempt 2"]
+    assert result_text(tool_results(agent.messages[2])[0]) == "attempt 2"
+
+
+@pytest.mark.anyio
+async def test_agent_stream_middleware_sees_the_final_tool_result_once() -> None:
+    model = ScriptedModel([calls(("echo", {"text": "x"}, "t1")), "done"])
+    agent = Agent(model, tools=[echo])
+    seen: list[ToolResult] = []
+
+    async def watch(
+        ctx: AgentStreamContext, next_fn: AgentStreamNext
+    ) -> AsyncIterator[AgentStreamEvent]:
+        async for event in next_fn(ctx):
+            if isinstance(event, ToolResultEvent):
+                seen.append(event.tool_result)
+            yield event
+
+    def stamp(event: AfterToolCallEvent) -> None:
+        event.result = {**event.result, "content": [{"text": "stamped"}]}
+
+    agent.add_middleware(AgentStreamStage, watch)
+    agent.add_hook(stamp, AfterToolCallEvent)
+    await agent.invoke_async("go")
+
+    assert [result_text(r) for r in seen] == ["stamped"]
+
+
+@pytest.mark.anyio
+async def test_a_hook_cancelled_call_streams_the_result_the_after_hook_left() -> None:
+    model = ScriptedModel([calls(("echo", {"text": "x"}, "t1")), "done"])
+    agent = Agent(model, tools=[echo])
+
+    def cancel(event: BeforeToolCallEvent) -> None:
+        event.cancel_tool = "not today"
+
+    def explain(event: AfterToolCallEvent) -> None:
+        event.result = {**event.result, "content": [{"text": f"skipped: {event.cancel_message}"}]}
+
+    agent.add_hook(cancel, BeforeToolCallEvent)
+    agent.add_hook(explain, AfterToolCallEvent)
+    events, _ = await collect(agent, "go")
+
+    assert [result_text(r) for r in _streamed_results(events)] == ["skipped: not today"]
+    assert result_text(tool_results(agent.messages[2])[0]) == "skipped: not today"
+
+
+@pytest.mark.anyio
+async def test_tool_stream_events_stream_live_while_the_tool_runs() -> None:
+    seen_progress = anyio.Event()
+
+    @tool
+    async def slow() -> AsyncIterator[str]:
+        """Report progress, then wait until the caller has seen it."""
+        yield "halfway"
+        with anyio.fail_after(5):  # guards a hang: the progress was held back
+            await seen_progress.wait()
+        yield "finished"
+
+    model = ScriptedModel([calls(("slow", {}, "t1")), "done"])
+    agent = Agent(model, tools=[slow])
+    order: list[str] = []
+
+    async for event in agent.stream_async("go"):
+        if isinstance(event, ToolStreamEvent):
+            order.append(f"progress:{event.data}")
+            seen_progress.set()
+        elif isinstance(event, ToolResultEvent):
+            order.append("result")
+
+    assert order == ["progress:halfway", "progress:finished", "result"]

@@ -3,6 +3,7 @@ the response lifetime; the refusal of an interrupt after the stop event."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -28,6 +29,8 @@ from stageware import (
     ExecuteToolStage,
     Interrupt,
     InterruptException,
+    MemorySessionStore,
+    MessageAddedEvent,
     Messages,
     MiddlewareInterruptResult,
     ScriptedModel,
@@ -37,6 +40,7 @@ from stageware import (
     ToolResultMessageEvent,
     tool,
 )
+from stageware.runtime import SwallowedInterruptWarning
 
 from .agent_helpers import (
     agent_stream_interrupt_id,
@@ -46,6 +50,7 @@ from .agent_helpers import (
     collect,
     execute_tool_interrupt_id,
     result_text,
+    texts,
     tool_call_interrupt_id,
     tool_results,
 )
@@ -192,29 +197,35 @@ async def test_a_preemptive_response_skips_the_interrupt() -> None:
 
 
 @pytest.mark.anyio
-async def test_interrupt_only_reads_so_a_swallowed_interrupt_registers_nothing() -> None:
+async def test_a_swallowed_interrupt_still_stops_the_run_for_a_human() -> None:
+    # interrupt() registers nothing itself, but the chain remembers that it raised: the
+    # tool does not run, and the original interrupt reaches the executor, which registers it.
     tools = Tools()
     model = ScriptedModel([calls(("echo", {"text": "hi"}, "t1")), "done"])
     agent = Agent(model, tools=[tools.echo])
-    swallowed: list[Interrupt] = []
+    swallowed: list[InterruptException] = []
 
     def swallow(ctx: ExecuteToolContext) -> ExecuteToolContext:
         try:
             ctx.interrupt("approve")
         except InterruptException as raised:
-            swallowed.append(raised.interrupt)
+            swallowed.append(raised)
         return ctx
 
     agent.add_middleware(ExecuteToolStage.Input, swallow)
-    result = await agent.invoke_async("go")
+    with pytest.warns(SwallowedInterruptWarning, match="'approve'"):
+        result = await agent.invoke_async("go")
 
-    assert len(swallowed) == 1
+    [raised] = swallowed
+    assert result.stop_reason == "interrupt"
+    assert result.interrupts == [raised.interrupt]
+    assert agent.pending_interrupts == [raised.interrupt]
+    assert tools.runs == []
+    # Answered, the same gate resolves and the tool runs.
+    result = await agent.invoke_async(answer((raised.interrupt.id, "yes")))
     assert result.stop_reason == "end_turn"
-    assert result.interrupts == []
-    assert agent.pending_interrupts == []
-    # Not waiting for anything: a plain prompt is accepted.
-    agent.model = ScriptedModel(["fine"])
-    assert (await agent.invoke_async("next")).text == "fine"
+    assert tools.runs == ["echo:hi"]
+    assert len(swallowed) == 1
 
 
 # -- Tool interrupts ---------------------------------------------------------------------
@@ -307,6 +318,42 @@ async def test_a_call_that_finished_before_the_interrupt_is_not_run_again() -> N
     assert [result_text(r) for r in tool_results(agent.messages[2])] == ["echo: first", "x: ok"]
 
 
+@pytest.mark.anyio
+async def test_a_tool_that_swallows_its_own_interrupt_still_stops_the_run() -> None:
+    done: list[str] = []
+
+    @tool
+    def refund(amount: int, context: ToolContext) -> str:
+        """Refund an amount, with a human's approval.
+
+        Args:
+            amount: How much.
+        """
+        try:
+            approval = context.interrupt("refund", reason=f"refund {amount}?")
+        except Exception:  # the mistake: InterruptException is an Exception
+            approval = "assumed"
+        done.append(f"refunded {amount} ({approval})")
+        return "refunded"
+
+    model = ScriptedModel([calls(("refund", {"amount": 5}, "t1")), "done"])
+    agent = Agent(model, tools=[refund])
+
+    with pytest.warns(SwallowedInterruptWarning, match="the tool 'refund'"):
+        first = await agent.invoke_async("go")
+
+    expected_id = tool_call_interrupt_id("t1", "refund")
+    assert first.stop_reason == "interrupt"
+    assert [i.id for i in first.interrupts] == [expected_id]
+    # The tool's body went on, but its result never reached the history or the model.
+    assert [m["role"] for m in agent.messages] == ["user", "assistant"]
+    assert len(model.requests) == 1
+    second = await agent.invoke_async(answer((expected_id, "approved")))
+    assert second.text == "done"
+    assert done == ["refunded 5 (assumed)", "refunded 5 (approved)"]
+    assert [result_text(r) for r in tool_results(agent.messages[2])] == ["refunded"]
+
+
 # -- Hook interrupts ---------------------------------------------------------------------
 
 
@@ -342,6 +389,30 @@ async def test_a_before_tool_call_hook_interrupt_gates_the_call() -> None:
     assert tools.runs == ["echo:rm -rf"]
 
 
+@pytest.mark.anyio
+async def test_a_before_tool_call_hook_that_swallows_its_interrupt_still_gates_the_call() -> None:
+    tools = Tools()
+    model = ScriptedModel([calls(("echo", {"text": "rm -rf"}, "t1")), "done"])
+    agent = Agent(model, tools=[tools.echo])
+
+    def ask(event: BeforeToolCallEvent) -> None:
+        with contextlib.suppress(InterruptException):  # the mistake
+            event.interrupt("danger", reason="risky input")
+
+    agent.add_hook(ask, BeforeToolCallEvent)
+    with pytest.warns(SwallowedInterruptWarning, match="BeforeToolCallEvent hook"):
+        first = await agent.invoke_async("go")
+
+    expected_id = before_tool_call_interrupt_id("t1", "danger")
+    assert first.stop_reason == "interrupt"
+    assert [i.id for i in first.interrupts] == [expected_id]
+    assert tools.runs == []
+
+    second = await agent.invoke_async(answer((expected_id, "go ahead")))
+    assert second.text == "done"
+    assert tools.runs == ["echo:rm -rf"]
+
+
 # -- Agent-stream interrupts -------------------------------------------------------------
 
 
@@ -354,6 +425,9 @@ async def test_an_agent_stream_interrupt_stops_the_pass_before_the_model_and_res
     agent.add_middleware(AgentStreamStage, _agent_stream_gate(asked))
     agent.add_hook(lambda e: resume_inputs.append(list(e.messages)), BeforeInvocationEvent)
 
+    added: list[str] = []
+    agent.add_hook(lambda e: added.append(e.message["role"]), MessageAddedEvent)
+
     first = await agent.invoke_async("buy it")
 
     expected = Interrupt(
@@ -363,7 +437,10 @@ async def test_an_agent_stream_interrupt_stops_the_pass_before_the_model_and_res
     assert first.interrupts == [expected]
     assert agent.pending_interrupts == [expected]
     assert model.requests == []
-    assert agent.messages == [{"role": "user", "content": [{"text": "buy it"}]}]
+    # The gate stopped the pass in front of the terminal: the input waits for the resume.
+    assert agent.messages == []
+    assert added == []
+    assert first.message == {"role": "assistant", "content": [{"text": "Interrupted"}]}
 
     second = await agent.invoke_async(answer((expected.id, "approved")))
 
@@ -371,9 +448,125 @@ async def test_an_agent_stream_interrupt_stops_the_pass_before_the_model_and_res
     assert second.text == "spent"
     assert asked == ["asked", "approved"]
     assert len(model.requests) == 1
+    assert texts(model.requests[0].messages[0]) == ["buy it"]
     assert [m["role"] for m in agent.messages] == ["user", "assistant"]
-    assert resume_inputs[1] == []
+    assert added == ["user", "assistant"]
+    # The resume carries the input the gate held back, and nothing else.
+    assert resume_inputs == [
+        [{"role": "user", "content": [{"text": "buy it"}]}],
+        [{"role": "user", "content": [{"text": "buy it"}]}],
+    ]
     assert agent.pending_interrupts == []
+
+
+@pytest.mark.anyio
+async def test_a_gate_stops_with_the_last_message_of_the_history() -> None:
+    model = ScriptedModel(["first answer", "second answer"])
+    agent = Agent(model)
+    asked: list[Any] = []
+    armed: list[bool] = []
+
+    async def gate(
+        ctx: AgentStreamContext, next_fn: AgentStreamNext
+    ) -> AsyncIterator[AgentStreamEvent]:
+        if armed:
+            async for event in _agent_stream_gate(asked)(ctx, next_fn):
+                yield event
+        else:
+            async for event in next_fn(ctx):
+                yield event
+
+    agent.add_middleware(AgentStreamStage, gate)
+    await agent.invoke_async("one")
+    armed.append(True)
+
+    stopped = await agent.invoke_async("two")
+
+    assert stopped.stop_reason == "interrupt"
+    assert stopped.message is agent.messages[-1]
+    assert texts(stopped.message) == ["first answer"]
+    assert [texts(m) for m in agent.messages] == [["one"], ["first answer"]]
+
+    done = await agent.invoke_async(answer((stopped.interrupts[0].id, "ok")))
+
+    assert done.text == "second answer"
+    assert [texts(m) for m in agent.messages] == [
+        ["one"],
+        ["first answer"],
+        ["two"],
+        ["second answer"],
+    ]
+
+
+@pytest.mark.anyio
+async def test_two_gates_in_a_row_keep_the_input_until_the_pass_runs() -> None:
+    model = ScriptedModel(["bought"])
+    agent = Agent(model)
+    asked: list[Any] = []
+    agent.add_middleware(AgentStreamStage, _agent_stream_gate(asked, name="budget"))
+    agent.add_middleware(AgentStreamStage, _agent_stream_gate(asked, name="legal"))
+
+    first = await agent.invoke_async("buy the company")
+    second = await agent.invoke_async(answer((first.interrupts[0].id, "fine")))
+
+    assert [i.id for i in second.interrupts] == [agent_stream_interrupt_id("legal")]
+    assert agent.messages == []
+
+    third = await agent.invoke_async(answer((second.interrupts[0].id, "also fine")))
+
+    assert third.text == "bought"
+    assert asked == ["asked", "fine", "asked", "fine", "also fine"]
+    assert [texts(m) for m in agent.messages] == [["buy the company"], ["bought"]]
+
+
+@pytest.mark.anyio
+async def test_the_input_a_gate_held_back_survives_a_restart() -> None:
+    store = MemorySessionStore()
+    gate = _agent_stream_gate([])
+    before = Agent(ScriptedModel([]), session_store=store, session_id="s")
+    before.add_middleware(AgentStreamStage, gate)
+    stopped = await before.invoke_async("transfer 100")
+    assert stopped.stop_reason == "interrupt"
+
+    model = ScriptedModel(["transferred"])
+    after = Agent(model, session_store=store, session_id="s")
+    after.add_middleware(AgentStreamStage, gate)
+    done = await after.invoke_async(answer((stopped.interrupts[0].id, "yes")))
+
+    assert done.text == "transferred"
+    assert texts(model.requests[0].messages[0]) == ["transfer 100"]
+    assert [texts(m) for m in after.messages] == [["transfer 100"], ["transferred"]]
+
+
+@pytest.mark.anyio
+async def test_an_abandoned_gate_drops_the_input_it_held_back() -> None:
+    model = ScriptedModel(["later"])
+    agent = Agent(model)
+    failing = [True]
+
+    async def gate_then_fail(
+        ctx: AgentStreamContext, next_fn: AgentStreamNext
+    ) -> AsyncIterator[AgentStreamEvent]:
+        ctx.interrupt("check")
+        if failing:
+            failing.clear()
+            raise LookupError("the policy service is down")
+        async for event in next_fn(ctx):
+            yield event
+
+    agent.add_middleware(AgentStreamStage, gate_then_fail)
+    stopped = await agent.invoke_async("first request")
+    with pytest.raises(LookupError):
+        await agent.invoke_async(answer((stopped.interrupts[0].id, "ok")))
+
+    # The cycle ended with the error: nothing waits, and the old input is not replayed.
+    assert agent.pending_interrupts == []
+    again = await agent.invoke_async("second request")
+    assert again.stop_reason == "interrupt"
+    assert agent.messages == []
+    resumed = await agent.invoke_async(answer((again.interrupts[0].id, "ok")))
+    assert resumed.text == "later"
+    assert [texts(m) for m in agent.messages] == [["second request"], ["later"]]
 
 
 @pytest.mark.anyio

@@ -297,6 +297,41 @@ def test_a_damaged_interrupt_state_names_the_session(tmp_path: Path) -> None:
         Agent(ScriptedModel([]), session_store=store, session_id=SESSION)
 
 
+def test_a_snapshot_saved_before_held_back_inputs_existed_still_loads() -> None:
+    store = MemorySessionStore()
+    earlier: dict[str, Any] = {"activated": False, "interrupts": [], "pending_tool_execution": None}
+    store.save(
+        SESSION,
+        {"version": 1, "messages": [], "state": {}, "model_state": {}, "interrupt_state": earlier},
+    )
+
+    agent = Agent(ScriptedModel(["hello"]), session_store=store, session_id=SESSION)
+
+    assert agent("hi").text == "hello"
+
+
+def test_a_damaged_stored_interrupt_is_named_by_its_position(tmp_path: Path) -> None:
+    store = MemorySessionStore()
+    store.save(
+        SESSION,
+        {
+            "version": 1,
+            "messages": [],
+            "state": {},
+            "model_state": {},
+            "interrupt_state": {
+                "activated": True,
+                "interrupts": [{"id": "v1:x", "name": 7}],
+                "pending_tool_execution": None,
+            },
+        },
+    )
+
+    # The same path rendering as every other validation message of the host.
+    with pytest.raises(SessionError, match=r"interrupt_state\.interrupts\[0\]\.name: "):
+        Agent(ScriptedModel([]), session_store=store, session_id=SESSION)
+
+
 def _database_bytes(path: Path) -> bytes:
     """The database file and any WAL/journal beside it."""
     data = b""

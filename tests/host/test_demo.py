@@ -41,6 +41,7 @@ def test_the_session_file_holds_the_finished_conversation(tmp_path: Path) -> Non
         "activated": False,
         "interrupts": [],
         "pending_tool_execution": None,
+        "pending_input": None,
     }
 
 

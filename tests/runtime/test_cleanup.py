@@ -1,8 +1,12 @@
-"""Every generator a layer opened is closed, inner first, however the chain ends."""
+"""Every generator a layer opened is closed, inner first, however the chain ends.
+
+A Wrap layer closes what its ``next_fn`` opened when its handler finishes (normally, by an
+error, by cancellation or by ``aclose()``), not when the whole chain ends.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import anyio
 import pytest
@@ -13,7 +17,7 @@ from .stage_fixture import Chunk, Done, EchoContext, EchoEvent, EchoResult, Echo
 
 pytestmark = pytest.mark.anyio
 
-Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+Next = Callable[[EchoContext], AsyncGenerator[EchoEvent, None]]
 Terminal = Callable[[EchoContext], AsyncIterator[EchoEvent]]
 
 
@@ -96,7 +100,7 @@ async def test_cancellation_passes_through_and_closes_every_layer() -> None:
     assert log == ["closed terminal", "closed inner", "closed outer"]
 
 
-async def test_a_generator_a_handler_abandoned_is_closed_when_the_chain_ends() -> None:
+async def test_a_generator_the_outermost_handler_abandoned_is_closed_when_the_chain_ends() -> None:
     log: list[str] = []
     registry = MiddlewareRegistry()
 
@@ -115,6 +119,173 @@ async def test_a_generator_a_handler_abandoned_is_closed_when_the_chain_ends() -
 
     assert events == [Done("answered early")]
     assert log == ["closed terminal"]
+
+
+def _outer(log: list[str]) -> Callable[[EchoContext, Next], AsyncIterator[EchoEvent]]:
+    """A pass-through layer that logs when the stream of the layer inside it has ended."""
+
+    async def outer(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        async for event in next_fn(context):
+            yield event
+        log.append("outer: inner layer finished")
+
+    return outer
+
+
+async def test_a_stream_a_handler_stopped_reading_is_closed_when_that_handler_finishes() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def peek(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        await anext(next_fn(context))
+        yield Done("enough")
+
+    registry.add_middleware(EchoStage, _outer(log))
+    registry.add_middleware(EchoStage, peek)
+
+    events = await collect(
+        registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless))
+    )
+
+    assert events == [Done("enough")]
+    # Closed as `peek` finished, before the layer outside it went on; not at the chain's end.
+    assert log == ["closed terminal", "outer: inner layer finished"]
+
+
+async def test_a_first_attempt_a_retry_left_half_read_is_closed_when_the_retry_finishes() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+    attempts = 0
+
+    async def model(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        nonlocal attempts
+        attempts += 1
+        attempt = attempts
+        try:
+            yield Chunk(f"attempt {attempt}")
+            yield Done(f"attempt {attempt}")
+        finally:
+            log.append(f"closed attempt {attempt}")
+
+    async def retry(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        await anext(next_fn(context))  # the first attempt looks bad: try again
+        async for event in next_fn(context):
+            yield event
+
+    registry.add_middleware(EchoStage, _outer(log))
+    registry.add_middleware(EchoStage, retry)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text=""), model))
+
+    assert events == [Chunk("attempt 2"), Done("attempt 2")]
+    assert log == ["closed attempt 2", "closed attempt 1", "outer: inner layer finished"]
+
+
+async def test_leftovers_are_closed_innermost_first_when_their_layer_finishes() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def peek(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        await anext(next_fn(context))
+        yield Done("enough")
+
+    registry.add_middleware(EchoStage, _outer(log))
+    registry.add_middleware(EchoStage, peek)
+    registry.add_middleware(EchoStage, _layer(log, "inner"))
+
+    await collect(registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless)))
+
+    assert log == ["closed terminal", "closed inner", "outer: inner layer finished"]
+
+
+async def test_a_stream_a_failing_handler_abandoned_is_closed_before_the_error_propagates() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def recover(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        try:
+            async for event in next_fn(context):
+                yield event
+        except ValueError:
+            log.append("outer: caught the error")
+            yield Done("recovered")
+
+    async def peek_then_fail(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        await anext(next_fn(context))
+        raise ValueError("bad chunk")
+        yield Done("unreachable")
+
+    registry.add_middleware(EchoStage, recover)
+    registry.add_middleware(EchoStage, peek_then_fail)
+
+    events = await collect(
+        registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless))
+    )
+
+    assert events == [Done("recovered")]
+    assert log == ["closed terminal", "outer: caught the error"]
+
+
+async def test_a_layer_closed_by_the_handler_outside_it_closes_what_it_opened_first() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def close_early(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        inner = next_fn(context)
+        yield await anext(inner)
+        await inner.aclose()
+        log.append("outer: closed the inner layer")
+        yield Done("closed early")
+
+    registry.add_middleware(EchoStage, close_early)
+    registry.add_middleware(EchoStage, _layer(log, "inner"))
+
+    events = await collect(
+        registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless))
+    )
+
+    assert events == [Chunk("first"), Done("closed early")]
+    assert log == ["closed terminal", "closed inner", "outer: closed the inner layer"]
+
+
+async def test_a_layer_ended_by_cancellation_closes_what_it_left_open() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+    attempts = 0
+
+    async def model(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        nonlocal attempts
+        attempts += 1
+        attempt = attempts
+        try:
+            yield Chunk(f"attempt {attempt}")
+            await anyio.sleep_forever()
+            yield Done("unreachable")
+        finally:
+            log.append(f"closed attempt {attempt}")
+
+    async def deadline(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        seen: list[EchoEvent] = []
+        with anyio.move_on_after(0.05):
+            async for event in next_fn(context):
+                seen.append(event)
+        log.append("outer: deadline passed")
+        for event in seen:
+            yield event
+        yield Done("timed out")
+
+    async def hedge(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        await anext(next_fn(context))  # slow to start: ask again, leaving this one open
+        async for event in next_fn(context):
+            yield event
+
+    registry.add_middleware(EchoStage, deadline)
+    registry.add_middleware(EchoStage, hedge)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text=""), model))
+
+    assert events == [Chunk("attempt 2"), Done("timed out")]
+    assert log == ["closed attempt 2", "closed attempt 1", "outer: deadline passed"]
 
 
 async def test_an_interrupt_passes_through_unchanged() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import inspect
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import pytest
 
 from stageware import MiddlewareRegistry
 
-from .stage_fixture import Done, EchoContext, EchoEvent, EchoStage, collect, echo_terminal
+from .stage_fixture import Chunk, Done, EchoContext, EchoEvent, EchoStage, collect, echo_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +92,49 @@ def test_a_bound_method_terminal_reuses_its_chain() -> None:
     assert registry.compose(EchoStage, host.terminal) is not registry.compose(
         EchoStage, Host().terminal
     )
+
+
+class _Countdown:
+    """A terminal's stream that is a plain async iterator, not an async generator."""
+
+    def __init__(self, text: str) -> None:
+        self.events: list[EchoEvent] = [Chunk(text), Done(text)]
+        self.closed = False
+
+    def __aiter__(self) -> _Countdown:
+        return self
+
+    async def __anext__(self) -> EchoEvent:
+        if not self.events:
+            raise StopAsyncIteration
+        return self.events.pop(0)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_next_fn_hands_over_an_async_generator_even_for_a_plain_iterator() -> None:
+    registry = MiddlewareRegistry()
+    streams: list[_Countdown] = []
+    seen: list[object] = []
+
+    def terminal(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        streams.append(_Countdown(context.text))
+        return streams[-1]
+
+    async def strands_style(
+        context: EchoContext, next_fn: Callable[[EchoContext], AsyncGenerator[EchoEvent, None]]
+    ) -> AsyncGenerator[EchoEvent, None]:
+        events = next_fn(context)
+        seen.append(inspect.isasyncgen(events))
+        yield await events.asend(None)
+        await events.aclose()
+        yield Done("stopped after one")
+
+    registry.add_middleware(EchoStage, strands_style)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text="hi"), terminal))
+
+    assert events == [Chunk("hi"), Done("stopped after one")]
+    assert seen == [True]
+    assert streams[0].closed  # aclose() on the generator closes the iterator it wraps

@@ -67,11 +67,15 @@ def test_tool_use_is_a_shallow_copy_whose_input_is_shared() -> None:
     assert context.tool_use["input"] is tool_input
 
 
-def test_agent_stream_messages_are_shared_by_reference() -> None:
+def test_agent_stream_messages_are_deep_copies_and_replaceable() -> None:
     messages: list[Message] = [{"role": "user", "content": [{"text": "hi"}]}]
     context = AgentStreamContext.from_host(agent=_Agent(), messages=messages, invocation_state={})
 
-    assert context.messages is messages
+    assert context.messages == messages
+    assert context.messages is not messages
+    assert context.messages[0] is not messages[0]
+    replacement: list[Message] = [{"role": "user", "content": [{"text": "bye"}]}]
+    assert context.replace(messages=replacement).messages is replacement
 
 
 def test_replace_keeps_omitted_fields_as_the_same_objects() -> None:
@@ -117,8 +121,8 @@ def test_non_replaceable_fields_are_not_replace_parameters() -> None:
         replace(agent=_Agent())
     with pytest.raises(TypeError, match="cancel_signal"):
         tool.replace(cancel_signal=anyio.Event())  # type: ignore[call-arg]
-    with pytest.raises(TypeError, match="messages"):
-        stream.replace(messages=[])  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="agent"):
+        stream.replace(agent=_Agent())  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         replace([])  # keyword-only
 

@@ -16,6 +16,7 @@ from stageware import (
     InterruptException,
     MiddlewareInterruptResult,
 )
+from stageware.runtime import CallInterrupts, resolve_middleware_interrupt
 
 
 class _Agent:
@@ -127,3 +128,45 @@ def test_replace_carries_the_interrupt_answers_over() -> None:
     replaced = _tool_context(answered).replace(invocation_state={"new": True})
 
     assert replaced.interrupt("approve").response == "ok"
+
+
+def test_the_context_record_keeps_the_first_interrupt_raised_and_only_that() -> None:
+    context = _tool_context()
+    record = context._interrupts
+    assert record.raised is None
+
+    with pytest.raises(InterruptException) as first:
+        context.interrupt("approve")
+    with pytest.raises(InterruptException):
+        context.interrupt("audit")
+
+    assert record.raised is first.value
+
+
+def test_answers_and_preemptive_responses_record_nothing() -> None:
+    answered = {TOOL_ID: Interrupt(id=TOOL_ID, name="approve", response="yes")}
+    context = _tool_context(answered)
+
+    assert context.interrupt("approve").response == "yes"
+    assert context.interrupt("audit", response="auto").response == "auto"
+    assert context._interrupts.raised is None
+
+
+def test_a_plain_mapping_of_answers_records_nothing() -> None:
+    # What hosts pass for their own interrupt() (tool and hook contexts): read, never written.
+    answers: dict[str, Interrupt] = {}
+
+    with pytest.raises(InterruptException):
+        resolve_middleware_interrupt(answers, TOOL_ID, "approve", None, None)
+
+    assert answers == {}
+
+
+def test_the_record_is_a_read_only_snapshot_of_the_answers() -> None:
+    answers = {TOOL_ID: Interrupt(id=TOOL_ID, name="approve", response="yes")}
+    record = CallInterrupts(answers)
+    answers.clear()
+
+    assert dict(record) == {TOOL_ID: Interrupt(id=TOOL_ID, name="approve", response="yes")}
+    assert len(CallInterrupts()) == 0
+    assert "raised=None" in repr(record)

@@ -46,8 +46,8 @@ async def test_output_handlers_run_once_on_the_last_result_event() -> None:
     events = await collect(registry.invoke(EchoStage, EchoContext(text=""), two_results))
 
     assert calls == ["final"]
-    # Order is preserved; only the last result is transformed.
-    assert events == [Done("draft"), Chunk("between"), Done("FINAL"), Chunk("after")]
+    # The superseded draft is dropped, other events keep their order, the result comes last.
+    assert events == [Chunk("between"), Chunk("after"), Done("FINAL")]
 
 
 async def test_a_chain_without_a_result_event_is_an_actionable_error() -> None:
@@ -186,3 +186,66 @@ async def test_a_generic_output_handler_fits_every_stage() -> None:
     await collect(registry.invoke(EchoStage, EchoContext(text="x"), echo_terminal))
 
     assert stamped == [Done("x")]
+
+
+async def test_the_transformed_result_follows_what_a_wrap_handler_yields_after_it() -> None:
+    registry = MiddlewareRegistry()
+
+    async def footer(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        async for event in next_fn(context):
+            yield event
+        yield Chunk("footer")
+
+    registry.add_middleware(EchoStage, footer)
+    registry.add_middleware(EchoStage.Output, lambda r: r.replace(result=Done(r.result.text + "!")))
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text="a b"), echo_terminal))
+
+    assert events == [Chunk("a"), Chunk("b"), Chunk("footer"), Done("a b!")]
+
+
+async def test_a_result_a_retry_superseded_never_reaches_the_consumer() -> None:
+    # A retrying Wrap handler passes on every event of both attempts; the Output handler
+    # redacts. The first attempt's result must not slip through unredacted.
+    registry = MiddlewareRegistry()
+    attempts = 0
+    redacted: list[str] = []
+
+    async def model(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        nonlocal attempts
+        attempts += 1
+        yield Chunk(f"attempt {attempts}")
+        yield Done(f"secret {attempts}")
+
+    async def retry_once(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        for _ in range(2):
+            async for event in next_fn(context):
+                yield event
+
+    def redact(result: EchoResult) -> EchoResult:
+        redacted.append(result.result.text)
+        return result.replace(result=Done("[redacted]"))
+
+    registry.add_middleware(EchoStage, retry_once)
+    registry.add_middleware(EchoStage.Output, redact)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text=""), model))
+
+    assert events == [Chunk("attempt 1"), Chunk("attempt 2"), Done("[redacted]")]
+    assert redacted == ["secret 2"]
+
+
+async def test_without_output_handlers_every_event_passes_as_yielded() -> None:
+    registry = MiddlewareRegistry()
+
+    async def repeat(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        for _ in range(2):
+            async for event in next_fn(context):
+                yield event
+        yield Chunk("after")
+
+    registry.add_middleware(EchoStage, repeat)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text="x"), echo_terminal))
+
+    assert events == [Chunk("x"), Done("x"), Chunk("x"), Done("x"), Chunk("after")]

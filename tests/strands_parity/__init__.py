@@ -23,8 +23,6 @@ do not apply. Stageware keeps three deliberate differences, asserted as stagewar
 and marked ``# Deliberate difference (issue 7)``: ``registry.invoke()`` raises
 ``RuntimeError`` for a chain with neither a result nor an interrupt; replacing
 ``cancel_signal`` with ``dataclasses.replace`` is refused; ``AgentStreamStage`` is public.
-Tests of behaviour that is still being brought in line with Strands are
-``xfail(strict=True, reason="issue 7: ...")``, so they turn into errors once fixed.
 
 Other Strands 1.62 tests that mention middleware, and why they are not ported:
 

@@ -4,35 +4,25 @@ Strands' tests drive ``Agent(model=MockedModelProvider([...messages]))``; here t
 scripted messages become ``ScriptedModel`` turns (a string is a text turn, ``tool_turn``
 a turn that calls tools), ``MockHookProvider(event_types="all")`` becomes a hook on
 ``LifecycleEvent``, and a tool whose ``stream`` Strands replaces by hand becomes a
-``StreamTool`` whose body is given as a function.
+``PlainTool`` (from ``tests.host.agent_helpers``) whose body is given as a function.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from stageware import (
     Agent,
     AgentResult,
-    AgentResultEvent,
-    AgentStreamEvent,
     EventLoopStopEvent,
-    ExecuteToolEvent,
     LifecycleEvent,
     Message,
     ModelStopReason,
     ModelStreamChunkEvent,
-    Prompt,
     ScriptedToolCall,
     ScriptedTurn,
-    ToolContext,
     ToolResult,
-    ToolSpec,
-    ToolUse,
 )
-
-ToolBody = Callable[[ToolUse, ToolContext], AsyncIterator[ExecuteToolEvent]]
 
 
 def tool_turn(
@@ -112,46 +102,3 @@ def record_lifecycle(agent: Agent) -> list[LifecycleEvent]:
     events: list[LifecycleEvent] = []
     agent.add_hook(events.append, LifecycleEvent)
     return events
-
-
-async def stream_all(
-    agent: Agent, prompt: Prompt = None
-) -> tuple[list[AgentStreamEvent], AgentResult]:
-    """Drain ``stream_async``: the events before the result, and the result."""
-    events: list[AgentStreamEvent] = []
-    results: list[AgentResult] = []
-    async for event in agent.stream_async(prompt):
-        if isinstance(event, AgentResultEvent):
-            results.append(event.result)
-        else:
-            events.append(event)
-    assert len(results) == 1
-    return events, results[0]
-
-
-class StreamTool:
-    """A hand-written ``AgentTool`` whose ``stream`` is *body* (Strands sets ``tool.stream``)."""
-
-    def __init__(self, name: str, body: ToolBody) -> None:
-        self._name = name
-        self._body = body
-        self.calls: list[ToolUse] = []
-
-    @property
-    def tool_name(self) -> str:
-        return self._name
-
-    @property
-    def tool_spec(self) -> ToolSpec:
-        return {
-            "name": self._name,
-            "description": f"The {self._name} tool.",
-            "inputSchema": {"json": {"type": "object", "properties": {}}},
-        }
-
-    async def stream(
-        self, tool_use: ToolUse, context: ToolContext
-    ) -> AsyncIterator[ExecuteToolEvent]:
-        self.calls.append(tool_use)
-        async for event in self._body(tool_use, context):
-            yield event

@@ -63,9 +63,9 @@ from stageware import (
     ToolUse,
     tool,
 )
+from tests.host.agent_helpers import PlainTool
 
 from .support import (
-    StreamTool,
     answer,
     approve,
     assistant,
@@ -404,11 +404,6 @@ async def test_input_transforms_context_reaches_event_loop(agent: Agent) -> None
     assert marker_seen_by_model == [True]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: AgentStream input appended to history inside the terminal; "
-    "replace(messages=...) on AgentStream context reaches history/model",
-)
 async def test_messages_replace_and_in_place_edit_both_reach_history(agent: Agent) -> None:
     """The terminal appends ctx.messages: a replaced list and an in-place edit reach history."""
 
@@ -661,9 +656,6 @@ async def test_resumed_agent_stream_interrupt_then_tool_interrupt() -> None:
     await assert_accepts_a_fresh_prompt(agent)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 7: agent.cancel() between invocations honoured by the next one"
-)
 async def test_cancel_during_agent_stream_interrupt_resume_clears_state() -> None:
     """Cancelling a resumed agent-stream interrupt clears the interrupt state."""
     agent = Agent(ScriptedModel(["First", "Second", "fresh"]))
@@ -709,12 +701,6 @@ async def test_sequential_agent_stream_interrupts_across_passes() -> None:
     await assert_accepts_a_fresh_prompt(agent)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: AgentStream input appended to history inside the terminal; an AgentStream "
-    "gate that interrupts stops with the last message of history as stop message, or the "
-    "'Interrupted' placeholder when history is empty",
-)
 async def test_interrupt_message_uses_last_message_or_placeholder(agent: Agent) -> None:
     """A gate before next_fn stops with the last message of history, or a placeholder."""
     agent.add_middleware(AgentStreamStage, gate_named("gate"))
@@ -773,9 +759,6 @@ async def test_after_invocation_hook_fires_when_middleware_short_circuits(agent:
     assert after_fired
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 7: user MessageAddedEvent fires when the terminal appends"
-)
 async def test_user_message_added_hook_fires_inside_the_chain(agent: Agent) -> None:
     """The terminal appends the input, so its MessageAddedEvent fires inside the chain."""
     order: list[str] = []
@@ -802,7 +785,6 @@ async def test_user_message_added_hook_fires_inside_the_chain(agent: Agent) -> N
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 7: AgentStream short-circuit appends nothing")
 async def test_short_circuit_appends_nothing_to_history(agent: Agent) -> None:
     """A short-circuited pass puts neither the input nor a response in the history."""
     added_roles: list[str] = []
@@ -867,7 +849,7 @@ async def test_agent_stream_interrupt_reports_all_unanswered_interrupts() -> Non
     ) -> AsyncIterator[ExecuteToolEvent]:
         yield ToolInterruptEvent(tool_use, tool_interrupts)
 
-    multi_tool = StreamTool("multi_tool", multi_stream)
+    multi_tool = PlainTool("multi_tool", multi_stream)
     agent = Agent(ScriptedModel([tool_turn("multi_tool", {}, "t1"), "done"]), tools=[multi_tool])
     raise_stream_gate: list[bool] = []
 

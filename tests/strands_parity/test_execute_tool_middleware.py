@@ -5,7 +5,7 @@ not a copy. Strands runs ``Agent(model=MockedModelProvider([toolUse message, fin
 message]), tools=[calculator])`` synchronously; the port runs ``stageware.Agent`` on a
 ``ScriptedModel`` (``tool_turn`` for the toolUse message) with
 ``await agent.invoke_async(...)``, on asyncio and trio. Where Strands replaces a decorated
-tool's ``stream`` by hand, the port uses a ``StreamTool`` of the same name whose stream is
+tool's ``stream`` by hand, the port uses a ``PlainTool`` of the same name whose stream is
 the replacement; a tool stream cannot yield bare values in stageware, so the raw stream of
 ``test_input_rewriting_tool_use_id_stays_consistent_across_events`` yields a
 ``ToolStreamEvent`` and a ``ToolResultEvent`` built from the ``tool_use`` it receives.
@@ -42,9 +42,9 @@ from stageware import (
     ToolUse,
     tool,
 )
+from tests.host.agent_helpers import PlainTool
 
 from .support import (
-    StreamTool,
     first_text,
     first_tool_result,
     record_lifecycle,
@@ -292,7 +292,7 @@ async def test_raw_tool_exception_reaches_middleware_as_result_not_exception() -
         raise RuntimeError("kaboom")
         yield  # pragma: no cover - makes this an async generator
 
-    calculator = StreamTool("calculator", raising_stream)
+    calculator = PlainTool("calculator", raising_stream)
     agent = Agent(one_call("calculator", {"expression": "2+2"}), tools=[calculator])
 
     async def error_observer(
@@ -345,7 +345,7 @@ async def test_input_rewriting_tool_use_id_stays_consistent_across_events() -> N
             {"toolUseId": tool_use["toolUseId"], "status": "success", "content": [{"text": "42"}]}
         )
 
-    calculator = StreamTool("calculator", raw_stream)
+    calculator = PlainTool("calculator", raw_stream)
     agent = Agent(one_call("calculator", {"expression": "2+2"}, "original_id"), tools=[calculator])
 
     def rewrite_id(context: ExecuteToolContext) -> ExecuteToolContext:
@@ -617,10 +617,6 @@ async def test_caching_plugin_use_case() -> None:
 # --- edge cases / regressions ---
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: nothing in the ExecuteTool chain ends the run (empty tool stream)",
-)
 async def test_tool_yielding_nothing_degrades_to_error_result() -> None:
     """A tool whose stream yields nothing gives an error result, not a crash."""
 
@@ -630,7 +626,7 @@ async def test_tool_yielding_nothing_degrades_to_error_result() -> None:
         return
         yield  # pragma: no cover - makes this an async generator
 
-    agent = Agent(one_call("empty_tool", {}), tools=[StreamTool("empty_tool", empty_stream)])
+    agent = Agent(one_call("empty_tool", {}), tools=[PlainTool("empty_tool", empty_stream)])
 
     result = await agent.invoke_async("go")
     assert result.stop_reason == "end_turn"
@@ -763,10 +759,6 @@ async def test_in_place_input_mutation_leaks_to_tool() -> None:
     assert received_values == ["mutated"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: nothing in the ExecuteTool chain ends the run (no ToolResultEvent)",
-)
 async def test_wrap_yielding_no_result_surfaces_actionable_error(
     calculator_tool: FunctionTool[[str], str],
 ) -> None:
@@ -792,10 +784,6 @@ async def test_wrap_yielding_no_result_surfaces_actionable_error(
     assert "without yielding a ToolResultEvent" in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: nothing in the ExecuteTool chain ends the run (refused cancel_signal replace)",
-)
 async def test_middleware_observes_but_cannot_replace_cancel_signal() -> None:
     """ExecuteToolContext.cancel_signal is executor-owned: a replacement never reaches the tool."""
     observed_signals: list[CancelSignal] = []

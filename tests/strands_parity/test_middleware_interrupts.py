@@ -8,7 +8,7 @@ alike), on asyncio and trio. Strands' private ``agent._interrupt_state.interrupt
 as the public ``agent.pending_interrupts``; its private ``_resolve_middleware_interrupt``
 and ``AgentStreamContext._interrupt_id`` are exercised through the public contexts
 (``from_host(interrupts=...)`` and ``interrupt()``). A tool whose ``stream`` Strands replaces
-by hand is a ``StreamTool``; ``MockHookProvider`` is a hook on ``LifecycleEvent``.
+by hand is a ``PlainTool``; ``MockHookProvider`` is a hook on ``LifecycleEvent``.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ from stageware import (
     ToolUse,
     tool,
 )
+from tests.host.agent_helpers import PlainTool
 
-from .support import StreamTool, answer, record_lifecycle, tool_turn
+from .support import answer, record_lifecycle, tool_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -369,7 +370,7 @@ async def test_tool_originated_multiple_interrupts_all_registered() -> None:
     ) -> AsyncIterator[ExecuteToolEvent]:
         yield ToolInterruptEvent(tool_use, interrupts)
 
-    multi_tool = StreamTool("multi_tool", multi_stream)
+    multi_tool = PlainTool("multi_tool", multi_stream)
     agent = Agent(ScriptedModel([tool_turn("multi_tool", {}, "t1"), "done"]), tools=[multi_tool])
 
     async def passthrough(

@@ -454,7 +454,6 @@ async def test_output_handler_skipped_when_chain_yields_no_result_event(
     assert received == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 7: Output results come last")
 async def test_output_yields_transformed_result_after_trailing_events(
     registry: MiddlewareRegistry,
 ) -> None:
@@ -474,11 +473,6 @@ async def test_output_yields_transformed_result_after_trailing_events(
     assert events == ["before", "after", "result_out"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: superseded earlier result events from a retrying Wrap "
-    "don't reach the consumer",
-)
 async def test_output_runs_once_on_the_last_result(registry: MiddlewareRegistry) -> None:
     """A Wrap handler that forwards two attempts gets one Output call, on the final result."""
     received: list[str] = []

@@ -60,7 +60,6 @@ def test_agent_stream_stage_is_not_exported() -> None:
     # publicly, where Strands keeps them internal.
     assert "AgentStreamStage" in stageware.__all__
     assert "AgentStreamContext" in stageware.__all__
-    assert stageware.AgentStreamStage.internal
 
 
 def test_invoke_model_context_replace_changes_only_named_fields(

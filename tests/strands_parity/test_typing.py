@@ -180,11 +180,6 @@ def run_mypy(source: str, tmp_path: Path) -> tuple[int, str]:
     return completed.returncode, completed.stdout + completed.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: Strands-style Wrap annotations "
-    "(next_fn: Callable[[Ctx], AsyncGenerator[Any, None]]) type-check",
-)
 def test_middleware(tmp_path: Path) -> None:
     """Strands' typing cases: handlers of each phase type-check, wrong ones are errors."""
     status, output = run_mypy(CASES.substitute(STRANDS_STYLE), tmp_path)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import assert_type
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, assert_type
 
 from stageware import (
     AfterToolCallEvent,
     Agent,
     AgentResult,
     AgentResultEvent,
-    AgentStreamContext,
     AgentStreamEvent,
     AgentStreamStage,
     BeforeModelCallEvent,
@@ -51,6 +50,13 @@ async def observe(
         yield event
 
 
+async def strands_style(
+    ctx: ExecuteToolContext, next_fn: Callable[[ExecuteToolContext], AsyncGenerator[Any, None]]
+) -> AsyncGenerator[Any, None]:
+    async for event in next_fn(ctx):
+        yield event
+
+
 def keep(result: InvokeModelResult) -> InvokeModelResult:
     return result
 
@@ -58,6 +64,7 @@ def keep(result: InvokeModelResult) -> InvokeModelResult:
 def every_phase_accepts_its_handler() -> None:
     agent.add_middleware(ExecuteToolStage.Input, gate)
     agent.add_middleware(ExecuteToolStage, observe)
+    agent.add_middleware(ExecuteToolStage, strands_style)
     agent.add_middleware(ExecuteToolStage.Wrap, observe)
     agent.add_middleware(InvokeModelStage.Output, keep)
 
@@ -66,6 +73,7 @@ def lambdas_are_inferred_from_the_token() -> None:
     agent.add_middleware(InvokeModelStage.Input, lambda c: c.replace(system_prompt="Be brief."))
     agent.add_middleware(ExecuteToolStage.Input, lambda c: c.replace(tool=None))
     agent.add_middleware(AgentStreamStage.Input, lambda c: c.replace(invocation_state={}))
+    agent.add_middleware(AgentStreamStage.Input, lambda c: c.replace(messages=c.messages[-1:]))
     agent.add_middleware(ExecuteToolStage.Output, lambda r: r.replace(result=r.result))
 
 
@@ -135,10 +143,10 @@ def a_typo_inside_a_lambda_is_reported() -> None:
 
 
 def an_unhonoured_field_is_not_replaceable() -> None:
-    def swap_messages(context: AgentStreamContext) -> AgentStreamContext:
-        return context.replace(messages=[])  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue, reportUnknownVariableType]
+    def swap_signal(context: ExecuteToolContext) -> ExecuteToolContext:
+        return context.replace(cancel_signal=None)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue, reportUnknownVariableType]
 
-    agent.add_middleware(AgentStreamStage.Input, swap_messages)
+    agent.add_middleware(ExecuteToolStage.Input, swap_signal)
 
 
 def a_typo_inside_a_hook_lambda_is_reported() -> None:
@@ -159,6 +167,10 @@ def a_wrap_handler_yielding_another_stages_event_is_rejected() -> None:
         yield ToolResultEvent({"toolUseId": "t1", "status": "success", "content": []})
 
     agent.add_middleware(ExecuteToolStage, yields_model_events)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+def a_strands_style_handler_for_another_stage_is_rejected() -> None:
+    agent.add_middleware(InvokeModelStage, strands_style)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
 
 
 def a_tool_is_called_with_its_own_signature() -> None:

@@ -72,7 +72,12 @@ def non_replaceable_fields_are_not_parameters(
 ) -> None:
     context.replace(agent=agent)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     tool.replace(cancel_signal=None)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
-    stream.replace(messages=[])  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    stream.replace(agent=agent)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+
+
+def the_agent_stream_input_is_replaceable(stream: AgentStreamContext) -> None:
+    assert_type(stream.replace(messages=[]), AgentStreamContext)
+    stream.replace(messages=None)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
 def contexts_are_read_only(context: InvokeModelContext) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import assert_type
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, assert_type
 
 from stageware import (
     ExecuteToolContext,
@@ -70,6 +70,41 @@ def every_phase_accepts_its_handler() -> None:
     registry.add_middleware(ExecuteToolStage.Output, audit_result)
 
 
+# Wrap handlers annotated as Strands annotates them: next_fn returns an AsyncGenerator.
+
+
+async def strands_style(
+    ctx: InvokeModelContext, next_fn: Callable[[InvokeModelContext], AsyncGenerator[Any, None]]
+) -> AsyncGenerator[Any, None]:
+    async for event in next_fn(ctx):
+        yield event
+
+
+async def strands_style_typed(
+    ctx: InvokeModelContext,
+    next_fn: Callable[[InvokeModelContext], AsyncGenerator[InvokeModelEvent, None]],
+) -> AsyncGenerator[InvokeModelEvent, None]:
+    async for event in next_fn(ctx):
+        yield event
+
+
+async def closes_its_stream(
+    context: InvokeModelContext, next_fn: InvokeModelNext
+) -> AsyncIterator[InvokeModelEvent]:
+    events = next_fn(context)
+    assert_type(events, AsyncGenerator[InvokeModelEvent, None])
+    yield await events.asend(None)
+    await events.aclose()
+
+
+def strands_style_wrap_handlers_are_accepted() -> None:
+    registry.add_middleware(InvokeModelStage, strands_style)
+    registry.add_middleware(InvokeModelStage.Wrap, strands_style)
+    registry.add_middleware(InvokeModelStage, strands_style_typed)
+    registry.add_middleware(InvokeModelStage.Wrap, strands_style_typed)
+    registry.add_middleware(InvokeModelStage, closes_its_stream)
+
+
 def lambdas_are_inferred_from_the_token() -> None:
     registry.add_middleware(InvokeModelStage.Input, lambda c: c.replace(messages=c.messages[-10:]))
     registry.add_middleware(ExecuteToolStage.Input, lambda c: c.replace(tool=None))
@@ -82,6 +117,29 @@ def lambdas_are_inferred_from_the_token() -> None:
 def a_handler_for_another_stage_is_rejected() -> None:
     registry.add_middleware(ExecuteToolStage.Input, concise)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
     registry.add_middleware(ExecuteToolStage, passthrough)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+def a_strands_style_handler_for_another_stage_is_rejected() -> None:
+    registry.add_middleware(ExecuteToolStage, strands_style)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    registry.add_middleware(ExecuteToolStage.Wrap, strands_style_typed)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+def a_next_fn_taking_another_stages_context_is_rejected() -> None:
+    async def wrong_next(
+        ctx: InvokeModelContext,
+        next_fn: Callable[[ExecuteToolContext], AsyncGenerator[Any, None]],
+    ) -> AsyncGenerator[Any, None]:
+        yield ctx
+
+    async def wrong_next_typed(
+        ctx: InvokeModelContext,
+        next_fn: Callable[[ExecuteToolContext], AsyncGenerator[InvokeModelEvent, None]],
+    ) -> AsyncGenerator[InvokeModelEvent, None]:
+        if False:
+            yield
+
+    registry.add_middleware(InvokeModelStage, wrong_next)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    registry.add_middleware(InvokeModelStage.Wrap, wrong_next_typed)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
 
 
 def an_input_handler_on_output_is_rejected() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, assert_type
 
 from stageware import (
@@ -82,37 +82,46 @@ def handler_aliases(
     as_output: AgentStreamOutputHandler,
     as_async_output: AgentStreamAsyncOutputHandler,
 ) -> None:
-    assert_type(im_next, Callable[[InvokeModelContext], AsyncIterator[InvokeModelEvent]])
+    assert_type(im_next, Callable[[InvokeModelContext], AsyncGenerator[InvokeModelEvent, None]])
     assert_type(im_input, Callable[[InvokeModelContext], InvokeModelContext])
     assert_type(im_async_input, Callable[[InvokeModelContext], Awaitable[InvokeModelContext]])
     assert_type(
         im_wrap,
         Callable[
-            [InvokeModelContext, Callable[[InvokeModelContext], AsyncIterator[InvokeModelEvent]]],
+            [
+                InvokeModelContext,
+                Callable[[InvokeModelContext], AsyncGenerator[InvokeModelEvent, None]],
+            ],
             AsyncIterator[InvokeModelEvent],
         ],
     )
     assert_type(im_output, Callable[[InvokeModelResult], InvokeModelResult])
     assert_type(im_async_output, Callable[[InvokeModelResult], Awaitable[InvokeModelResult]])
-    assert_type(et_next, Callable[[ExecuteToolContext], AsyncIterator[ExecuteToolEvent]])
+    assert_type(et_next, Callable[[ExecuteToolContext], AsyncGenerator[ExecuteToolEvent, None]])
     assert_type(et_input, Callable[[ExecuteToolContext], ExecuteToolContext])
     assert_type(et_async_input, Callable[[ExecuteToolContext], Awaitable[ExecuteToolContext]])
     assert_type(
         et_wrap,
         Callable[
-            [ExecuteToolContext, Callable[[ExecuteToolContext], AsyncIterator[ExecuteToolEvent]]],
+            [
+                ExecuteToolContext,
+                Callable[[ExecuteToolContext], AsyncGenerator[ExecuteToolEvent, None]],
+            ],
             AsyncIterator[ExecuteToolEvent],
         ],
     )
     assert_type(et_output, Callable[[ExecuteToolResult], ExecuteToolResult])
     assert_type(et_async_output, Callable[[ExecuteToolResult], Awaitable[ExecuteToolResult]])
-    assert_type(as_next, Callable[[AgentStreamContext], AsyncIterator[AgentStreamEvent]])
+    assert_type(as_next, Callable[[AgentStreamContext], AsyncGenerator[AgentStreamEvent, None]])
     assert_type(as_input, Callable[[AgentStreamContext], AgentStreamContext])
     assert_type(as_async_input, Callable[[AgentStreamContext], Awaitable[AgentStreamContext]])
     assert_type(
         as_wrap,
         Callable[
-            [AgentStreamContext, Callable[[AgentStreamContext], AsyncIterator[AgentStreamEvent]]],
+            [
+                AgentStreamContext,
+                Callable[[AgentStreamContext], AsyncGenerator[AgentStreamEvent, None]],
+            ],
             AsyncIterator[AgentStreamEvent],
         ],
     )

@@ -39,6 +39,14 @@ LOOSENINGS = {
     "overload handler": Loosening(
         "_runtime/_middleware_host.py", "handler: Callable[[C], C]", "handler: Any"
     ),
+    "wrap overload handler": Loosening(
+        "_runtime/_middleware_host.py", "handler: WrapHandler[C, E]", "handler: Any"
+    ),
+    "next_fn returns a generator": Loosening(
+        "_runtime/_handlers.py",
+        "NextFn: TypeAlias = Callable[[C], AsyncGenerator[E, None]]",
+        "NextFn: TypeAlias = Callable[[C], AsyncIterator[E]]",
+    ),
     "replace parameter": Loosening(
         "_generated/contexts.py", "messages: Messages | Unset = UNSET", "messages: Any = UNSET"
     ),

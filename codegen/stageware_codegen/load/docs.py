@@ -8,9 +8,13 @@ no control characters other than newline.
 
 from __future__ import annotations
 
-import unicodedata
+import re
 
 __all__ = ["check_doc"]
+
+# Unicode's control characters (category Cc) but newline, and the line and paragraph
+# separators (Zl, Zp).
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def check_doc(text: str) -> str:
@@ -23,9 +27,9 @@ def check_doc(text: str) -> str:
         raise ValueError('docs may not contain \'"""\'')
     if "\\" in text:
         raise ValueError("docs may not contain backslashes")
-    for char in text:
-        if char != "\n" and unicodedata.category(char) in ("Cc", "Zl", "Zp"):
-            raise ValueError(f"docs may not contain control character {char!r}")
+    control = _CONTROL.search(text)
+    if control is not None:
+        raise ValueError(f"docs may not contain control character {control.group()!r}")
     lines = [line.rstrip() for line in text.strip().split("\n")]
     if not lines[0]:
         raise ValueError("docs may not be empty")

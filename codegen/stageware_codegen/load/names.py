@@ -4,7 +4,8 @@ Names reach generated code verbatim (as class, field and enum-member names), so 
 is checked against a pattern, Python keywords, and the names the generated modules use
 themselves: a field called ``dict`` would shadow the builtin inside ``from_host()``, a
 field called ``str`` would turn every later ``str`` annotation in its class into a
-reference to the field.
+reference to the field. The module-level names generated code binds are listed in
+:mod:`.reserved`.
 """
 
 from __future__ import annotations
@@ -14,23 +15,22 @@ import keyword
 import re
 from typing import Final
 
+from .reserved import DATAMODEL_IMPORTS, RESERVED, TEMPLATE_IMPORTS
+
 __all__ = [
     "BUILTIN_TYPE_NAMES",
     "CONTEXT_MEMBERS",
     "EVENT_MEMBERS",
     "RESERVED_FIELD_NAMES",
-    "RESERVED_TYPE_NAMES",
-    "RUNTIME_MODULE",
     "check_field_name",
     "check_hook_point_name",
     "check_lower_name",
+    "check_model_name",
     "check_python_path",
     "check_type_name",
     "enum_member",
     "reserved_type_problem",
 ]
-
-RUNTIME_MODULE: Final = "stageware.runtime"
 
 # Names a type expression may use without declaring them, with the module they come from
 # (None for builtins).
@@ -50,63 +50,6 @@ BUILTIN_TYPE_NAMES: Final[dict[str, str | None]] = {
     "Literal": "typing",
     "Mapping": "collections.abc",
     "Sequence": "collections.abc",
-}
-
-# Capitalised names the generated modules import or define. A schema type may only use
-# one of them when it declares exactly the same object (``Interrupt`` from the runtime).
-RESERVED_TYPE_NAMES: Final[dict[str, str]] = {
-    **{
-        name: f"{RUNTIME_MODULE}:{name}"
-        for name in (
-            "AsyncInputHandler",
-            "AsyncOutputHandler",
-            "InputHandler",
-            "InputPhase",
-            "Interrupt",
-            "MiddlewareInterruptResult",
-            "MiddlewareResult",
-            "MiddlewareStage",
-            "MiddlewareToken",
-            "NextFn",
-            "OutputHandler",
-            "OutputPhase",
-            "Phase",
-            "UNSET",
-            "Unset",
-            "WrapHandler",
-            "WrapPhase",
-        )
-    },
-    "ABC": "abc:ABC",
-    "Annotated": "typing:Annotated",
-    "AsyncIterator": "collections.abc:AsyncIterator",
-    "Awaitable": "collections.abc:Awaitable",
-    "BaseModel": "pydantic:BaseModel",
-    "Callable": "collections.abc:Callable",
-    "ClassVar": "typing:ClassVar",
-    "Field": "pydantic:Field",
-    "Final": "typing:Final",
-    "MappingProxyType": "types:MappingProxyType",
-    # Imported by the modules datamodel-code-generator writes.
-    "NotRequired": "typing:NotRequired",
-    "RootModel": "pydantic:RootModel",
-    "TypeAliasType": "typing_extensions:TypeAliasType",
-    "TypedDict": "typing:TypedDict",
-    "StrEnum": "enum:StrEnum",
-    "TypeAlias": "typing:TypeAlias",
-    "TypeVar": "typing:TypeVar",
-    # Defined by the generated modules themselves.
-    "BANDS": "",
-    "Band": "",
-    "C": "",
-    "Direction": "",
-    "E": "",
-    "HOOK_POINTS": "",
-    "HookEvent": "",
-    "HookPoint": "",
-    "HookPointSpec": "",
-    "MiddlewareHost": "",
-    "R": "",
 }
 
 # Lower-case names used inside generated class bodies and methods, where a field or
@@ -156,20 +99,49 @@ def check_type_name(name: str) -> str:
     return name
 
 
-def reserved_type_problem(name: str, same_as: str | None = None) -> str | None:
+def check_model_name(name: str) -> str:
+    """Validate the name of a payload type or hook event: PascalCase, no underscores.
+
+    datamodel-code-generator writes these classes, and it renames a name with an
+    underscore (``Tool_Call`` becomes ``ToolCall``), which the rest of the generated
+    code would not find.
+    """
+    check_type_name(name)
+    if "_" in name:
+        raise ValueError(
+            f"invalid name {name!r}: payload types and hook events may not contain '_' "
+            "(datamodel-code-generator, which writes them, would rename it)"
+        )
+    return name
+
+
+def reserved_type_problem(
+    name: str, same_as: str | None = None, shown: str | None = None
+) -> str | None:
     """Why *name* cannot name a schema type, or None.
 
     Args:
-        name: A PascalCase name the schema defines.
+        name: A PascalCase name the schema defines, or that is generated from one.
         same_as: The ``module:Attr`` an external type imports; a reserved name is fine
             when it is exactly what the generated code imports under that name.
+        shown: How to name *name* in the message (default: the name, quoted).
     """
-    reserved = RESERVED_TYPE_NAMES.get(name)
-    if reserved is not None and reserved != same_as:
-        return f"{name!r} is reserved: the generated code defines or imports it"
+    shown = repr(name) if shown is None else shown
+    origin = RESERVED.get(name)
+    if origin is not None and not _imports_exactly(name, same_as):
+        return f"{shown} is reserved: the generated code {origin}"
     if name in BUILTIN_TYPE_NAMES:
-        return f"{name!r} is a built-in type name"
+        return f"{shown} is a built-in type name"
     return None
+
+
+def _imports_exactly(name: str, same_as: str | None) -> bool:
+    if same_as is None:
+        return False
+    module, _, attr = same_as.partition(":")
+    return attr == name and any(
+        name in imports.get(module, ()) for imports in (TEMPLATE_IMPORTS, DATAMODEL_IMPORTS)
+    )
 
 
 def check_field_name(name: str) -> str:

@@ -91,6 +91,9 @@ def schema_problems(node: object, path: DocPath, defs: Mapping[str, object]) -> 
                 problems.append((where, "'properties' must be an object of schemas"))
             else:
                 for name, sub in properties.items():
+                    if not name:
+                        # A TypedDict key cannot be empty.
+                        problems.append(((*where, name), "a property name may not be empty"))
                     problems.extend(schema_problems(sub, (*where, name), defs))
         elif key in ("items",):
             problems.extend(schema_problems(value, where, defs))

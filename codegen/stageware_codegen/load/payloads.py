@@ -16,9 +16,10 @@ from typing import Any
 from stageware_codegen._errors import InvalidSchemaError, SchemaError
 from stageware_codegen._project import relative_path
 
-from .diagnostics import DocPath, ErrorCollector
-from .documents import Document, as_mapping, load_json
-from .names import check_type_name, reserved_type_problem
+from .diagnostics import DocPath, ErrorCollector, format_path
+from .documents import Document, as_mapping, decode_utf8
+from .json_document import load_json
+from .names import check_model_name, reserved_type_problem
 from .payload_subset import ref_cycle, schema_problems, subschemas
 from .payload_values import REF_PREFIX, Defs, validate_value
 
@@ -34,10 +35,18 @@ class PayloadSet:
     Attributes:
         defs: Every ``$defs`` entry by name, in file and declaration order.
         errors: Problems found in the payload files (one collector per file).
+        homes: The document that defines each entry of ``defs``.
     """
 
     defs: Mapping[str, Mapping[str, Any]]
     errors: tuple[SchemaError, ...]
+    homes: Mapping[str, Document]
+
+    def error_at(self, name: str, message: str, within: DocPath = ()) -> SchemaError:
+        """A problem at *within* the definition of *name*, in the file that defines it."""
+        home = self.homes[name]
+        path = ("$defs", name, *within)
+        return SchemaError(home.file, home.collector().line_of(path), format_path(path), message)
 
     def check_value(self, name: str, value: object) -> str | None:
         """Return why *value* is not a valid ``name`` payload, or None."""
@@ -75,18 +84,19 @@ def load_payloads(
         display: Directory that file names in messages are shown relative to.
     """
     defs: dict[str, Mapping[str, Any]] = {}
-    origin: dict[str, str] = {}
+    homes: dict[str, Document] = {}
     errors: list[SchemaError] = []
     loaded: list[tuple[ErrorCollector, list[tuple[str, Mapping[str, Any]]]]] = []
     for index, entry in enumerate(entries):
         path = schema_dir / entry
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            data = path.read_bytes()
+        except OSError as exc:
             schema_errors.add(("payloads", index), f"cannot read payload file: {_reason(exc)}")
             continue
+        file = relative_path(path, display)
         try:
-            document = load_json(text, relative_path(path, display))
+            document = load_json(decode_utf8(data, file), file)
         except InvalidSchemaError as exc:
             errors.extend(exc.errors)
             continue
@@ -94,10 +104,10 @@ def load_payloads(
         found = _file_defs(document, collector)
         for name, definition in found:
             if name in defs:
-                collector.add(("$defs", name), f"{name!r} is already defined in {origin[name]}")
+                collector.add(("$defs", name), f"{name!r} is already defined in {homes[name].file}")
             else:
                 defs[name] = definition
-                origin[name] = document.file
+                homes[name] = document
         loaded.append((collector, found))
     # Definitions are checked once every file is loaded: files may use each other's defs.
     in_cycles: set[str] = set()
@@ -120,12 +130,10 @@ def load_payloads(
                 _check_defaults(definition, ("$defs", name), defs, collector)
     for collector, _ in loaded:
         errors.extend(collector.errors)
-    return PayloadSet(defs, tuple(errors))
+    return PayloadSet(defs, tuple(errors), homes)
 
 
-def _reason(exc: OSError | UnicodeDecodeError) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "it is not UTF-8"
+def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
@@ -147,7 +155,7 @@ def _file_defs(document: Document, errors: ErrorCollector) -> list[tuple[str, Ma
     for name, value in defs.items():
         definition = as_mapping(value)
         try:
-            check_type_name(name)
+            check_model_name(name)
         except ValueError as exc:
             errors.add(("$defs", name), str(exc))
             continue

@@ -14,9 +14,10 @@ from pathlib import Path
 from stageware_codegen._errors import InvalidSchemaError, SchemaError
 
 from .diagnostics import ErrorCollector
-from .documents import load_yaml
+from .documents import decode_utf8
 from .payloads import PayloadSet, load_payloads
 from .spec import SchemaSpec, parse_schema
+from .yaml_document import load_yaml
 
 __all__ = ["LoadedSchema", "load_schema"]
 
@@ -48,12 +49,12 @@ def load_schema(path: Path, file_label: str, display_base: Path) -> LoadedSchema
         InvalidSchemaError: With every problem found in the schema or its payload files.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise InvalidSchemaError(
             [SchemaError(file_label, 1, "", f"cannot read the schema: {exc}")]
         ) from None
-    document = load_yaml(text, file_label)
+    document = load_yaml(decode_utf8(data, file_label), file_label)
     errors = document.collector()
     spec = parse_schema(document.data, errors)
     if spec is None:

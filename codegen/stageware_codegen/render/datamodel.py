@@ -14,10 +14,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from stageware_codegen.load.diagnostics import DocPath
 from stageware_codegen.resolve import ir as _ir
 from stageware_codegen.resolve.hook_payload_types import to_json_schema
 
-__all__ = ["DatamodelError", "hook_models_schema", "run_datamodel_codegen"]
+__all__ = ["Blame", "DatamodelError", "hook_models_schema", "run_datamodel_codegen"]
 
 # Flags shared by both outputs: Python 3.11 syntax, enums as Literal, schema
 # descriptions as docstrings, constraints that type-check, and the built-in formatter
@@ -55,8 +56,21 @@ PYDANTIC_FLAGS = (
 """Hook events as pydantic models: the policy layer validates and discriminates them."""
 
 
+Blame = tuple[str, DocPath, str]
+"""A problem at one definition: its name, the path inside it, and what is wrong there."""
+
+
 class DatamodelError(Exception):
-    """datamodel-code-generator failed or produced unusable code."""
+    """datamodel-code-generator failed or produced unusable code.
+
+    Attributes:
+        blamed: The problem at each definition it is about; empty when it cannot be
+            pinned on one.
+    """
+
+    def __init__(self, message: str, blamed: tuple[Blame, ...] = ()) -> None:
+        super().__init__(message)
+        self.blamed = blamed
 
 
 def run_datamodel_codegen(
@@ -95,12 +109,28 @@ def run_datamodel_codegen(
         raise DatamodelError(
             f"datamodel-code-generator produced invalid Python: {exc.msg}"
         ) from None
+    imported = _imported_names(module)
+    clashing = [name for name in expected if name in imported]
+    if clashing:
+        # It renames a class whose name it imports: the name must be reserved.
+        problems = [
+            f"reserved: datamodel-code-generator imports it from {imported[name]}"
+            for name in clashing
+        ]
+        raise DatamodelError(
+            "; ".join(problems),
+            tuple((name, (), problem) for name, problem in zip(clashing, problems, strict=True)),
+        )
     defined = _top_level_names(module)
     missing = [name for name in expected if name not in defined]
     if missing:
-        raise DatamodelError(
-            "datamodel-code-generator did not emit " + ", ".join(repr(name) for name in missing)
+        message = "datamodel-code-generator did not emit " + ", ".join(
+            repr(name) for name in missing
         )
+        raise DatamodelError(message, tuple((name, (), message) for name in missing))
+    hidden = _hidden_types(module)
+    if hidden:
+        raise DatamodelError("; ".join(problem for _, _, problem in hidden), tuple(hidden))
     return _typed_dict_from_typing_extensions(completed.stdout, module)
 
 
@@ -126,6 +156,44 @@ def _typed_dict_from_typing_extensions(source: str, module: ast.Module) -> str:
         start, end = node.lineno - 1, node.end_lineno or node.lineno
         return "".join([*lines[:start], replacement, *lines[end:]])
     return source
+
+
+def _hidden_types(module: ast.Module) -> list[Blame]:
+    """Fields of a pydantic model named like a type a later field's annotation uses.
+
+    In a class body a field's name hides the module-level name for the annotations
+    after it; mypy then rejects the type (``Code: int`` then ``other: Code``). A
+    TypedDict does not bind its fields, so only models are checked.
+    """
+    found: list[Blame] = []
+    for node in module.body:
+        if not isinstance(node, ast.ClassDef) or "BaseModel" not in map(ast.unparse, node.bases):
+            continue
+        fields: list[str] = []
+        for item in node.body:
+            if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+                continue
+            used = {name.id for name in ast.walk(item) if isinstance(name, ast.Name)}
+            for field in fields:
+                if field in used and field != item.target.id:
+                    problem = (
+                        f"property {field!r} hides the type {field!r} that property "
+                        f"{item.target.id!r} uses in the pydantic model generated for the "
+                        "hook events; rename the property"
+                    )
+                    found.append((node.name, ("properties", field), problem))
+            fields.append(item.target.id)
+    return found
+
+
+def _imported_names(module: ast.Module) -> dict[str, str]:
+    """Every name the module imports (as written, before any ``as``), with its module."""
+    return {
+        alias.name: node.module or ""
+        for node in module.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def _top_level_names(module: ast.Module) -> set[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 
+from stageware_codegen.load.reserved import MODULE_ALIASES, TEMPLATE_IMPORTS
+
 __all__ = ["Imports"]
 
 
@@ -20,9 +22,17 @@ class Imports:
         self._type_only: defaultdict[str, set[str]] = defaultdict(set)
         self._modules: set[str] = set()
 
-    def add(self, module: str, name: str, alias: str | None = None) -> None:
-        """Import *name* from *module*, as *alias* when it differs from *name*."""
-        self._names[module].add(name if alias in (None, name) else f"{name} as {alias}")
+    def add(self, module: str, name: str) -> None:
+        """Import *name* from *module*.
+
+        Raises:
+            ValueError: *name* comes from outside the package (not a relative *module*)
+                but is not in :data:`~stageware_codegen.load.reserved.TEMPLATE_IMPORTS`,
+                so a schema could declare a type of that name; list it there.
+        """
+        if not module.startswith(".") and name not in TEMPLATE_IMPORTS.get(module, ()):
+            raise ValueError(f"{module}:{name} is not a reserved name (load/reserved.py)")
+        self._names[module].add(name)
 
     def add_type_only(self, module: str, name: str, alias: str | None = None) -> None:
         """Import *name* from *module* for the type checkers only (under ``TYPE_CHECKING``).
@@ -33,9 +43,11 @@ class Imports:
         self._type_only[module].add(name if alias in (None, name) else f"{name} as {alias}")
         self.add("typing", "TYPE_CHECKING")
 
-    def add_module(self, module: str, alias: str) -> None:
-        """``import module as alias``."""
+    def add_module(self, module: str) -> str:
+        """``import module as alias``, with the alias :mod:`.reserved` gives it; return it."""
+        alias = MODULE_ALIASES[module]
         self._modules.add(f"import {module} as {alias}")
+        return alias
 
     def lines(self) -> list[str]:
         """The import statements, one group after another, groups separated by ''."""

@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from stageware_codegen._errors import InvalidSchemaError
+from stageware_codegen._errors import InvalidSchemaError, SchemaError
 from stageware_codegen.load.diagnostics import DocPath, ErrorCollector
 from stageware_codegen.load.payloads import PayloadSet
 from stageware_codegen.resolve import ir as _ir
@@ -82,7 +82,8 @@ def render_package(
 
     Raises:
         InvalidSchemaError: datamodel-code-generator failed on the payloads or hook
-            payloads; the problem is reported at that key of the schema.
+            payloads; the problem is reported where the definitions it is about are
+            (a payload file, a hook point's ``event``), else at that key of the schema.
     """
     payload_names = list(schema.payload_defs)
     datamodel = DatamodelAnswers() if datamodel is None else datamodel
@@ -115,11 +116,42 @@ def render_package(
             "policy_points.py", policy_points_view(schema.hooks)
         )
     bodies["__init__.py"] = render_template("init.py", init_view(schema, payload_names))
+    in_payload_files: list[SchemaError] = []
     for name, (job, path) in jobs.items():
         try:
             bodies[name] = job.result()
         except DatamodelError as exc:
-            errors.add(path, str(exc))
-    if errors.errors:
-        raise InvalidSchemaError(errors.errors)
+            in_payload_files.extend(_report(exc, path, schema, payloads, errors))
+    if errors.errors or in_payload_files:
+        raise InvalidSchemaError([*errors.errors, *in_payload_files])
     return bodies
+
+
+def _report(
+    exc: DatamodelError,
+    path: DocPath,
+    schema: _ir.Schema,
+    payloads: PayloadSet,
+    errors: ErrorCollector,
+) -> list[SchemaError]:
+    """Report *exc* at each definition it blames, else at *path* of the schema.
+
+    Returns:
+        The problems in payload files; those in the schema go to *errors*.
+    """
+    points = {} if schema.hooks is None else {p.event: p.name for p in schema.hooks.points}
+    in_payload_files: list[SchemaError] = []
+    reported = False
+    for name, within, message in exc.blamed:
+        if name in payloads.homes:
+            in_payload_files.append(payloads.error_at(name, message, within))
+        elif name in points:
+            # A hook event's properties are the payload fields of its point.
+            where = ("payload", *within[1:]) if within else ("event",)
+            errors.add(("hooks", "points", points[name], *where), message)
+        else:
+            continue
+        reported = True
+    if not reported:
+        errors.add(path, str(exc))
+    return in_payload_files

@@ -101,14 +101,13 @@ def _context_view(
         module.imports.add("collections.abc", "Mapping")
         module.imports.add("typing", "Any")
         module.runtime(
+            "CallInterrupts",
             "Interrupt",
             "MiddlewareInterruptResult",
             "interrupt_name_hash",
             "resolve_middleware_interrupt",
         )
-        host_args.append(
-            {"name": "_interrupts", "value": "{} if interrupts is None else dict(interrupts)"}
-        )
+        host_args.append({"name": "_interrupts", "value": "CallInterrupts(interrupts)"})
         replace_args.append({"name": "_interrupts", "value": "self._interrupts"})
     return {
         "name": name,
@@ -131,8 +130,8 @@ def _context_view(
 def _copied(copy: str, name: str, module: ModuleView) -> str:
     if copy == "reference":
         return name
-    module.imports.add_module("copy", "_copy")
-    return f"_copy.{'deepcopy' if copy == 'deep' else 'copy'}({name})"
+    alias = module.imports.add_module("copy")
+    return f"{alias}.{'deepcopy' if copy == 'deep' else 'copy'}({name})"
 
 
 def _context_doc(stage: _ir.Stage) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stageware_codegen.load.names import RUNTIME_MODULE, enum_member
+from stageware_codegen.load.names import enum_member
+from stageware_codegen.load.reserved import RUNTIME_MODULE, TEMPLATE_DEFINITIONS
 from stageware_codegen.resolve import ir as _ir
 from stageware_codegen.resolve.stage_names import ALIAS_GENERICS, StageNames
 
@@ -73,8 +74,6 @@ def stages_view(schema: _ir.Schema) -> dict[str, Any]:
                 "name": repr(stage.name),
                 "result_type": names.result,
                 "result_event": stage.result,
-                "internal": repr(stage.internal),
-                "doc": repr(stage.doc),
                 "docstring": docstring(stage.doc),
                 "aliases": [(alias.name, alias.target, alias.doc) for alias in names.aliases()],
             }
@@ -84,18 +83,6 @@ def stages_view(schema: _ir.Schema) -> dict[str, Any]:
         "imports": module.imports.lines(),
         "stages": stages,
     }
-
-
-POLICY_POINT_NAMES = (
-    "BANDS",
-    "HOOK_POINTS",
-    "Band",
-    "Direction",
-    "HookEvent",
-    "HookPoint",
-    "HookPointSpec",
-)
-"""What ``policy_points.py`` defines itself, all of it public."""
 
 
 def policy_points_view(hooks: _ir.Hooks) -> dict[str, Any]:
@@ -148,7 +135,10 @@ def policy_points_view(hooks: _ir.Hooks) -> dict[str, Any]:
         "exported": [
             repr(name)
             for name in sorted(
-                [*POLICY_POINT_NAMES, *(point.event for point in hooks.points)],
+                [
+                    *TEMPLATE_DEFINITIONS["policy_points.py"],
+                    *(point.event for point in hooks.points),
+                ],
                 key=lambda name: (not name.isupper(), name),
             )
         ],

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from stageware_codegen.load.names import RUNTIME_MODULE
+from stageware_codegen.load.reserved import RUNTIME_MODULE
 from stageware_codegen.resolve import ir as _ir
 from stageware_codegen.resolve.type_exprs import NameKind, TypeExpr
 

@@ -25,9 +25,14 @@ def claim_names(
     """Every name type expressions may use, checking that generated names never clash."""
     owners: dict[str, str] = {}
 
-    def claim(name: str, label: str, path: DocPath, same_as: str | None = None) -> None:
-        """Reserve *name*, described as *label* in messages, for one definition."""
-        problem = reserved_type_problem(name, same_as)
+    def claim(
+        name: str, label: str, path: DocPath, same_as: str | None = None, shown: str | None = None
+    ) -> None:
+        """Reserve *name*, described as *label* in messages, for one definition.
+
+        *shown* names *name* if it is reserved: how it came from the schema.
+        """
+        problem = reserved_type_problem(name, same_as, shown)
         if problem is not None:
             errors.add(path, problem)
         elif name in owners:
@@ -49,7 +54,8 @@ def claim_names(
         kinds[name] = NameKind.EVENT
     for name in spec.stages:
         for generated in StageNames(name).all():
-            claim(generated, f"{generated!r} (generated for stage {name!r})", ("stages", name))
+            label = f"{generated!r} (generated for stage {name!r})"
+            claim(generated, label, ("stages", name), shown=label)
     if spec.hooks is not None:
         _claim_hook_events(spec, payloads, errors)
     return kinds

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, final, TYPE_CHECKING
 
 from stageware.runtime import (
+    CallInterrupts,
     Interrupt,
     interrupt_name_hash,
     MiddlewareInterruptResult,
@@ -209,9 +210,7 @@ class ExecuteToolContext:
     """Per-invocation state, shared by reference across the run, as hooks receive it."""
     cancel_signal: CancelSignal
     """The run's cancel signal; middleware may observe it."""
-    _interrupts: Mapping[str, Interrupt] = field(
-        default_factory=dict[str, Interrupt], repr=False, compare=False
-    )
+    _interrupts: CallInterrupts = field(default_factory=CallInterrupts, repr=False, compare=False)
 
     @classmethod
     def from_host(
@@ -245,7 +244,7 @@ class ExecuteToolContext:
             tool_use=_copy.copy(tool_use),
             invocation_state=invocation_state,
             cancel_signal=cancel_signal,
-            _interrupts={} if interrupts is None else dict(interrupts),
+            _interrupts=CallInterrupts(interrupts),
         )
 
     def replace(
@@ -327,32 +326,29 @@ class ExecuteToolContext:
 class AgentStreamContext:
     """Context passed to `AgentStreamStage` Input and Wrap handlers.
 
-    Wraps one agent pass: the model call, the tool calls it leads to, and the history
-    updates in between. Internal: its input contract is not final.
+    Wraps one agent pass: the pass's input entering the history, the model call, the tool
+    calls it leads to, and the history updates in between. Internal, as in Strands.
 
     Copy semantics (applied by `from_host`):
-    - `agent`, `messages` and `invocation_state`: the host's own objects, shared by
-      reference.
+    - `messages`: deep copies, so mutating them cannot change host state.
+    - `agent` and `invocation_state`: the host's own objects, shared by reference.
 
     `replace()` cannot set:
     - `agent`: fixed for the stage. The stage always runs for the agent that started it.
-    - `messages`: the host would not honour a replacement. The input is appended to the
-      history before the chain runs and the pass reads the history, so a replaced list is
-      never seen. Mutate the messages in place, or use an InvokeModel Input handler, whose
-      messages can be replaced.
     """
 
     agent: AgentHandle
     """The agent running the pass."""
     messages: Messages
-    """The input of this pass, already appended to the conversation history."""
+    """The input of this pass. The terminal appends these very messages to the history, so a
+    replacement (or an edit in place) is what enters the history and reaches the model, and
+    a handler that short-circuits leaves the history without them.
+    """
     invocation_state: dict[str, Any]
     """Per-invocation state; the pass reads it from this context, so a replacement reaches the
     model.
     """
-    _interrupts: Mapping[str, Interrupt] = field(
-        default_factory=dict[str, Interrupt], repr=False, compare=False
-    )
+    _interrupts: CallInterrupts = field(default_factory=CallInterrupts, repr=False, compare=False)
 
     @classmethod
     def from_host(
@@ -367,30 +363,38 @@ class AgentStreamContext:
 
         Args:
             agent: The agent running the pass.
-            messages: The input of this pass, already appended to the conversation history.
+            messages: The input of this pass. The terminal appends these very messages to
+                the history, so a replacement (or an edit in place) is what enters the
+                history and reaches the model, and a handler that short-circuits leaves the
+                history without them.
             invocation_state: Per-invocation state; the pass reads it from this context, so
                 a replacement reaches the model.
             interrupts: Answered interrupts captured for this run, by id; snapshotted.
         """
         return cls(
             agent=agent,
-            messages=messages,
+            messages=_copy.deepcopy(messages),
             invocation_state=invocation_state,
-            _interrupts={} if interrupts is None else dict(interrupts),
+            _interrupts=CallInterrupts(interrupts),
         )
 
     def replace(
         self,
         *,
+        messages: Messages | Unset = UNSET,
         invocation_state: dict[str, Any] | Unset = UNSET,
     ) -> AgentStreamContext:
         """Return a copy with the given fields replaced.
 
         Omitted fields keep their current value (the same object).
 
-        `agent`, `messages` and the interrupt state are carried over unchanged.
+        `agent` and the interrupt state are carried over unchanged.
 
         Args:
+            messages: The input of this pass. The terminal appends these very messages to
+                the history, so a replacement (or an edit in place) is what enters the
+                history and reaches the model, and a handler that short-circuits leaves the
+                history without them.
             invocation_state: Per-invocation state; the pass reads it from this context, so
                 a replacement reaches the model.
 
@@ -399,7 +403,7 @@ class AgentStreamContext:
         """
         return AgentStreamContext(
             agent=self.agent,
-            messages=self.messages,
+            messages=self.messages if isinstance(messages, Unset) else messages,
             invocation_state=self.invocation_state
             if isinstance(invocation_state, Unset)
             else invocation_state,

@@ -34,8 +34,6 @@ InvokeModelStage: Final[
     "InvokeModel",
     result_type=InvokeModelResult,
     result_event=ModelStopReason,
-    internal=False,
-    doc="Wraps one call to the model. Middleware can rate-limit, cache, route to another model, or transform what goes in and what comes out.",
 )
 """Wraps one call to the model. Middleware can rate-limit, cache, route to another model, or
 transform what goes in and what comes out.
@@ -65,8 +63,6 @@ ExecuteToolStage: Final[
     "ExecuteTool",
     result_type=ExecuteToolResult,
     result_event=ToolResultEvent,
-    internal=False,
-    doc="Wraps one tool call. Middleware can add telemetry, validate inputs, mock results, or gate the call behind a human approval with `interrupt()`.",
 )
 """Wraps one tool call. Middleware can add telemetry, validate inputs, mock results, or gate
 the call behind a human approval with `interrupt()`.
@@ -96,11 +92,9 @@ AgentStreamStage: Final[
     "AgentStream",
     result_type=AgentStreamResult,
     result_event=EventLoopStopEvent,
-    internal=True,
-    doc="Wraps one agent pass: the model call, the tool calls it leads to, and the history updates in between. Internal: its input contract is not final.",
 )
-"""Wraps one agent pass: the model call, the tool calls it leads to, and the history updates in
-between. Internal: its input contract is not final.
+"""Wraps one agent pass: the pass's input entering the history, the model call, the tool calls
+it leads to, and the history updates in between. Internal, as in Strands.
 """
 
 AgentStreamNext: TypeAlias = NextFn[AgentStreamContext, AgentStreamEvent]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import copy
-import sys
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Any, Literal, TypeVar, cast, final
@@ -25,6 +23,7 @@ from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
 from ._prompt import Prompt, prompt_messages
+from ._running_loop import running_loop
 from .models import Model
 from .sessions import SNAPSHOT_VERSION, SessionError, SessionSnapshot, SessionStore
 from .tools import AgentTool
@@ -185,7 +184,8 @@ class Agent(MiddlewareHost):
 
         Safe to call from another thread, a hook, middleware or a tool. Calls that have
         not started are not run; running tools see ``cancel_signal.is_set()`` and should
-        stop early. Without a running invocation this does nothing.
+        stop early. Called between invocations, it cancels the next one (as in Strands
+        1.62): the signal is cleared only when an invocation finishes.
         """
         self._core.cancel.set()
 
@@ -205,7 +205,7 @@ class Agent(MiddlewareHost):
         def run() -> AgentResult:
             return anyio.run(self._invoke_with, prompt, invocation_state, backend=self._backend)
 
-        if not _in_event_loop():
+        if running_loop() is None:
             return run()
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(run).result()
@@ -248,7 +248,6 @@ class Agent(MiddlewareHost):
                 "so the invocation finishes before the next one starts."
             )
         try:
-            self._core.cancel = CancelToken()  # a cancel applies to one invocation
             state = {} if invocation_state is None else invocation_state
             invocation = Invocation(self._core, self._event_loop, self._save_session)
             events = invocation.stream(prompt, state)
@@ -258,6 +257,9 @@ class Agent(MiddlewareHost):
             finally:
                 await events.aclose()
         finally:
+            # A new token rather than a cleared one: the finished invocation's tools and
+            # middleware may still hold theirs. A cancel() from now on is for the next one.
+            self._core.cancel = CancelToken()
             self._running.release()
 
     # -- sessions ----------------------------------------------------------------------
@@ -321,21 +323,3 @@ def _tools_by_name(tools: Iterable[AgentTool]) -> dict[str, AgentTool]:
             raise ValueError(f"two tools are named {tool.tool_name!r}; tool names must be unique")
         by_name[tool.tool_name] = tool
     return by_name
-
-
-def _in_event_loop() -> bool:
-    """Whether this thread is running an asyncio or trio event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        return True
-    trio: Any = sys.modules.get("trio")
-    if trio is None:
-        return False
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    return True

@@ -81,7 +81,11 @@ class PassState:
     """What one agent pass (one invocation) tracks while it runs.
 
     Attributes:
-        input: The messages this pass appended; the AgentStream context carries this list.
+        input: The pass's input as the host built it; the AgentStream context carries a
+            copy, and a gate that stops the pass before the terminal keeps this for the
+            resume.
+        input_appended: Whether the terminal has appended the (context's) input to the
+            history.
         started: When the pass started (``time.monotonic()``).
         metrics: Counters for the result.
         last_stop: The stop event the pass produced, as the terminal yielded it. Once it is
@@ -90,6 +94,7 @@ class PassState:
     """
 
     input: Messages
+    input_appended: bool = False
     started: float = field(default_factory=time.monotonic)
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     last_stop: EventLoopStopEvent | None = None

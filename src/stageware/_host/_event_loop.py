@@ -1,9 +1,15 @@
 """One agent pass: model turns and tool rounds until the model stops. The AgentStream terminal.
 
-A pass alternates model calls and tool rounds. It starts with the tool round an
-interrupt halted, when there is one, so a resume replays the tools without asking the
-model again. It ends with exactly one ``EventLoopStopEvent``: the model's own stop, an
-``interrupt`` (tools are waiting for a human), or ``cancelled``.
+A pass first appends its input, the messages of the context the terminal receives, to the
+history (as in Strands 1.62: a replaced input is what the history gets). Then it
+alternates model calls and tool rounds, starting with the tool round an interrupt
+halted, when there is one, so a resume replays the tools without asking the model again.
+It ends with exactly one ``EventLoopStopEvent``: the model's own stop, an ``interrupt``
+(tools are waiting for a human), or ``cancelled``.
+
+Before the input is appended, tool calls an earlier invocation left without results
+(it failed, was cancelled from outside or was closed by its consumer in the middle of a
+tool round) get error results, so the history stays one a provider accepts.
 """
 
 from __future__ import annotations
@@ -21,13 +27,14 @@ from stageware._generated.events import (
     ModelStopReason,
     ToolResultMessageEvent,
 )
-from stageware._generated.payloads import Message, StopReason, ToolUse
+from stageware._generated.payloads import ContentBlock, Message, Messages, StopReason, ToolUse
 from stageware._runtime import Interrupt
 
 from ._core import AgentCore, PassState
 from ._interrupt_state import PendingToolExecution
 from ._model_call import ModelCall
 from ._tool_executor import ToolExecutor, ToolRound
+from .tools import error_result
 
 __all__ = ["EventLoop", "build_stop_event", "empty_assistant_message"]
 
@@ -87,8 +94,9 @@ class EventLoop:
 
     async def run(self, context: AgentStreamContext) -> AsyncIterator[AgentStreamEvent]:
         """Run the pass for *context*, yielding its events and ending with its stop event."""
-        self._check_context(context)
         core = self._core
+        core.check_agent(context)
+        await self._append_input(context.messages)
         invocation_state = context.invocation_state
         while True:
             pending = core.interrupts.pending_tool_execution
@@ -185,17 +193,45 @@ class EventLoop:
         self._pass.last_stop = event
         return event
 
-    def _check_context(self, context: AgentStreamContext) -> None:
-        # Both fields are left out of replace(); these catch dataclasses.replace(), which
-        # would otherwise be dropped without a word.
-        self._core.check_agent(context)
-        if context.messages is not self._pass.input:
-            raise RuntimeError(
-                "AgentStreamContext.messages was replaced (with dataclasses.replace); the "
-                "input is already in the history when the chain runs, so a replaced list "
-                "would never reach the model. Mutate the messages in place, or use an "
-                "InvokeModelStage Input handler, whose messages can be replaced."
-            )
+    async def _append_input(self, messages: Messages) -> None:
+        """Append the pass's input to the history, each message with its MessageAddedEvent.
+
+        Results for tool calls an earlier invocation left unanswered lead the input's first
+        user message (so user turns keep alternating with assistant turns), or form a user
+        message of their own. A round an interrupt stored for replay is not unfinished: the
+        resume runs it.
+        """
+        core = self._core
+        self._pass.input_appended = True
+        core.interrupts.pending_input = []
+        messages = list(messages)
+        results = self._unfinished_tool_results()
+        if results and messages and messages[0]["role"] == "user":
+            first = messages[0]
+            # A new message: the context's own dict may be a middleware's constant.
+            messages[0] = {**first, "content": [*results, *first["content"]]}
+        elif results:
+            messages.insert(0, {"role": "user", "content": results})
+        for message in messages:
+            await core.append_message(message)
+
+    def _unfinished_tool_results(self) -> list[ContentBlock]:
+        core = self._core
+        if not core.messages or core.interrupts.pending_tool_execution is not None:
+            return []
+        last = core.messages[-1]
+        if last["role"] != "assistant":
+            return []
+        return [
+            {
+                "toolResult": error_result(
+                    block["toolUse"]["toolUseId"],
+                    "The tool call did not finish: the run ended before it produced a result.",
+                )
+            }
+            for block in last["content"]
+            if "toolUse" in block
+        ]
 
 
 def _tool_uses(message: Message) -> list[ToolUse]:

@@ -1,8 +1,10 @@
 """Lifecycle hook events: what ``agent.add_hook`` callbacks receive.
 
-Hooks fire around the stage chains, never inside them, so they fire whatever the
-middleware does: a cached model call still has its before/after model hooks, a
-short-circuited agent pass still records its input message. Most fields are read-only;
+Hooks fire around the stage chains, so they fire whatever the middleware does: a cached
+model call still has its before/after model hooks. The one exception is the
+``MessageAddedEvent`` of a pass's input, which fires where the input enters the history:
+inside the AgentStream terminal (as in Strands 1.62), so a short-circuited pass records
+no input and fires none. Most fields are read-only;
 each event lists the few a hook may set (``retry``, ``cancel_tool``, ``result``, ...), and
 setting any other raises ``AttributeError`` instead of being ignored.
 """
@@ -68,11 +70,13 @@ class LifecycleEvent:
 
 @dataclass(eq=False)
 class BeforeInvocationEvent(LifecycleEvent):
-    """An invocation (one ``agent(...)`` call) is starting, before its input is recorded.
+    """An invocation (one ``agent(...)`` call) is starting, before the AgentStream chain.
 
     Attributes:
         invocation_state: Per-invocation state, shared with middleware and tools.
-        messages: The input this invocation appends to the history; empty on a resume.
+        messages: The invocation's input, which the AgentStream terminal appends to the
+            history (unless middleware replaces it or short-circuits the pass). A resume
+            carries the input an agent-stream gate held back, and is empty otherwise.
     """
 
     agent: AgentHandle
@@ -210,8 +214,11 @@ class AfterToolCallEvent(LifecycleEvent):
         selected_tool: The tool that ran, or ``None`` for an unknown tool.
         tool_use: The call.
         invocation_state: Per-invocation state.
-        result: Writable: the result the model will receive.
-        exception: What the tool raised, if it failed by raising.
+        result: Writable: the result the model will receive, and the one ``ToolResultEvent``
+            of the call that the agent stream carries.
+        exception: What failed the call, if anything raised in its ExecuteTool chain (the
+            tool or a middleware) or it ended without a result; ``result`` is then the
+            error result ``"Error: <message>"``.
         cancel_message: The cancellation message, when the call was cancelled.
         retry: Writable: run the call again.
     """

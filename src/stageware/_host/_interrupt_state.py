@@ -5,6 +5,10 @@ middleware, by a tool, or by a BeforeToolCallEvent hook) are registered by the t
 executor; agent-stream interrupts (raised by AgentStream middleware) are registered by
 the run loop. Nothing else writes here: ``interrupt()`` on a context only reads.
 
+An agent-stream interrupt raised before the pass's input entered the history (a gate
+in front of ``next_fn``, as the AgentStream terminal appends the input) keeps that input
+here, and the resume passes it on: the user's turn is neither lost nor recorded twice.
+
 Lifetimes:
 
 - A tool cycle ends when its tools have all run (``end_tool_cycle``): its interrupts and
@@ -24,8 +28,10 @@ from typing import Any, cast, final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from stageware._generated.payloads import Message, ToolResult
+from stageware._generated.payloads import Message, Messages, ToolResult
 from stageware._runtime import Interrupt
+
+from ._pydantic_errors import error_location
 
 __all__ = [
     "InterruptState",
@@ -110,14 +116,23 @@ class InterruptState:
             while it is, the next invocation must be a resume.
         pending_tool_execution: The tool round to replay on resume, if a tool-cycle
             interrupt halted one.
+        pending_input: The input of a pass an agent-stream interrupt stopped before the
+            input entered the history; the resume's input. Empty otherwise.
     """
 
-    __slots__ = ("_agent_stream_ids", "activated", "interrupts", "pending_tool_execution")
+    __slots__ = (
+        "_agent_stream_ids",
+        "activated",
+        "interrupts",
+        "pending_input",
+        "pending_tool_execution",
+    )
 
     def __init__(self) -> None:
         self.interrupts: dict[str, Interrupt] = {}
         self.activated = False
         self.pending_tool_execution: PendingToolExecution | None = None
+        self.pending_input: Messages = []
         # Which interrupts the run loop registered: their answers outlive a tool cycle.
         self._agent_stream_ids: set[str] = set()
 
@@ -201,6 +216,7 @@ class InterruptState:
         self.interrupts = {}
         self._agent_stream_ids = set()
         self.pending_tool_execution = None
+        self.pending_input = []
         self.activated = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -224,6 +240,9 @@ class InterruptState:
                 "tool_use_message": copy.deepcopy(pending.tool_use_message),
                 "completed": copy.deepcopy(pending.completed),
             },
+            "pending_input": {"messages": copy.deepcopy(self.pending_input)}
+            if self.pending_input
+            else None,
         }
 
     @classmethod
@@ -237,8 +256,8 @@ class InterruptState:
             stored = _StoredInterruptState.model_validate(data)
         except ValidationError as error:
             problem = error.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise InterruptStateError(f"interrupt_state.{where}: {problem['msg']}") from error
+            where = error_location(("interrupt_state", *problem["loc"]))
+            raise InterruptStateError(f"{where}: {problem['msg']}") from error
         state = cls()
         state.activated = stored.activated
         for i in stored.interrupts:
@@ -253,6 +272,9 @@ class InterruptState:
             state.pending_tool_execution = PendingToolExecution(
                 tool_use_message=pending["tool_use_message"], completed=pending["completed"]
             )
+        if stored.pending_input is not None:
+            # Like the tool round: the stored messages themselves, extra keys included.
+            state.pending_input = copy.deepcopy(data["pending_input"]["messages"])
         return state
 
 
@@ -272,8 +294,15 @@ class _StoredPending(BaseModel):
     completed: dict[str, ToolResult]
 
 
+class _StoredInput(BaseModel):
+    # No extra="forbid", for the same reason as _StoredPending.
+    messages: list[Message]
+
+
 class _StoredInterruptState(BaseModel):
     model_config = ConfigDict(extra="forbid")
     activated: bool
     interrupts: list[_StoredInterrupt]
     pending_tool_execution: _StoredPending | None
+    # Absent from snapshots written before agent-stream gates kept the pass's input.
+    pending_input: _StoredInput | None = None

@@ -2,23 +2,23 @@
 
 In order:
 
-1. A resume stores the human's answers; a prompt becomes the pass's input messages.
-2. ``BeforeInvocationEvent`` fires, then each input message is appended to the history
-   with its ``MessageAddedEvent``, before the chain runs, so the user turn is recorded
-   even when middleware short-circuits the pass.
-3. The AgentStream chain runs, with the event loop as its terminal. An
-   ``InterruptException`` from AgentStream middleware is registered here (the single
-   registration site for agent-stream interrupts) and ends the pass with an ``interrupt``
-   stop event, unless the pass had already produced its stop event: then the interrupt
-   is refused, because a resume would call the model a second time.
+1. A resume stores the human's answers, and its input is whatever input an agent-stream
+   gate held back; otherwise the prompt becomes the pass's input messages.
+2. ``BeforeInvocationEvent`` fires.
+3. The AgentStream chain runs on a context carrying a copy of the input, with the event
+   loop as its terminal. The terminal appends the context's messages to the history (as
+   in Strands 1.62), so a replaced input is what the history and the model get, and a
+   pass that middleware short-circuits records no input. An ``InterruptException`` from
+   AgentStream middleware is registered here (the single registration site for
+   agent-stream interrupts) and ends the pass with an ``interrupt`` stop event whose
+   message is the last one of the history; if the input had not entered the history yet,
+   it is kept for the resume. An interrupt after the pass produced its stop event is
+   refused, because a resume would call the model a second time.
 4. The stop event the invocation reports is the last ``EventLoopStopEvent`` the chain
    yielded; a chain that dropped it is an error.
 5. However the invocation ends (its stop event, an error, the caller closing the stream),
    an invocation with nothing owed a resume ends the interrupt cycle, releasing every
    answer; then the session is saved and ``AfterInvocationEvent`` fires.
-
-Before the input is appended, tool calls an earlier, interrupted-from-outside invocation
-left without results get error results, so the history stays one a provider accepts.
 """
 
 from __future__ import annotations
@@ -31,17 +31,16 @@ import anyio
 
 from stageware._generated.contexts import AgentStreamContext
 from stageware._generated.events import AgentStreamEvent, EventLoopStopEvent
-from stageware._generated.payloads import ContentBlock, Message
+from stageware._generated.payloads import Message, Messages
 from stageware._generated.stages import AgentStreamStage
 from stageware._runtime import Interrupt, InterruptException
 
 from ._agent_result import AgentResult, AgentResultEvent
 from ._core import AgentCore, PassState
-from ._event_loop import EventLoop, build_stop_event, empty_assistant_message
+from ._event_loop import EventLoop, build_stop_event
 from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
 from ._interrupt_state import parse_interrupt_responses
 from ._prompt import prompt_messages
-from .tools import error_result
 
 __all__ = ["Invocation"]
 
@@ -82,9 +81,6 @@ class Invocation:
                     agent=core.handle, invocation_state=invocation_state, messages=messages
                 )
             )
-            await self._answer_unfinished_tool_calls(messages)
-            for message in messages:
-                await core.append_message(message)
             context = AgentStreamContext.from_host(
                 agent=core.handle,
                 messages=messages,
@@ -136,19 +132,23 @@ class Invocation:
         assert result is not None  # the try block either set it or raised
         yield AgentResultEvent(result=result)
 
-    def _take_input(self, prompt: object) -> list[Any]:
-        """Store a resume's answers, or turn a prompt into this pass's input messages."""
+    def _take_input(self, prompt: object) -> Messages:
+        """Store a resume's answers, or turn a prompt into this pass's input messages.
+
+        A resume's input is the input an agent-stream gate held back, if any: the gate
+        stopped its pass before the input entered the history.
+        """
         interrupts = self._core.interrupts
         responses = parse_interrupt_responses(prompt)
         if responses is not None:
             interrupts.resume(responses)
-            return []
+            return interrupts.pending_input
         if not interrupts.activated:
             return prompt_messages(prompt)
         waiting = interrupts.pending()
         if not waiting and prompt is None:
             # Every answer is in (an earlier resume was cut short): continue the cycle.
-            return []
+            return interrupts.pending_input
         if not waiting:
             raise TypeError(
                 "the agent stopped on an interrupt whose answers are all in, but the run that "
@@ -160,37 +160,6 @@ class Invocation:
             "[{'interruptResponse': {'interruptId': ..., 'response': ...}}]; "
             f"waiting for: {names}"
         )
-
-    async def _answer_unfinished_tool_calls(self, messages: list[Message]) -> None:
-        """Give tool calls an earlier invocation left unanswered an error result.
-
-        An invocation that failed, was cancelled from outside or was closed by its consumer
-        in the middle of a tool round leaves an assistant message whose calls have no
-        results; every provider rejects such a history. The results lead the next user
-        turn (the first of *messages* when that is a user message, so user turns keep
-        alternating with assistant turns), or form a user message of their own. A round an
-        interrupt stored for replay is not unfinished: the resume runs it.
-        """
-        core = self._core
-        if not core.messages or core.interrupts.pending_tool_execution is not None:
-            return
-        last = core.messages[-1]
-        calls = [block["toolUse"] for block in last["content"] if "toolUse" in block]
-        if last["role"] != "assistant" or not calls:
-            return
-        results: list[ContentBlock] = [
-            {
-                "toolResult": error_result(
-                    call["toolUseId"],
-                    "The tool call did not finish: the run ended before it produced a result.",
-                )
-            }
-            for call in calls
-        ]
-        if messages and messages[0]["role"] == "user":
-            messages[0]["content"][:0] = results
-        else:
-            await core.append_message({"role": "user", "content": results})
 
     def _settle_interrupts(self, stop: EventLoopStopEvent | None) -> None:
         """End the interrupt cycle unless a resume is still owed.
@@ -224,7 +193,17 @@ class Invocation:
             )
         interrupts.register(interrupt, agent_stream=True)
         interrupts.activate()
-        message = last.message if last is not None else empty_assistant_message()
+        if not pass_state.input_appended:
+            # A gate in front of the terminal: the input waits for the resume.
+            interrupts.pending_input = pass_state.input
+        history = self._core.messages
+        # As in Strands 1.62: the last message of the history, whoever wrote it.
+        message = history[-1] if history else _interrupted_message()
         return build_stop_event(
             "interrupt", message, invocation_state, pass_state, interrupts.pending()
         )
+
+
+def _interrupted_message() -> Message:
+    """The message of an agent-stream interrupt when the history is still empty."""
+    return {"role": "assistant", "content": [{"text": "Interrupted"}]}

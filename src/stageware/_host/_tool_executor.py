@@ -10,14 +10,26 @@ registered: a middleware's ``InterruptException``, a tool's ``ToolInterruptEvent
 before-hook's interrupt all end here, and each halted call surfaces as exactly one
 ``ToolInterruptEvent``.
 
-The chain's terminal runs the tool with the executor's own cancel signal, turns an
-exception from the tool into an error result the model can read, and produces the
-"unknown tool" result when the model asked for a tool the agent does not have (the
+Nothing in the ExecuteTool chain ends the run (as in Strands 1.62): whatever fails in it
+(a middleware raising in any phase, a chain that yields no ``ToolResultEvent``, a tool
+that raises or yields no result) becomes an error result the model reads, ``"Error:
+<message>"``, logged here, with the exception on ``AfterToolCallEvent`` so a hook can
+retry. ``InterruptException`` and cancellation pass through. The hooks around the chain
+are not part of it: a failing hook fails the run.
+
+Each call yields exactly one ``ToolResultEvent`` to the agent stream: the result left
+after the Output handlers and the ``AfterToolCallEvent`` hooks, which is the one the
+model receives. The chain's own result events (and those of attempts a hook or a
+middleware retried) are held back; everything else the chain yields streams live.
+
+The chain's terminal runs the tool with the executor's own cancel signal and produces
+the "unknown tool" result when the model asked for a tool the agent does not have (the
 chain still runs, with ``tool=None``, so middleware can observe or mock it).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
@@ -35,13 +47,15 @@ from stageware._generated.events import (
 )
 from stageware._generated.payloads import ToolResult, ToolUse
 from stageware._generated.stages import ExecuteToolStage
-from stageware._runtime import Interrupt, InterruptException, close_all
+from stageware._runtime import CallInterrupts, Interrupt, InterruptException, close_all
 
 from ._core import AgentCore, PassState
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
-from .tools import ToolContext, error_result, invalid_result_reason
+from .tools import ToolContext, error_result, exception_result, invalid_result_reason
 
 __all__ = ["ToolExecutor", "ToolRound"]
+
+logger = logging.getLogger(__name__)
 
 
 @final
@@ -163,17 +177,26 @@ class ToolExecutor:
                 round_.skipped[tool_use_id] = skipped
                 await send.send(ToolResultEvent(tool_result=skipped))
                 return
+            asked = CallInterrupts(core.interrupts.answered())
             before = BeforeToolCallEvent(
                 agent=core.handle,
                 selected_tool=core.tools.get(tool_use["name"]),
                 tool_use=tool_use,
                 invocation_state=invocation_state,
-                _interrupts=core.interrupts.answered(),
+                _interrupts=asked,
             )
             try:
                 await core.hooks.fire(before)
             except InterruptException as raised:
                 await self._halt(tool_use, [raised.interrupt], round_, send)
+                return
+            except Exception:
+                if asked.raised is None:
+                    raise
+                # The hook caught its interrupt and failed otherwise: a human still decides.
+            if asked.raised is not None:
+                swallowed = asked.swallowed("a BeforeToolCallEvent hook")
+                await self._halt(tool_use, [swallowed.interrupt], round_, send)
                 return
             if before.cancel_tool is not False:
                 await self._cancel(before, round_, send)
@@ -182,7 +205,7 @@ class ToolExecutor:
             if interrupts:
                 self._register(interrupts, round_)
                 return
-            assert result is not None  # registry.invoke raises when the chain dropped it
+            assert result is not None  # _run_chain has a result for every call it did not halt
             after = await core.hooks.fire(
                 AfterToolCallEvent(
                     agent=core.handle,
@@ -194,7 +217,11 @@ class ToolExecutor:
                 )
             )
             if not after.retry:
-                round_.results[tool_use_id] = _for_call(after.result, tool_use_id)
+                final = _for_call(after.result, tool_use_id)
+                round_.results[tool_use_id] = final
+                if final is not result.tool_result:
+                    result = ToolResultEvent(tool_result=final, exception=result.exception)
+                await send.send(result)
                 return
 
     async def _run_chain(
@@ -203,6 +230,11 @@ class ToolExecutor:
         pass_state: PassState,
         send: ObjectSendStream[AgentStreamEvent],
     ) -> tuple[ToolResultEvent | None, list[Interrupt]]:
+        """Run the chain once: its result (held back, not sent), or the interrupts that halted it.
+
+        Whatever the chain raises, other than an interrupt or a cancellation, becomes the
+        error result of the attempt.
+        """
         core = self._core
         context = ExecuteToolContext.from_host(
             agent=core.handle,
@@ -218,15 +250,28 @@ class ToolExecutor:
         events = core.registry.invoke(ExecuteToolStage, context, self._terminal)
         try:
             async for event in events:
+                if isinstance(event, ToolResultEvent):
+                    # The last one is the attempt's result; _call sends the final one.
+                    result = event
+                    continue
                 if isinstance(event, ToolInterruptEvent):
                     interrupts.extend(event.interrupts)
-                elif isinstance(event, ToolResultEvent):
-                    result = event
                 await send.send(event)
         except InterruptException as raised:
             interrupts.append(raised.interrupt)
             await send.send(
                 ToolInterruptEvent(tool_use=before.tool_use, interrupts=[raised.interrupt])
+            )
+        except Exception as error:
+            tool_use = before.tool_use
+            logger.exception(
+                "tool call %s (%r): the ExecuteTool chain raised; the model receives an error "
+                "result",
+                tool_use["toolUseId"],
+                tool_use["name"],
+            )
+            result = ToolResultEvent(
+                tool_result=exception_result(tool_use["toolUseId"], error), exception=error
             )
         finally:
             await events.aclose()
@@ -259,19 +304,19 @@ class ToolExecutor:
             if isinstance(before.cancel_tool, str)
             else "The tool call was cancelled by a hook."
         )
-        cancelled = error_result(tool_use_id, message)
-        await send.send(ToolResultEvent(tool_result=cancelled))
         after = await self._core.hooks.fire(
             AfterToolCallEvent(
                 agent=self._core.handle,
                 selected_tool=before.selected_tool,
                 tool_use=before.tool_use,
                 invocation_state=before.invocation_state,
-                result=cancelled,
+                result=error_result(tool_use_id, message),
                 cancel_message=message,
             )
         )
-        round_.results[tool_use_id] = _for_call(after.result, tool_use_id)
+        final = _for_call(after.result, tool_use_id)
+        round_.results[tool_use_id] = final
+        await send.send(ToolResultEvent(tool_result=final))
 
     async def _terminal(self, context: ExecuteToolContext) -> AsyncIterator[ExecuteToolEvent]:
         core = self._core
@@ -290,28 +335,53 @@ class ToolExecutor:
                 )
             )
             return
+        asked = CallInterrupts(core.interrupts.answered())
         tool_context = ToolContext(
             agent=core.handle,
             tool_use=tool_use,
             invocation_state=context.invocation_state,
             cancel_signal=core.cancel,
-            interrupts=core.interrupts.answered(),
+            interrupts=asked,
         )
         events = context.tool.stream(tool_use, tool_context)
+        answered = halted = False
         try:
             async for event in events:
+                halted = halted or isinstance(event, ToolInterruptEvent)
+                if asked.raised is not None and not halted:
+                    # The tool caught its own interrupt and went on (reporting it as a
+                    # ToolInterruptEvent is not going on): nothing it does after that
+                    # reaches the chain, and the run still stops for the human.
+                    raise asked.swallowed(f"the tool {tool_use['name']!r}")
+                answered = answered or isinstance(event, ToolResultEvent | ToolInterruptEvent)
                 yield event
         except InterruptException:
             raise
         except Exception as error:
+            if asked.raised is not None and not halted:
+                raise asked.swallowed(f"the tool {tool_use['name']!r}") from None
             # Middleware always observes a result, not a raised exception.
-            yield ToolResultEvent(
-                tool_result=error_result(tool_use["toolUseId"], f"Error: {error}"),
-                exception=error,
+            logger.exception(
+                "tool call %s (%r): the tool raised; the model receives an error result",
+                tool_use["toolUseId"],
+                tool_use["name"],
             )
+            yield ToolResultEvent(
+                tool_result=exception_result(tool_use["toolUseId"], error), exception=error
+            )
+            return
         finally:
             # Closed here, in this task, not whenever the garbage collector gets to it.
             await close_all([events])
+        if asked.raised is not None and not halted:
+            raise asked.swallowed(f"the tool {tool_use['name']!r}")
+        if not answered:
+            # A result, so middleware observes one and the model learns the call failed.
+            silent = RuntimeError(f"the tool {tool_use['name']!r} finished without a result")
+            logger.error("tool call %s: %s", tool_use["toolUseId"], silent)
+            yield ToolResultEvent(
+                tool_result=exception_result(tool_use["toolUseId"], silent), exception=silent
+            )
 
 
 def _for_call(result: ToolResult, tool_use_id: str) -> ToolResult:

@@ -14,9 +14,11 @@ from ._handlers import (
     WrapHandler,
 )
 from ._interrupt import (
+    CallInterrupts,
     Interrupt,
     InterruptException,
     MiddlewareInterruptResult,
+    SwallowedInterruptWarning,
     interrupt_name_hash,
     resolve_middleware_interrupt,
 )
@@ -33,6 +35,7 @@ __all__ = [
     "AgentHandle",
     "AsyncInputHandler",
     "AsyncOutputHandler",
+    "CallInterrupts",
     "CancelSignal",
     "InputHandler",
     "InputPhase",
@@ -49,6 +52,7 @@ __all__ = [
     "OutputHandler",
     "OutputPhase",
     "Phase",
+    "SwallowedInterruptWarning",
     "Unset",
     "WrapHandler",
     "WrapPhase",

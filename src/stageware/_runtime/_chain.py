@@ -11,19 +11,46 @@ exactly one Output pass. Within a phase the first registered handler is outermos
 Input handlers run in registration order, Wrap handlers nest in registration order, and
 the first registered Output handler has the last word.
 
-The result of a stage is the last event of its ``result_event`` type. Every generator
-a layer opened is closed, innermost first, before the chain's own generator finishes
-unwinding: on success, on error, on cancellation and when the consumer calls
-``aclose()`` early. ``InterruptException`` and cancellation are never caught here.
+The rules a running chain keeps:
+
+- **The result is the last event of the stage's ``result_event`` type.** Without Output
+  handlers every event passes through as yielded. With them, the result is held back and
+  the transformed one is yielded after every other event of the inner chain, trailing
+  events a Wrap handler yields after it included, so the last event is the result. A
+  result that a later one superseded (a retrying or repeating Wrap handler) is dropped:
+  the consumer never sees an untransformed result. Other events keep their order.
+- **Each layer closes what its ``next_fn`` opened.** ``next_fn(context)`` returns an async
+  generator (a terminal that returns another async iterator is wrapped in one). When a
+  Wrap handler's generator finishes, normally, by an error, by cancellation or by
+  ``aclose()``, every stream its ``next_fn`` opened and that is still open (read halfway,
+  or a first attempt a retry left) is closed then, innermost first, not when the whole
+  chain ends. Errors from closing do not stop the other closes; the first is raised.
+- **A swallowed interrupt still interrupts.** Once ``context.interrupt()`` has raised for
+  a call (recorded in the ``CallInterrupts`` its context carries, shared by every
+  ``replace()`` copy), the chain does not call the terminal for it, passes on no event
+  that follows, and raises the original ``InterruptException`` in place of that event, of
+  the normal end or of any other error, with a ``SwallowedInterruptWarning``; the host
+  sees the interrupt as if no middleware had caught it. Cancellation is never caught,
+  and an interrupt that propagates normally passes through unchanged.
+
+Costs, per call: the outermost layer is one generator, which also runs the Input and
+Output handlers; every further Wrap handler adds one generator around the handler's own,
+so n Wrap handlers run 2n generators above the terminal (the price of closing leftovers
+as each handler finishes). Each layer makes one closure for its ``next_fn`` and one list
+of what it opened; a layer whose streams all finished closes nothing. A context that
+carries an interrupt record costs one attribute check per event; a stage without
+handlers is its terminal, at no cost at all.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from types import AsyncGeneratorType
 from typing import Any, TypeGuard, TypeVar, cast, final
 
+from ._interrupt import call_interrupts
 from ._result import MiddlewareResult
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration, describe_handler
@@ -34,6 +61,8 @@ C = TypeVar("C")
 E = TypeVar("E")
 
 Chain = Callable[[C], AsyncIterator[E]]
+Next = Callable[[C], AsyncGenerator[E, None]]
+Handler = Callable[[C, Next[C, E]], AsyncIterator[E]]
 
 
 @final
@@ -58,11 +87,19 @@ def build_chain(
     stage: MiddlewareStage[Any, Any, Any], plan: StagePlan, terminal: Chain[C, E]
 ) -> Chain[C, E]:
     """Compose *plan* around *terminal*. With no handlers the terminal itself is returned."""
-    chain = terminal
-    if plan.inputs or plan.wraps:
-        chain = _input_and_wrap_layers(stage, plan, terminal)
-    if plan.outputs:
-        chain = _output_layer(stage, plan.outputs, chain)
+    if not (plan.inputs or plan.wraps or plan.outputs):
+        return terminal
+    inner: Next[C, E] = _terminal_layer(stage, terminal)
+    for registration in reversed(plan.wraps[1:]):
+        inner = _wrap_layer(registration.handler, inner)
+    outermost: Handler[C, E] | None = plan.wraps[0].handler if plan.wraps else None
+    inputs = plan.inputs
+    # Innermost first: the first registered Output handler is the outermost one.
+    outputs = tuple(reversed(plan.outputs))
+
+    def chain(context: C) -> AsyncIterator[E]:
+        return _run(stage, context, inputs, outermost, inner, outputs)
+
     return chain
 
 
@@ -95,70 +132,144 @@ class ResultTracker:
     def check(self) -> None:
         """Raise if the stream ended with neither a result nor an interrupt."""
         if not self.has_result and not self.interrupted:
-            event = self._result_event.__name__
-            raise RuntimeError(
-                f"the {self._stage!r} chain finished without yielding a {event}. A Wrap "
-                f"handler must yield the {event} its next_fn produced, or yield one of its "
-                "own to short-circuit."
-            )
+            raise _no_result(self._stage)
 
 
-def _input_and_wrap_layers(
-    stage: MiddlewareStage[Any, Any, Any], plan: StagePlan, terminal: Chain[C, E]
-) -> Chain[C, E]:
-    inputs = plan.inputs
-    wraps = tuple(registration.handler for registration in plan.wraps)
-
-    def chain(context: C) -> AsyncIterator[E]:
-        return _run(stage, context, inputs, wraps, terminal)
-
-    return chain
+def _no_result(stage: MiddlewareStage[Any, Any, Any]) -> RuntimeError:
+    event = stage.result_event.__name__
+    return RuntimeError(
+        f"the {stage!r} chain finished without yielding a {event}. A Wrap handler must "
+        f"yield the {event} its next_fn produced, or yield one of its own to short-circuit."
+    )
 
 
 async def _run(
     stage: MiddlewareStage[Any, Any, Any],
     context: C,
     inputs: tuple[MiddlewareRegistration, ...],
-    wraps: tuple[Callable[..., AsyncIterator[E]], ...],
-    inner: Chain[C, E],
-) -> AsyncIterator[E]:
+    handler: Handler[C, E] | None,
+    inner: Next[C, E],
+    outputs: tuple[MiddlewareRegistration, ...],
+) -> AsyncGenerator[E, None]:
+    """The outermost layer: Input handlers, the first Wrap handler, then Output handlers."""
     for registration in inputs:
         context = await _apply_input(stage, registration, context)
-    # Every iterator opened below, in creation order. Inner iterators are always
-    # created after the ones that call them, so closing in reverse is inner first.
+    record = call_interrupts(context)
     opened: list[AsyncIterator[E]] = []
-    outermost = _next_fn(wraps, 0, inner, opened)(context)
+    if handler is None:
+        events: AsyncIterator[E] = inner(context)
+    else:
+
+        def next_fn(context: C) -> AsyncGenerator[E, None]:
+            events = inner(context)
+            opened.append(events)
+            return events
+
+        events = handler(context, next_fn)
+    result_event = stage.result_event
+    held: E | None = None
+    interrupted = False
     try:
-        async for event in outermost:
-            yield event
+        # Three copies of one loop, so that each does only the checks its chain needs.
+        if outputs:
+            async for event in events:
+                if record is not None and record.raised is not None:
+                    raise record.swallowed(f"{stage!r} middleware")
+                if isinstance(event, result_event):
+                    held = event  # Replaces an earlier result, which is never passed on.
+                    continue
+                if held is None and not interrupted:
+                    interrupted = bool(getattr(event, "is_interrupt", False))
+                yield event
+        elif record is None:
+            async for event in events:
+                yield event
+        else:
+            async for event in events:
+                if record.raised is not None:
+                    raise record.swallowed(f"{stage!r} middleware")
+                yield event
+    except Exception as error:
+        if record is not None and record.raised is not None and error is not record.raised:
+            # The interrupt was caught and turned into another error: a human still decides.
+            raise record.swallowed(f"{stage!r} middleware") from None
+        raise
     finally:
-        await close_all(opened)
+        if not _all_finished(events, opened):
+            await close_all([events, *opened])  # Inner first: last opened first, then events.
+    if record is not None and record.raised is not None:
+        raise record.swallowed(f"{stage!r} middleware")
+    if not outputs:
+        return
+    if held is None:
+        if interrupted:
+            return  # Halted by an interrupt event: no result, so no Output pass.
+        raise _no_result(stage)
+    yield await _apply_outputs(stage, outputs, held)
 
 
-def _next_fn(
-    wraps: tuple[Callable[..., AsyncIterator[E]], ...],
-    index: int,
-    inner: Chain[C, E],
-    opened: list[AsyncIterator[E]],
-) -> Chain[C, E]:
-    """The callable that runs layer *index* and everything inside it, recording what it opens."""
-    if index == len(wraps):
+def _wrap_layer(handler: Handler[C, E], inner: Next[C, E]) -> Next[C, E]:
+    """The ``next_fn`` that runs *handler* around *inner*, as the layer outside it sees it."""
 
-        def call_inner(context: C) -> AsyncIterator[E]:
-            iterator = inner(context)
-            opened.append(iterator)
-            return iterator
-
-        return call_inner
-    handler = wraps[index]
-    rest = _next_fn(wraps, index + 1, inner, opened)
-
-    def call_layer(context: C) -> AsyncIterator[E]:
-        iterator = handler(context, rest)
-        opened.append(iterator)
-        return iterator
+    def call_layer(context: C) -> AsyncGenerator[E, None]:
+        return _layer(handler, inner, context)
 
     return call_layer
+
+
+async def _layer(handler: Handler[C, E], inner: Next[C, E], context: C) -> AsyncGenerator[E, None]:
+    """Run one Wrap handler; when it finishes, close what its ``next_fn`` left open."""
+    opened: list[AsyncIterator[E]] = []
+
+    def next_fn(context: C) -> AsyncGenerator[E, None]:
+        events = inner(context)
+        opened.append(events)
+        return events
+
+    events = handler(context, next_fn)
+    try:
+        async for event in events:
+            yield event
+    finally:
+        if not _all_finished(events, opened):
+            await close_all([events, *opened])  # Inner first: last opened first, then events.
+
+
+def _terminal_layer(stage: MiddlewareStage[Any, Any, Any], terminal: Chain[C, E]) -> Next[C, E]:
+    """The ``next_fn`` the innermost Wrap handler calls: the terminal, as an async generator.
+
+    It refuses to run the terminal for a call whose interrupt a middleware caught.
+    """
+
+    def call_terminal(context: C) -> AsyncGenerator[E, None]:
+        record = call_interrupts(context)
+        if record is not None and record.raised is not None:
+            raise record.swallowed(f"{stage!r} middleware")
+        events = terminal(context)
+        if type(events) is AsyncGeneratorType:
+            return cast("AsyncGenerator[E, None]", events)
+        return _as_generator(events)
+
+    return call_terminal
+
+
+async def _as_generator(events: AsyncIterator[E]) -> AsyncGenerator[E, None]:
+    """*events* as an async generator, so that ``next_fn`` always returns one."""
+    try:
+        async for event in events:
+            yield event
+    finally:
+        await close_all([events])
+
+
+def _all_finished(events: AsyncIterator[Any], opened: list[AsyncIterator[Any]]) -> bool:
+    """Whether a layer's own stream and every stream its ``next_fn`` opened have finished.
+
+    The same test as ``close_all``'s: an async generator whose frame is gone has finished.
+    """
+    return getattr(events, "ag_frame", True) is None and all(
+        getattr(iterator, "ag_frame", True) is None for iterator in opened
+    )
 
 
 async def close_all(opened: list[AsyncIterator[Any]]) -> None:
@@ -190,58 +301,6 @@ async def _apply_input(
             "must return the context (unchanged, or a copy from context.replace(...))"
         )
     return returned
-
-
-def _output_layer(
-    stage: MiddlewareStage[Any, Any, Any],
-    outputs: tuple[MiddlewareRegistration, ...],
-    inner: Chain[C, E],
-) -> Chain[C, E]:
-    # Innermost first: the first registered Output handler is the outermost one.
-    handlers = tuple(reversed(outputs))
-
-    def output_layer(context: C) -> AsyncIterator[E]:
-        return _run_outputs(stage, handlers, inner(context))
-
-    return output_layer
-
-
-async def _run_outputs(
-    stage: MiddlewareStage[Any, Any, Any],
-    handlers: tuple[MiddlewareRegistration, ...],
-    events: AsyncIterator[E],
-) -> AsyncIterator[E]:
-    """Pass events through, hold back the last result event, and transform it at the end.
-
-    Events that follow a result event are held with it, so that when the stream ends the
-    transformed result is yielded in its original position, followed by what came after it.
-    A call halted by an interrupt has no result, and Output handlers do not run.
-    """
-    tracker = ResultTracker(stage)
-    held: E | None = None
-    trailing: list[E] = []
-    try:
-        async for event in events:
-            if tracker.see(event):
-                if held is not None:
-                    # An earlier result was not the last one: release it unchanged.
-                    yield held
-                    for later in trailing:
-                        yield later
-                    trailing.clear()
-                held = event
-            elif held is None:
-                yield event
-            else:
-                trailing.append(event)
-    finally:
-        await close_all([events])
-    tracker.check()
-    if held is None:
-        return  # Halted by an interrupt.
-    yield await _apply_outputs(stage, handlers, held)
-    for later in trailing:
-        yield later
 
 
 async def _apply_outputs(

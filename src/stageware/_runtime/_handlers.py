@@ -8,7 +8,7 @@ own. The schema generator derives per-stage aliases from these
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TypeAlias, TypeVar
 
 __all__ = [
@@ -24,8 +24,13 @@ C = TypeVar("C")
 R = TypeVar("R")
 E = TypeVar("E")
 
-NextFn: TypeAlias = Callable[[C], AsyncIterator[E]]
-"""The rest of the chain, as a Wrap handler sees it: call it with a context, iterate the events."""
+NextFn: TypeAlias = Callable[[C], AsyncGenerator[E, None]]
+"""The rest of the chain, as a Wrap handler sees it: call it with a context, iterate the events.
+
+It returns an async generator (``aclose()``, ``asend()``), as in Strands, so a handler may
+annotate ``next_fn`` either way: ``Callable[[C], AsyncGenerator[...]]`` or
+``Callable[[C], AsyncIterator[...]]``.
+"""
 
 InputHandler: TypeAlias = Callable[[C], C]
 """A synchronous Input handler: returns the context the rest of the chain uses."""
@@ -34,7 +39,10 @@ AsyncInputHandler: TypeAlias = Callable[[C], Awaitable[C]]
 """An ``async def`` Input handler."""
 
 WrapHandler: TypeAlias = Callable[[C, NextFn[C, E]], AsyncIterator[E]]
-"""A Wrap handler: an async generator function ``(context, next_fn)`` yielding events."""
+"""A Wrap handler: an async generator function ``(context, next_fn)`` yielding events.
+
+Its return may be annotated ``AsyncIterator[...]`` or ``AsyncGenerator[..., None]``.
+"""
 
 OutputHandler: TypeAlias = Callable[[R], R]
 """A synchronous Output handler: returns the result wrapper the stage ends with."""

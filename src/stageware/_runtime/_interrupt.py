@@ -1,23 +1,34 @@
 """Human-in-the-loop interrupts raised by middleware.
 
 A middleware asks for a human decision with ``context.interrupt(name, ...)``. Resolution
-is read-only: it looks at the answers the host captured when it built the context and
-never registers anything. The host's ``InterruptException`` handler is the one place
-that records a raised interrupt (the tool executor for tool calls, the run loop for the
-agent stream), so there is a single source of truth for what is pending.
+never touches the host's interrupt state: it looks at the answers the host captured when
+it built the context and never registers anything. The host's ``InterruptException``
+handler is the one place that records a raised interrupt (the tool executor for tool
+calls, the run loop for the agent stream), so there is a single source of truth for what
+is pending.
+
+What resolution does write is the call's own ``CallInterrupts`` record: the first
+interrupt it raised for the call. A middleware that catches that ``InterruptException``
+(an ``except Exception`` around ``interrupt()`` or ``next_fn``) would otherwise turn a
+pause for a human into a run that goes on unapproved; the chain reads the record and
+stops the call anyway (see ``_chain``).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
 __all__ = [
+    "CallInterrupts",
     "Interrupt",
     "InterruptException",
     "MiddlewareInterruptResult",
+    "SwallowedInterruptWarning",
+    "call_interrupts",
     "interrupt_name_hash",
     "resolve_middleware_interrupt",
 ]
@@ -77,6 +88,80 @@ class MiddlewareInterruptResult:
     response: Any
 
 
+class SwallowedInterruptWarning(RuntimeWarning):
+    """Code caught the ``InterruptException`` that ``interrupt()`` raised, and went on.
+
+    A middleware around ``context.interrupt()``, or, in the reference host, a tool around
+    ``ToolContext.interrupt()`` or a hook around ``BeforeToolCallEvent.interrupt()``. The
+    call is stopped anyway and the original interrupt re-raised to the host, so the run
+    still waits for a human; the warning is there to get the code fixed.
+    """
+
+
+@final
+class CallInterrupts(Mapping[str, Interrupt]):
+    """The interrupts of one stage call: the answers captured for it, and what it raised.
+
+    An interruptible context carries one in its ``_interrupts`` field: ``from_host``
+    creates it and every copy ``replace()`` (or ``dataclasses.replace``) makes shares it,
+    so whatever runs for the call sees the same record. As a mapping it holds the answered
+    interrupts by id, copied when it is built.
+
+    Attributes:
+        raised: The first ``InterruptException`` that ``resolve_middleware_interrupt``
+            raised for this call, or ``None``. Set once, by the runtime.
+    """
+
+    __slots__ = ("_answers", "_warned", "raised")
+
+    def __init__(self, answers: Mapping[str, Interrupt] | None = None) -> None:
+        self._answers: dict[str, Interrupt] = {} if answers is None else dict(answers)
+        self.raised: InterruptException | None = None
+        self._warned = False
+
+    def __getitem__(self, interrupt_id: str) -> Interrupt:
+        return self._answers[interrupt_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._answers)
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def __repr__(self) -> str:
+        return f"CallInterrupts({self._answers!r}, raised={self.raised!r})"
+
+    def swallowed(self, catcher: str) -> InterruptException:
+        """Return the interrupt this call raised, warning (once per call) that it was caught.
+
+        Whoever runs the call (the chain, or a host around a tool or a hook) calls this
+        when the call went on after ``raised`` was set, and raises the result, so the
+        original exception reaches the host. *catcher* names what caught it
+        (``"ExecuteToolStage middleware"``, ``"the tool 'refund'"``).
+        """
+        raised = self.raised
+        assert raised is not None, "only a call that raised an interrupt can have swallowed it"
+        if not self._warned:
+            self._warned = True
+            interrupt = raised.interrupt
+            warnings.warn(
+                f"interrupt {interrupt.name!r} ({interrupt.id}) was raised by interrupt() and "
+                f"then caught by {catcher}, which went on without it: the code catches "
+                "InterruptException (often through a broad `except Exception`) and does not "
+                "re-raise it. The call was stopped and the interrupt re-raised, so the run "
+                "still waits for a human; re-raise InterruptException there.",
+                SwallowedInterruptWarning,
+                stacklevel=3,
+            )
+        return raised
+
+
+def call_interrupts(context: object) -> CallInterrupts | None:
+    """The ``CallInterrupts`` record *context* carries in ``_interrupts``, if it has one."""
+    record = getattr(context, "_interrupts", None)
+    return record if isinstance(record, CallInterrupts) else None
+
+
 def interrupt_name_hash(name: str) -> str:
     """Return the stable id component for an interrupt *name* (uuid5 in the OID namespace)."""
     return str(uuid.uuid5(uuid.NAMESPACE_OID, name))
@@ -93,11 +178,15 @@ def resolve_middleware_interrupt(
 
     A stored human answer wins over a preemptive *response*: a middleware default must
     never override what a person decided. Without either, raise ``InterruptException``
-    for the host to register.
+    for the host to register; when *interrupts* is a ``CallInterrupts`` record, the first
+    exception raised is also kept in it, so the chain can stop a call that caught it.
     """
     stored = interrupts.get(interrupt_id)
     if stored is not None and stored.answered:
         return MiddlewareInterruptResult(response=stored.response)
     if response is not None:
         return MiddlewareInterruptResult(response=response)
-    raise InterruptException(Interrupt(id=interrupt_id, name=name, reason=reason))
+    raised = InterruptException(Interrupt(id=interrupt_id, name=name, reason=reason))
+    if isinstance(interrupts, CallInterrupts) and interrupts.raised is None:
+        interrupts.raised = raised
+    raise raised

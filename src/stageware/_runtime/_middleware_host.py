@@ -8,9 +8,10 @@ stage, built in or declared by a harness. Nothing here depends on a stage schema
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, overload
 
+from ._handlers import WrapHandler
 from ._result import MiddlewareResult
 from ._stage import InputPhase, MiddlewareStage, MiddlewareToken, OutputPhase, WrapPhase
 from ._validation import MiddlewareRegistration, validate_registration
@@ -46,14 +47,14 @@ class MiddlewareHost(ABC):
     def add_middleware(
         self,
         stage_or_phase: MiddlewareStage[C, R, E],
-        handler: Callable[[C, Callable[[C], AsyncIterator[E]]], AsyncIterator[E]],
+        handler: WrapHandler[C, E],
     ) -> None: ...
 
     @overload
     def add_middleware(
         self,
         stage_or_phase: WrapPhase[C, R, E],
-        handler: Callable[[C, Callable[[C], AsyncIterator[E]]], AsyncIterator[E]],
+        handler: WrapHandler[C, E],
     ) -> None: ...
 
     @overload
@@ -70,7 +71,8 @@ class MiddlewareHost(ABC):
         """Register *handler* on a stage or one of its phases.
 
         A bare stage token (``InvokeModelStage``) or its ``.Wrap`` phase takes a Wrap handler:
-        an async generator function ``(context, next_fn)``. ``.Input`` takes a function from
+        an async generator function ``(context, next_fn)``, where ``next_fn(context)``
+        returns an async generator of the stage's events. ``.Input`` takes a function from
         context to context and ``.Output`` one from result wrapper to result wrapper; both
         may be sync or async.
 

@@ -5,7 +5,17 @@ A registry is what a host embeds. Handlers are added with the typed
 host then runs each stage through ``compose()`` or ``invoke()``. Composed chains are
 cached and reused until a handler is added to that stage, so the per-call cost of a
 stage is one closure lookup, and a stage without handlers costs nothing beyond its
-terminal.
+terminal. What a host can rely on from a running chain (``_chain`` has the details):
+
+- With Output handlers, the transformed result is the last event; a result a retrying
+  Wrap handler superseded never reaches the host.
+- A stream a Wrap handler stopped reading is closed when that handler finishes.
+- An ``InterruptException`` from ``context.interrupt()`` reaches the host even when a
+  middleware caught it: the call's terminal does not run, and the original exception is
+  raised (with a ``SwallowedInterruptWarning``). The host registers it as usual.
+
+Per call, n Wrap handlers cost 2n generators (one around each handler but the outermost,
+whose layer also runs the Input and Output handlers); ``invoke()`` adds one more.
 """
 
 from __future__ import annotations
@@ -81,6 +91,8 @@ class MiddlewareRegistry(MiddlewareHost):
         Calling the result with a context returns an async iterator of the stage's events.
         With no handlers on *stage*, *terminal* itself is returned. Composing again with the
         same terminal returns the same chain until a handler is added to *stage*.
+        *terminal* may return any async iterator; a Wrap handler's ``next_fn`` hands it
+        over as an async generator.
         """
         cached = self._chains.get(stage)
         # Equality, not identity: `host.method` is a new bound-method object on every
@@ -108,6 +120,8 @@ class MiddlewareRegistry(MiddlewareHost):
         Raises:
             RuntimeError: If the chain finishes without yielding the stage's result event
                 and without an interrupt event.
+            InterruptException: When a middleware's ``context.interrupt()`` raised, whether
+                or not the middleware caught it.
         """
         tracker = ResultTracker(stage)
         events = self.compose(stage, terminal)(context)

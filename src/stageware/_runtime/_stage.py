@@ -85,20 +85,9 @@ class MiddlewareStage(Generic[C, R, E]):
         result_type: The ``MiddlewareResult`` subclass Output handlers receive and return.
         result_event: The event class that is the stage's result. The last event of this
             type a chain yields is the result.
-        internal: Whether the stage is an implementation detail of the host.
-        doc: What the stage wraps, for error messages and tooling.
     """
 
-    __slots__ = (
-        "Input",
-        "Output",
-        "Wrap",
-        "doc",
-        "internal",
-        "name",
-        "result_event",
-        "result_type",
-    )
+    __slots__ = ("Input", "Output", "Wrap", "name", "result_event", "result_type")
 
     def __init__(
         self,
@@ -106,8 +95,6 @@ class MiddlewareStage(Generic[C, R, E]):
         *,
         result_type: type[R],
         result_event: type[Any],
-        internal: bool = False,
-        doc: str | None = None,
     ) -> None:
         if not _is_result_class(result_type):
             raise TypeError(
@@ -121,8 +108,6 @@ class MiddlewareStage(Generic[C, R, E]):
         self.name = name
         self.result_type: type[R] = result_type
         self.result_event: type[Any] = result_event
-        self.internal = internal
-        self.doc = doc
         self.Input: InputPhase[C, R, E] = InputPhase(self)
         self.Wrap: WrapPhase[C, R, E] = WrapPhase(self)
         self.Output: OutputPhase[C, R, E] = OutputPhase(self)

@@ -11,8 +11,6 @@ an AnyIO network backend for the running loop.
 
 from __future__ import annotations
 
-import asyncio
-import sys
 import time
 from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType, TracebackType
@@ -28,6 +26,7 @@ from stageware._generated.payloads import (
     ToolChoice,
     ToolSpec,
 )
+from stageware._host._running_loop import running_loop
 
 from ._openai_convert import (
     StreamFormatError,
@@ -191,7 +190,7 @@ class OpenAIModel:
         would otherwise fail on the second call with "Event loop is closed". A client the
         caller passed in is the caller's to manage and is never replaced.
         """
-        loop = _running_loop()
+        loop = running_loop()
         if self._owns_client and self._client_loop is not None and self._client_loop is not loop:
             # Not copy(): that would share the HTTP client and its dead connections.
             self._client = _own_client(str(self._client.base_url), self._client.api_key)
@@ -251,16 +250,6 @@ def _own_client(base_url: str | None, api_key: str | None) -> openai.AsyncOpenAI
     return openai.AsyncOpenAI(
         base_url=base_url, api_key=api_key, http_client=openai.DefaultAsyncHttpxClient()
     )
-
-
-def _running_loop() -> object:
-    """An object that identifies the running event loop, asyncio's or trio's."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        # Not asyncio, so trio (anyio runs on nothing else); imported only when in use.
-        trio: Any = sys.modules["trio"]
-        return trio.lowlevel.current_trio_token()
 
 
 def _detail(error: openai.APIError) -> str:

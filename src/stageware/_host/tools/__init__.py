@@ -9,13 +9,14 @@
 from ._context import ToolContext, tool_interrupt_id
 from ._decorator import FunctionTool, tool
 from ._protocol import AgentTool
-from ._results import error_result, invalid_result_reason
+from ._results import error_result, exception_result, invalid_result_reason
 
 __all__ = [
     "AgentTool",
     "FunctionTool",
     "ToolContext",
     "error_result",
+    "exception_result",
     "invalid_result_reason",
     "tool",
     "tool_interrupt_id",

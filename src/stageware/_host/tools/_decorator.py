@@ -28,10 +28,11 @@ from stageware._generated.events import (
     ToolStreamEvent,
 )
 from stageware._generated.payloads import ToolResult, ToolResultContent, ToolSpec, ToolUse
+from stageware._host._pydantic_errors import error_location
 from stageware._runtime import InterruptException
 
 from ._context import ToolContext
-from ._results import error_result
+from ._results import error_result, exception_result
 from ._spec import FunctionSchema, describe_tool_function, function_schema
 
 __all__ = ["FunctionTool", "tool"]
@@ -279,8 +280,7 @@ def _failure_event(tool_use: ToolUse, exc: Exception) -> ExecuteToolEvent:
         # No result: the host registers the interrupt and halts the run; on resume the
         # tool runs again and context.interrupt() returns the answer.
         return ToolInterruptEvent(tool_use=tool_use, interrupts=[exc.interrupt])
-    text = f"Error: {exc}" if str(exc) else f"Error: {type(exc).__qualname__}"
-    return ToolResultEvent(tool_result=error_result(tool_use["toolUseId"], text), exception=exc)
+    return ToolResultEvent(tool_result=exception_result(tool_use["toolUseId"], exc), exception=exc)
 
 
 def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:
@@ -288,21 +288,12 @@ def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:
     # the rejected value, without pydantic's URLs and internal error types.
     lines = [f"Error: invalid input for tool {tool_name!r}:"]
     for error in exc.errors(include_url=False):
-        where = _location(error["loc"])
+        where = error_location(error["loc"]) or "input"
         message = error["msg"]
         if error["type"] != "missing":
             message += f" (got {_short_repr(error['input'])})"
         lines.append(f"- {where}: {message}")
     return "\n".join(lines)
-
-
-def _location(loc: tuple[int | str, ...]) -> str:
-    if not loc:
-        return "input"
-    path = str(loc[0])
-    for part in loc[1:]:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
 
 
 def _short_repr(value: object) -> str:

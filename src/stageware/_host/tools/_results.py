@@ -7,13 +7,23 @@ import functools
 from pydantic import TypeAdapter, ValidationError
 
 from stageware._generated.payloads import ToolResult
+from stageware._host._pydantic_errors import error_location
 
-__all__ = ["error_result", "invalid_result_reason"]
+__all__ = ["error_result", "exception_result", "invalid_result_reason"]
 
 
 def error_result(tool_use_id: str, text: str) -> ToolResult:
     """An error result carrying *text* for the model."""
     return {"toolUseId": tool_use_id, "status": "error", "content": [{"text": text}]}
+
+
+def exception_result(tool_use_id: str, error: BaseException) -> ToolResult:
+    """The error result for a call that failed with *error*: ``"Error: <message>"``.
+
+    An exception without a message is named by its type, so the model still reads what
+    went wrong.
+    """
+    return error_result(tool_use_id, f"Error: {str(error) or type(error).__qualname__}")
 
 
 @functools.cache
@@ -31,6 +41,6 @@ def invalid_result_reason(result: object) -> str | None:
         _tool_result_adapter().validate_python(result, strict=True)
     except ValidationError as error:
         problem = error.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "the result"
+        where = error_location(problem["loc"]) or "the result"
         return f"{where}: {problem['msg']}"
     return None
