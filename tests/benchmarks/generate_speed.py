@@ -8,9 +8,12 @@ their ratio, and the ratio of each to a bare ``python -c pass`` (interpreter sta
 which no generator can beat. The target is a 50-stage run under one second on the
 project's machines.
 
-A run regenerates what the previous one wrote, as a developer's does; the "cold" row
-deletes the output first, the generation record in its ``__pycache__`` with it, so every
-module is converted, formatted and imported, as in a fresh checkout or CI.
+A run regenerates what the previous one wrote, as a developer's does; the "edited" row
+first changes one stage's documentation, so the modules of the stage surface are rendered,
+formatted and import-checked again (the payload modules are not: their input did not
+change); the "cold" row deletes the output first, the generation record in its
+``__pycache__`` with it, so every module is converted, formatted and imported, as in a
+fresh checkout or CI.
 """
 
 from __future__ import annotations
@@ -59,10 +62,25 @@ def _command(schema: Path, output: Path) -> list[str]:
     ]
 
 
-def _time(command: list[str], cwd: Path, fresh: Path | None = None) -> float:
-    """Seconds *command* takes in *cwd*, after deleting the directory *fresh* if given."""
+def _edit(schema: Path) -> None:
+    """Change one stage's documentation in *schema*, differently on every call."""
+    text = schema.read_text(encoding="utf-8")
+    marker = re.search(r"Wraps one tool call( \(edit \d+\))?\.", text)
+    assert marker is not None, "the ExecuteTool stage's doc changed: update the benchmark"
+    edits = int(re.sub(r"\D", "", marker.group(1) or "0")) + 1
+    schema.write_text(
+        text.replace(marker.group(0), f"Wraps one tool call (edit {edits}).", 1), encoding="utf-8"
+    )
+
+
+def _time(
+    command: list[str], cwd: Path, fresh: Path | None = None, edit: Path | None = None
+) -> float:
+    """Seconds *command* takes in *cwd*, after deleting *fresh* and editing *edit*, if given."""
     if fresh is not None:
         shutil.rmtree(fresh, ignore_errors=True)
+    if edit is not None:
+        _edit(edit)
     started = time.perf_counter()
     subprocess.run(command, cwd=cwd, check=True, capture_output=True)
     return time.perf_counter() - started
@@ -77,21 +95,23 @@ def main() -> None:
         work = Path(temporary)
         large = widened_schema(work / "large", args.stages)
         small = widened_schema(work / "small", 3)
+        edited = widened_schema(work / "edited", args.stages)
         cold = work / "out_cold"
-        # Name: the command, and the directory deleted before each run of it, if any.
-        runs: dict[str, tuple[list[str], Path | None]] = {
-            "python -c pass": ([sys.executable, "-c", "pass"], None),
-            "generate, 3 stages": (_command(small, work / "out_small"), None),
-            f"generate, {args.stages} stages": (_command(large, work / "out_large"), None),
-            f"{args.stages} stages, cold": (_command(large, cold), cold),
+        # Name: the command, the directory deleted and the schema edited before each run.
+        runs: dict[str, tuple[list[str], Path | None, Path | None]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], None, None),
+            "generate, 3 stages": (_command(small, work / "out_small"), None, None),
+            f"generate, {args.stages} stages": (_command(large, work / "out_large"), None, None),
+            f"{args.stages} stages, edited": (_command(edited, work / "out_edited"), None, edited),
+            f"{args.stages} stages, cold": (_command(large, cold), cold, None),
         }
         # A first run of each, untimed: it writes the output; later runs regenerate it.
-        for command, _ in runs.values():
+        for command, _, _ in runs.values():
             _time(command, work)
         timings: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.rounds):
-            for name, (command, fresh) in runs.items():
-                timings[name].append(_time(command, work, fresh))
+            for name, (command, fresh, edit) in runs.items():
+                timings[name].append(_time(command, work, fresh, edit))
     medians = {name: statistics.median(samples) for name, samples in timings.items()}
     start_up = medians["python -c pass"]
     print(f"{'configuration':<24} {'seconds':>8} {'/ start-up':>11}")

@@ -147,7 +147,7 @@ def bad_value_cases() -> Iterator[tuple[str, Callable[[SessionSnapshot], None], 
     def int_key(snapshot: SessionSnapshot) -> None:
         snapshot["state"]["by id"] = {1: "one"}
 
-    yield "int key", int_key, 'state["by id"] has the key 1 (int)'
+    yield "int key", int_key, "state['by id'] has the key 1 (int)"
 
     def circular(snapshot: SessionSnapshot) -> None:
         snapshot["state"]["self"] = snapshot["state"]

@@ -8,9 +8,9 @@ document path into a line and records a :class:`~stageware_codegen._errors.Schem
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable, Mapping
 
+from stageware._data_paths import format_path
 from stageware_codegen._errors import SchemaError
 
 __all__ = [
@@ -19,29 +19,14 @@ __all__ = [
     "close_matches",
     "describe_value",
     "did_you_mean",
-    "format_path",
     "show_value",
 ]
 
-_PLAIN_KEY = re.compile(r"[^.\[\]\s'\"]+")
 _SHOWN_LENGTH = 40
 _NEAR_MISS = 0.6
 
 DocPath = tuple[str | int, ...]
 """A location inside a YAML or JSON document: mapping keys and sequence indexes."""
-
-
-def format_path(path: DocPath) -> str:
-    """Render *path* as ``a.b[0].c``; keys that would be ambiguous (``tool.before``) are quoted."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _PLAIN_KEY.fullmatch(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{part!r}]"
-    return out
 
 
 def close_matches(word: str, candidates: Iterable[str]) -> list[str]:

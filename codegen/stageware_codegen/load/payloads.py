@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stageware._data_paths import format_path
 from stageware_codegen._errors import InvalidSchemaError, SchemaError
 from stageware_codegen._project import relative_path
 
-from .diagnostics import DocPath, ErrorCollector, format_path
+from .diagnostics import DocPath, ErrorCollector
 from .documents import Document, as_mapping, decode_utf8
 from .json_document import load_json
 from .names import check_model_name, reserved_type_problem

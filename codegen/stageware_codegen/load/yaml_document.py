@@ -29,9 +29,10 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
+from stageware._data_paths import format_path
 from stageware_codegen._errors import InvalidSchemaError, SchemaError
 
-from .diagnostics import DocPath, ErrorCollector, format_path
+from .diagnostics import DocPath, ErrorCollector
 from .documents import MAX_DEPTH, Document, SizeBudget, not_text, position
 
 __all__ = ["LOADERS", "load_yaml"]

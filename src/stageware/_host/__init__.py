@@ -12,9 +12,8 @@ The core loop, from the outside in:
 - ``_interrupt_state``: what waits for a human, and how long answers live.
 - ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks
   (``agent.add_hook``).
-- ``_prompt``, ``_agent_result``, ``_cancel``: small pieces they use; ``_pydantic_errors``
-  (where a validation error is) and ``_running_loop`` (asyncio or trio), shared by them and
-  the sub-packages.
+- ``_prompt``, ``_agent_result``, ``_cancel``: small pieces they use; ``_running_loop``
+  (asyncio or trio), shared by them and the sub-packages.
 
 What the loop plugs in, each in its own sub-package:
 

@@ -28,10 +28,9 @@ from typing import Any, cast, final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from stageware._data_paths import format_path
 from stageware._generated.payloads import Message, Messages, ToolResult
 from stageware._runtime import Interrupt
-
-from ._pydantic_errors import error_location
 
 __all__ = [
     "InterruptState",
@@ -256,7 +255,7 @@ class InterruptState:
             stored = _StoredInterruptState.model_validate(data)
         except ValidationError as error:
             problem = error.errors()[0]
-            where = error_location(("interrupt_state", *problem["loc"]))
+            where = format_path(("interrupt_state", *problem["loc"]))
             raise InterruptStateError(f"{where}: {problem['msg']}") from error
         state = cls()
         state.activated = stored.activated

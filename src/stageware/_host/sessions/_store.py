@@ -33,8 +33,8 @@ from typing import Any, Final, NoReturn, Protocol, cast, final, runtime_checkabl
 import pydantic
 from typing_extensions import TypedDict
 
+from stageware._data_paths import format_path
 from stageware._generated.payloads import Message
-from stageware._host._pydantic_errors import error_location
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -249,7 +249,7 @@ def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) 
     except pydantic.ValidationError as exc:
         errors = exc.errors(include_url=False)
         first = errors[0]
-        field = error_location(first["loc"]) or "the snapshot"
+        field = format_path(first["loc"]) or "the snapshot"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         # The type of the bad input, never its value: a conversation does not belong in logs.
         got = "" if first["type"] == "missing" else f", got {_describe_type(first['input'])}"
@@ -279,7 +279,7 @@ def _explain_non_json(snapshot: object) -> str:
     if found is None:  # Only if the walk and json.dumps disagree; keep the message useful.
         return "the snapshot is not JSON data"
     path, problem = found
-    return f"{error_location(path) or 'the snapshot'} {problem}"
+    return f"{format_path(path) or 'the snapshot'} {problem}"
 
 
 def _find_non_json(

@@ -21,6 +21,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from stageware._data_paths import format_path
 from stageware._generated.events import (
     ExecuteToolEvent,
     ToolInterruptEvent,
@@ -28,7 +29,6 @@ from stageware._generated.events import (
     ToolStreamEvent,
 )
 from stageware._generated.payloads import ToolResult, ToolResultContent, ToolSpec, ToolUse
-from stageware._host._pydantic_errors import error_location
 from stageware._runtime import InterruptException
 
 from ._context import ToolContext
@@ -288,7 +288,7 @@ def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:
     # the rejected value, without pydantic's URLs and internal error types.
     lines = [f"Error: invalid input for tool {tool_name!r}:"]
     for error in exc.errors(include_url=False):
-        where = error_location(error["loc"]) or "input"
+        where = format_path(error["loc"]) or "input"
         message = error["msg"]
         if error["type"] != "missing":
             message += f" (got {_short_repr(error['input'])})"

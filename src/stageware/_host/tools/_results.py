@@ -6,8 +6,8 @@ import functools
 
 from pydantic import TypeAdapter, ValidationError
 
+from stageware._data_paths import format_path
 from stageware._generated.payloads import ToolResult
-from stageware._host._pydantic_errors import error_location
 
 __all__ = ["error_result", "exception_result", "invalid_result_reason"]
 
@@ -41,6 +41,6 @@ def invalid_result_reason(result: object) -> str | None:
         _tool_result_adapter().validate_python(result, strict=True)
     except ValidationError as error:
         problem = error.errors(include_url=False)[0]
-        where = error_location(problem["loc"]) or "the result"
+        where = format_path(problem["loc"]) or "the result"
         return f"{where}: {problem['msg']}"
     return None
