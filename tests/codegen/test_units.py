@@ -7,8 +7,9 @@ import re
 
 import pytest
 
+from stageware._data_paths import format_path
 from stageware_codegen import InvalidSchemaError
-from stageware_codegen.load.diagnostics import did_you_mean, format_path
+from stageware_codegen.load.diagnostics import did_you_mean
 from stageware_codegen.load.docs import check_doc
 from stageware_codegen.load.json_document import load_json
 from stageware_codegen.load.yaml_document import load_yaml
