@@ -35,11 +35,11 @@ CASES: dict[str, Case] = {
         "expected ',' or ']'",
     ),
     "unknown_key": Case(
-        "    internal: true\n",
-        "    internl: true\n",
-        "internl:",
-        "stages.AgentStream.internl",
-        "unknown key 'internl' (did you mean 'internal'?)",
+        "    interrupt:\n",
+        "    interupt:\n",
+        "interupt:",
+        "stages.ExecuteTool.interupt",
+        "unknown key 'interupt' (did you mean 'interrupt'?)",
     ),
     "missing_key": Case(
         "    result: ModelStopReason\n",
@@ -443,7 +443,7 @@ def test_bad_schema_is_reported_and_nothing_is_written(
 
 def test_several_problems_are_reported_in_one_run(project: Project, cli: Cli) -> None:
     project.edit("        copy: deep\n", "        copy: dep\n")
-    project.edit("    internal: true\n", "    internl: true\n")
+    project.edit("    interrupt:\n", "    interupt:\n")
 
     result = cli("check")
 
@@ -451,7 +451,7 @@ def test_several_problems_are_reported_in_one_run(project: Project, cli: Cli) ->
     lines = result.err.splitlines()
     assert len(lines) == 2, lines
     assert "(did you mean 'deep'?)" in lines[0]
-    assert "unknown key 'internl'" in lines[1]
+    assert "unknown key 'interupt'" in lines[1]
 
 
 def test_payload_file_errors_name_the_payload_file(project: Project, cli: Cli) -> None:

@@ -150,15 +150,17 @@ def test_a_schema_that_is_not_utf8_is_reported_where_the_byte_is(
 ) -> None:
     before = project.snapshot()
     text = project.schema.read_text(encoding="utf-8")
-    edited = text.replace("    internal: true\n", "    internal: true # caf\udce9\n", 1)
+    edited = text.replace(
+        "    result: EventLoopStopEvent\n", "    result: EventLoopStopEvent # caf\udce9\n", 1
+    )
     project.schema.write_bytes(edited.encode("utf-8", errors="surrogateescape"))
 
     result = cli("generate")
 
     assert result.code == 2
-    line = _line(project.schema, "internal: true # caf")
+    line = _line(project.schema, "result: EventLoopStopEvent # caf")
     assert result.err.splitlines() == [
-        f"schema/stages.yaml:{line}: byte 0xe9 at column 25 is not UTF-8; save the file as UTF-8"
+        f"schema/stages.yaml:{line}: byte 0xe9 at column 37 is not UTF-8; save the file as UTF-8"
     ]
     assert project.snapshot() == before
 

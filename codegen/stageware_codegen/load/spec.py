@@ -130,7 +130,6 @@ class StageSpec(_Spec):
     """A middleware stage."""
 
     doc: Doc
-    internal: bool = False
     result: TypeName
     events: list[TypeName] = Field(min_length=1)
     interrupt: InterruptSpec | None = None

@@ -104,7 +104,6 @@ class Stage:
 
     name: str
     doc: str
-    internal: bool
     result: str
     events: tuple[str, ...]
     interrupt_id: tuple[IdPart, ...] | None

@@ -131,9 +131,7 @@ def _stage(
             errors,
             (*base, "interrupt", "id"),
         )
-    return ir.Stage(
-        name, spec.doc, spec.internal, spec.result, tuple(spec.events), interrupt_id, context
-    )
+    return ir.Stage(name, spec.doc, spec.result, tuple(spec.events), interrupt_id, context)
 
 
 def _context_field(

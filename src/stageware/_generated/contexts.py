@@ -327,7 +327,8 @@ class AgentStreamContext:
     """Context passed to `AgentStreamStage` Input and Wrap handlers.
 
     Wraps one agent pass: the pass's input entering the history, the model call, the tool
-    calls it leads to, and the history updates in between. Internal, as in Strands.
+    calls it leads to, and the history updates in between. Strands keeps this stage
+    internal; stageware exports it.
 
     Copy semantics (applied by `from_host`):
     - `messages`: deep copies, so mutating them cannot change host state.

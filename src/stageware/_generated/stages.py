@@ -94,7 +94,8 @@ AgentStreamStage: Final[
     result_event=EventLoopStopEvent,
 )
 """Wraps one agent pass: the pass's input entering the history, the model call, the tool calls
-it leads to, and the history updates in between. Internal, as in Strands.
+it leads to, and the history updates in between. Strands keeps this stage internal;
+stageware exports it.
 """
 
 AgentStreamNext: TypeAlias = NextFn[AgentStreamContext, AgentStreamEvent]
