@@ -8,9 +8,11 @@ their ratio, and the ratio of each to a bare ``python -c pass`` (interpreter sta
 which no generator can beat. The target is a 50-stage run under one second on the
 project's machines.
 
-A run regenerates what the previous one wrote, as a developer's does; the "cold" row
-deletes the output first, the generation record in its ``__pycache__`` with it, so every
-module is converted, formatted and imported, as in a fresh checkout or CI.
+A run regenerates what the previous one wrote, as a developer's does; the "edited" row
+first changes one stage's doc, so the stage modules are rendered, formatted and imported
+again while the payload conversions are known; the "cold" row deletes the output first,
+the generation record in its ``__pycache__`` with it, so every module is converted,
+formatted and imported, as in a fresh checkout or CI.
 """
 
 from __future__ import annotations
@@ -59,9 +61,25 @@ def _command(schema: Path, output: Path) -> list[str]:
     ]
 
 
+_DOC = "Wraps one tool call."
+_EDITED_DOC = "Wraps one single tool call."
+
+
+def _edit(schema: Path) -> None:
+    """Change the doc of the schema's first stage that has ExecuteTool's, back and forth."""
+    text = schema.read_text(encoding="utf-8")
+    old, new = (_DOC, _EDITED_DOC) if _EDITED_DOC not in text else (_EDITED_DOC, _DOC)
+    schema.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
 def _time(command: list[str], cwd: Path, fresh: Path | None = None) -> float:
-    """Seconds *command* takes in *cwd*, after deleting the directory *fresh* if given."""
-    if fresh is not None:
+    """Seconds *command* takes in *cwd*, after deleting the directory *fresh* if given.
+
+    A *fresh* that is a file is a schema: one stage's doc is changed instead.
+    """
+    if fresh is not None and fresh.suffix == ".yaml":
+        _edit(fresh)
+    elif fresh is not None:
         shutil.rmtree(fresh, ignore_errors=True)
     started = time.perf_counter()
     subprocess.run(command, cwd=cwd, check=True, capture_output=True)
@@ -77,12 +95,15 @@ def main() -> None:
         work = Path(temporary)
         large = widened_schema(work / "large", args.stages)
         small = widened_schema(work / "small", 3)
+        edited = widened_schema(work / "edited", args.stages)
         cold = work / "out_cold"
-        # Name: the command, and the directory deleted before each run of it, if any.
+        # Name: the command, and the directory deleted (or the schema edited) before each
+        # run of it, if any.
         runs: dict[str, tuple[list[str], Path | None]] = {
             "python -c pass": ([sys.executable, "-c", "pass"], None),
             "generate, 3 stages": (_command(small, work / "out_small"), None),
             f"generate, {args.stages} stages": (_command(large, work / "out_large"), None),
+            f"{args.stages} stages, edited": (_command(edited, work / "out_edited"), edited),
             f"{args.stages} stages, cold": (_command(large, cold), cold),
         }
         # A first run of each, untimed: it writes the output; later runs regenerate it.
