@@ -18,11 +18,13 @@ from pathlib import Path
 from ._project import is_configured, project_root, regenerate_command, relative_path
 from .load.schema import load_schema
 from .render.package import DatamodelAnswers, render_package
+from .resolve.external_types import TypesChecker
 from .resolve.schema import resolve_schema
 from .write.banner import banner
 from .write.cache import load_cache, record_of, save_cache
 from .write.diff import checked_in, surface_changes, unified_diff
 from .write.files import WriteReport, finish_interrupted, open_output
+from .write.import_check import ImportChecker
 from .write.ownership import check_owner, schema_from_output
 from .write.staging import Staging
 
@@ -66,8 +68,10 @@ def _texts(run: _Run, datamodel: DatamodelAnswers) -> dict[str, str]:
         InvalidSchemaError: For any problem with the schema or its payload files.
     """
     cwd = Path.cwd()
-    loaded = load_schema(run.schema, relative_path(run.schema, cwd), cwd)
-    schema = resolve_schema(loaded)
+    # Started first, so that its interpreter starts up while the schema loads.
+    with TypesChecker() as checker:
+        loaded = load_schema(run.schema, relative_path(run.schema, cwd), cwd)
+        schema = resolve_schema(loaded, checker)
     # datamodel-code-generator's subprocesses dominate a run that needs them; they run
     # beside the templates. Results are keyed, so the output does not depend on order.
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
@@ -95,13 +99,14 @@ def generate(
             formatting, importing or writing failed; nothing was written.
     """
     run = _Run.of(schema, output, project_root)
-    with open_output(output) as target:
+    # Started first, to warm up while the package is rendered; killed if not asked.
+    with ImportChecker() as checker, open_output(output) as target:
         cache = load_cache(output)
         datamodel = DatamodelAnswers(cache.datamodel)
         texts = _texts(run, datamodel)
         check_owner(output, schema, root=run.root, configured=run.configured, force=force)
         files = target.staging.finish(texts, cache.formatted(texts, target.current))
-        report = target.write(files, import_check=not cache.imported(files))
+        report = target.write(files, import_check=not cache.imported(files), checker=checker)
     record = record_of(texts, files, datamodel.given)
     if record != cache:
         save_cache(output, record)
@@ -142,15 +147,16 @@ def check(schema: Path, output: Path, *, project_root: Path | None = None) -> Ch
             an unfinished write cannot be finished.
     """
     run = _Run.of(schema, output, project_root)
-    recovered = finish_interrupted(output)
-    cache = load_cache(output)
-    texts = _texts(run, DatamodelAnswers(cache.datamodel))
-    current = checked_in(output)
-    with tempfile.TemporaryDirectory(prefix="stageware-") as directory:
-        staging = Staging(Path(directory))
-        files = staging.finish(texts, cache.formatted(texts, current))
-        if not cache.imported(files):
-            staging.check_imports(files)
+    with ImportChecker() as checker:
+        recovered = finish_interrupted(output)
+        cache = load_cache(output)
+        texts = _texts(run, DatamodelAnswers(cache.datamodel))
+        current = checked_in(output)
+        with tempfile.TemporaryDirectory(prefix="stageware-") as directory:
+            staging = Staging(Path(directory))
+            files = staging.finish(texts, cache.formatted(texts, current))
+            if not cache.imported(files):
+                staging.check_imports(files, checker)
     diff = unified_diff(current, files, relative_path(output, Path.cwd()))
     changes = tuple(surface_changes(current, files)) if diff else ()
     return CheckReport(diff, changes, recovered)
