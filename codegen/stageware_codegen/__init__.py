@@ -12,8 +12,9 @@ the steps before it:
 - ``render/``: views, the jinja2 templates beside them, datamodel-code-generator.
 - ``write/``: ruff formatting, the import check, atomic writes, the ``check`` diff.
 
-``_pipeline`` runs the steps in order; ``_errors`` (the exceptions) and ``_project``
-(``[tool.stageware]``, paths as shown) are shared by all of them; ``_shipped_schema``
+``_pipeline`` runs the steps in order; ``_errors`` (the exceptions), ``_project``
+(``[tool.stageware]``, paths as shown) and ``_checker`` (a subprocess started early,
+asked later) are shared by all of them; ``_shipped_schema``
 finds the stage schema the wheel ships.
 
 The generator needs the ``codegen`` extra (``pip install 'stageware[codegen]'``) and the

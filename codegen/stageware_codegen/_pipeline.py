@@ -10,21 +10,33 @@ known (datamodel-code-generator, ruff, the import check) is not done again.
 
 from __future__ import annotations
 
+import importlib.util
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._project import is_configured, project_root, regenerate_command, relative_path
-from .load.schema import load_schema
-from .render.package import DatamodelAnswers, render_package
-from .resolve.schema import resolve_schema
+from .resolve.external_types import TypesChecker
 from .write.banner import banner
 from .write.cache import load_cache, record_of, save_cache
 from .write.diff import checked_in, surface_changes, unified_diff
 from .write.files import WriteReport, finish_interrupted, open_output
+from .write.import_check import ImportChecker
 from .write.ownership import check_owner, schema_from_output
 from .write.staging import Staging
+
+if TYPE_CHECKING:
+    from .render.package import DatamodelAnswers
+
+# The steps that load pydantic, jinja2 and datamodel-code-generator are imported by the
+# functions that run them: the checkers' interpreters (started first) warm up meanwhile.
+# A missing codegen extra still fails the import of this module, which the command line
+# reports with the install command.
+for _name in ("yaml", "jinja2", "datamodel_code_generator"):
+    if importlib.util.find_spec(_name) is None:
+        raise ModuleNotFoundError(f"No module named {_name!r}", name=_name)
 
 __all__ = ["CheckReport", "check", "generate"]
 
@@ -57,7 +69,7 @@ class _Run:
         )
 
 
-def _texts(run: _Run, datamodel: DatamodelAnswers) -> dict[str, str]:
+def _texts(run: _Run, datamodel: DatamodelAnswers, checker: TypesChecker) -> dict[str, str]:
     """Every module of the package, banner on top, before formatting, in output order.
 
     Messages name files relative to the cwd.
@@ -65,9 +77,13 @@ def _texts(run: _Run, datamodel: DatamodelAnswers) -> dict[str, str]:
     Raises:
         InvalidSchemaError: For any problem with the schema or its payload files.
     """
+    from .load.schema import load_schema
+    from .render.package import render_package
+    from .resolve.schema import resolve_schema
+
     cwd = Path.cwd()
     loaded = load_schema(run.schema, relative_path(run.schema, cwd), cwd)
-    schema = resolve_schema(loaded)
+    schema = resolve_schema(loaded, checker)
     # datamodel-code-generator's subprocesses dominate a run that needs them; they run
     # beside the templates. Results are keyed, so the output does not depend on order.
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
@@ -95,13 +111,16 @@ def generate(
             formatting, importing or writing failed; nothing was written.
     """
     run = _Run.of(schema, output, project_root)
-    with open_output(output) as target:
+    # Started first, to warm up while the package is rendered; killed if not asked.
+    with ImportChecker() as checker, TypesChecker() as types, open_output(output) as target:
+        from .render.package import DatamodelAnswers
+
         cache = load_cache(output)
         datamodel = DatamodelAnswers(cache.datamodel)
-        texts = _texts(run, datamodel)
+        texts = _texts(run, datamodel, types)
         check_owner(output, schema, root=run.root, configured=run.configured, force=force)
         files = target.staging.finish(texts, cache.formatted(texts, target.current))
-        report = target.write(files, import_check=not cache.imported(files))
+        report = target.write(files, import_check=not cache.imported(files), checker=checker)
     record = record_of(texts, files, datamodel.given)
     if record != cache:
         save_cache(output, record)
@@ -142,15 +161,18 @@ def check(schema: Path, output: Path, *, project_root: Path | None = None) -> Ch
             an unfinished write cannot be finished.
     """
     run = _Run.of(schema, output, project_root)
-    recovered = finish_interrupted(output)
-    cache = load_cache(output)
-    texts = _texts(run, DatamodelAnswers(cache.datamodel))
-    current = checked_in(output)
-    with tempfile.TemporaryDirectory(prefix="stageware-") as directory:
-        staging = Staging(Path(directory))
-        files = staging.finish(texts, cache.formatted(texts, current))
-        if not cache.imported(files):
-            staging.check_imports(files)
+    with ImportChecker() as checker, TypesChecker() as types:
+        from .render.package import DatamodelAnswers
+
+        recovered = finish_interrupted(output)
+        cache = load_cache(output)
+        texts = _texts(run, DatamodelAnswers(cache.datamodel), types)
+        current = checked_in(output)
+        with tempfile.TemporaryDirectory(prefix="stageware-") as directory:
+            staging = Staging(Path(directory))
+            files = staging.finish(texts, cache.formatted(texts, current))
+            if not cache.imported(files):
+                staging.check_imports(files, checker)
     diff = unified_diff(current, files, relative_path(output, Path.cwd()))
     changes = tuple(surface_changes(current, files)) if diff else ()
     return CheckReport(diff, changes, recovered)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from stageware_codegen._checker import Answer, Checker
 from stageware_codegen.write.cache import CACHE_DIR, CACHE_FILE
 
 from .conftest import Cli, Project
@@ -35,16 +36,26 @@ def _kind(command: list[str]) -> str:
 
 @contextmanager
 def subprocesses() -> Generator[list[tuple[str, list[str]]]]:
-    """Record every subprocess run in the block, with its kind and command."""
+    """Record every subprocess run in the block, with its kind and command.
+
+    The checkers (the import check, the external types) are started early whether or not
+    they will be needed; one counts as run when it is asked.
+    """
     original: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run
+    original_ask: Callable[[Checker, str], Answer] = Checker.ask
     seen: list[tuple[str, list[str]]] = []
 
     def run(command: list[str], *args: object, **kwargs: object) -> object:
         seen.append((_kind(command), command))
         return original(command, *args, **kwargs)
 
+    def ask(checker: Checker, request: str) -> Answer:
+        seen.append((_kind(checker.command), checker.command))
+        return original_ask(checker, request)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(subprocess, "run", run)
+        patch.setattr(Checker, "ask", ask)
         yield seen
 
 

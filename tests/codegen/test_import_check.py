@@ -12,12 +12,15 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
 import stageware
 from stageware_codegen import OutputError
+from stageware_codegen.write.import_check import ImportChecker
 from stageware_codegen.write.staging import Staging
 
 from .conftest import GENERATED, Cli, Project, write_package
@@ -103,3 +106,69 @@ def test_a_broken_generated_package_of_stageware_itself_can_be_regenerated(
     assert not any("broken" in text for text in fresh.values())
     used = subprocess.run(uses, env=env, capture_output=True, text=True, check=True)
     assert used.stdout.strip() == "InvokeModel"
+
+
+class _Recorded(subprocess.Popen[str]):
+    """``subprocess.Popen`` that remembers every process it starts."""
+
+    started: ClassVar[list[subprocess.Popen[str]]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _Recorded.started.append(self)
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[str]]:
+    """The checker processes started while the test runs (they are started by Popen)."""
+    _Recorded.started = []
+    monkeypatch.setattr(subprocess, "Popen", _Recorded)
+    return _Recorded.started
+
+
+def _checkers(started: list[subprocess.Popen[str]]) -> list[subprocess.Popen[str]]:
+    return [process for process in started if "-B" in process.args]  # type: ignore[operator]
+
+
+def test_the_warm_checkers_are_reaped_when_the_schema_is_invalid(
+    project: Project, cli: Cli, started: list[subprocess.Popen[str]]
+) -> None:
+    project.edit("doc: Why the model stopped.}", "doc: Why the model stopped.}\n  bogus: 1")
+
+    assert cli("generate").code == 2
+
+    checkers = _checkers(started)
+    assert len(checkers) == 2  # the import check and the external types
+    # Killed (or ended) and waited for: no process left running, no zombie.
+    assert all(process.returncode is not None for process in checkers)
+
+
+def test_an_unneeded_import_check_is_reaped(
+    project: Project, cli: Cli, started: list[subprocess.Popen[str]]
+) -> None:
+    assert cli("generate").code == 0  # the package is known to import: no import check
+
+    assert all(process.returncode is not None for process in _checkers(started))
+
+
+def test_the_warm_import_check_names_the_file_and_line(project: Project, tmp_path: Path) -> None:
+    files = _broken(project)
+    line = files["contexts.py"].count("\n")
+    (tmp_path / "staging").mkdir()
+    with ImportChecker() as checker:
+        time.sleep(0.5)  # warmed up: it waits for the request
+        with pytest.raises(OutputError) as caught:
+            Staging(tmp_path / "staging").check_imports(files, checker)
+
+    assert str(caught.value) == (
+        f"generated contexts.py:{line} fails to import: "
+        "ModuleNotFoundError: No module named 'no_such_module'"
+    )
+
+
+def test_a_checker_that_cannot_start_reports_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with ImportChecker() as checker, pytest.raises(OutputError) as caught:
+        checker.import_staged(Path("unused"))
+
+    assert str(caught.value).startswith("cannot import the generated package: ")

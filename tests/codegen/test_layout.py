@@ -2,8 +2,8 @@
 
 load -> resolve -> render -> write: a step imports only the steps before it (write works
 on texts and imports none of them), and every step may use the package's shared
-``_errors`` and ``_project``. The package loads its public names on first use, so that
-the command line inside it runs without the ``codegen`` extra.
+``_errors``, ``_project`` and ``_checker``. The package loads its public names on first
+use, so that the command line inside it runs without the ``codegen`` extra.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import stageware_codegen
 
 PACKAGE = Path(stageware_codegen.__file__).parent
 STEPS = ("load", "resolve", "render", "write")
-SHARED = {"stageware_codegen._errors", "stageware_codegen._project"}
+SHARED = {"stageware_codegen._checker", "stageware_codegen._errors", "stageware_codegen._project"}
 CODEGEN_EXTRA = ("jinja2", "yaml", "datamodel_code_generator", "ruff")
 
 

@@ -7,6 +7,7 @@ supplies as text is rendered with ``repr()``.
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
 __all__ = ["docstring", "indent_block", "wrap"]
@@ -40,6 +41,8 @@ def wrap(text: str, width: int) -> str:
     return "\n".join(out)
 
 
+# Pure, and called with the same doc over and over: a schema's stages share fields.
+@functools.lru_cache(maxsize=4096)
 def docstring(text: str, indent: str = "") -> str:
     """Render validated doc *text* as a triple-quoted literal for code at *indent*.
 

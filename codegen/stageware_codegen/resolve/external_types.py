@@ -14,10 +14,11 @@ its parent packages) and the name is looked for in its source: a definition, an 
 source cannot answer (no source, a star import, a module ``__getattr__`` that does not
 list the name in ``__all__``) is imported, and the attribute read.
 
-The lookups run in a subprocess (``python -m`` this module) with the working directory
-on the path, as the import check of the generated package does: importing parent
-packages cannot disturb the generator's own imports, and a module of the project in the
-working directory is found.
+The lookups run in a subprocess (``python -m`` this module, a :class:`TypesChecker`
+the pipeline starts before it loads the schema; it reads the entries from stdin) with
+the working directory on the path, as the import check of the generated package does:
+importing parent packages cannot disturb the generator's own imports, and a module of
+the project in the working directory is found.
 """
 
 from __future__ import annotations
@@ -28,49 +29,59 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from stageware_codegen._checker import Checker
 from stageware_codegen._errors import OutputError
 from stageware_codegen.load.diagnostics import did_you_mean
 
-__all__ = ["check_external_types", "external_type_problem"]
+__all__ = ["TypesChecker", "check_external_types", "external_type_problem"]
 
-_TIMEOUT = 120.0
 _MARKER = "stageware-external-types"
+_FAILURE = "cannot check the external types"
 
 
-def check_external_types(paths: Sequence[str]) -> dict[str, str]:
+class TypesChecker(Checker):
+    """The checking subprocess, started now; it waits for the entries to check.
+
+    Use it as a context manager: one that was not asked is killed when the block ends.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(["-m", __name__], _MARKER, _FAILURE)
+
+    def check(self, paths: Sequence[str]) -> dict[str, str]:
+        """Check every ``package.module:Name`` in *paths*; the problem of each bad one.
+
+        Raises:
+            OutputError: The checking subprocess could not run.
+        """
+        answer = self.ask(json.dumps(list(paths)))
+        # A module imported along the way may print; the answer is the last marked line.
+        if answer.reports:
+            problems: dict[str, str] = json.loads(answer.reports[-1])
+            return problems
+        raise OutputError(f"{_FAILURE}: {answer.error}")
+
+
+def check_external_types(
+    paths: Sequence[str], checker: TypesChecker | None = None
+) -> dict[str, str]:
     """Check every ``package.module:Name`` in *paths*; return the problem of each bad one.
+
+    The check runs in *checker*, started earlier, else in a fresh subprocess.
 
     Raises:
         OutputError: The checking subprocess could not run.
     """
     if not paths:
         return {}
-    command = [sys.executable, "-B", "-m", __name__, *paths]
-    try:
-        completed = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OutputError(f"cannot check the external types: {exc}") from None
-    # A module imported along the way may print; the answer is the last marked line.
-    for line in reversed(completed.stdout.splitlines()):
-        marker, _, report = line.partition("\t")
-        if marker == _MARKER:
-            problems: dict[str, str] = json.loads(report)
-            return problems
-    detail = completed.stderr.strip().splitlines()
-    error = detail[-1] if detail else f"exit status {completed.returncode}"
-    raise OutputError(f"cannot check the external types: {error}")
+    if checker is not None:
+        return checker.check(paths)
+    with TypesChecker() as fresh:
+        return fresh.check(paths)
 
 
 def external_type_problem(path: str) -> str | None:
@@ -192,10 +203,15 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _main(paths: Sequence[str]) -> None:
+def _main() -> None:
+    """Check the entries of the JSON list on stdin's first line (none: exit)."""
+    request = sys.stdin.readline()
+    if not request.strip():
+        return
+    paths: list[str] = json.loads(request)
     problems = {path: problem for path in paths if (problem := external_type_problem(path))}
     print(_MARKER, json.dumps(problems), sep="\t")
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1:])
+    _main()

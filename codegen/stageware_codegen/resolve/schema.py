@@ -18,7 +18,7 @@ from stageware_codegen.load.schema import LoadedSchema
 from stageware_codegen.load.spec import ContextFieldSpec, EventSpec, StageSpec
 
 from . import ir
-from .external_types import check_external_types
+from .external_types import TypesChecker, check_external_types
 from .field_types import FieldTypes
 from .hooks import resolve_hooks
 from .interrupt_id import parse_interrupt_id
@@ -28,8 +28,10 @@ from .type_exprs import TypeExpr
 __all__ = ["resolve_schema"]
 
 
-def resolve_schema(loaded: LoadedSchema) -> ir.Schema:
+def resolve_schema(loaded: LoadedSchema, checker: TypesChecker | None = None) -> ir.Schema:
     """Check the loaded schema as a whole and build the resolved schema.
+
+    External types are checked in *checker*, started earlier, else in a fresh subprocess.
 
     Raises:
         InvalidSchemaError: With every problem found.
@@ -37,7 +39,7 @@ def resolve_schema(loaded: LoadedSchema) -> ir.Schema:
     spec, payloads, errors = loaded.spec, loaded.payloads, loaded.errors
     kinds = claim_names(spec, payloads, errors)
     types = FieldTypes(kinds, payloads, errors)
-    problems = check_external_types([item.python for item in spec.types.values()])
+    problems = check_external_types([item.python for item in spec.types.values()], checker)
     for name, item in spec.types.items():
         if item.python in problems:
             errors.add(("types", name, "python"), problems[item.python])

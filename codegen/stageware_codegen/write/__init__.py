@@ -17,5 +17,5 @@ point): a hidden staging directory and journal while it runs, the cache in
 ``__pycache__`` afterwards. Nothing is created beside it.
 
 May import: the standard library, ruff, and the package's shared ``_errors`` and
-``_project``; it works on texts, so nothing from the earlier steps.
+``_project`` and ``_checker``; it works on texts, so nothing from the earlier steps.
 """

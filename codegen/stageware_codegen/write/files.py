@@ -22,6 +22,7 @@ from pathlib import Path
 from stageware_codegen._errors import OutputError
 
 from .banner import generated_files
+from .import_check import ImportChecker
 from .journal import INIT, JOURNAL, STAGING_PREFIX, Plan, commit, finish_interrupted_write
 from .lock import locked
 from .staging import Staging
@@ -57,7 +58,13 @@ class Output:
         self.current = generated_files(directory)
         """The generated modules in the directory now, by name."""
 
-    def write(self, files: Mapping[str, str], *, import_check: bool = True) -> WriteReport:
+    def write(
+        self,
+        files: Mapping[str, str],
+        *,
+        import_check: bool = True,
+        checker: ImportChecker | None = None,
+    ) -> WriteReport:
         """Make the directory hold exactly the generated package *files*.
 
         Args:
@@ -65,6 +72,8 @@ class Output:
                 already staged are taken from the staging directory as they are.
             import_check: Whether to import the package first; skip it only for a
                 package known to import.
+            checker: The interpreter to import it in, started earlier; default: a
+                fresh one.
 
         Raises:
             OutputError: The package fails to import, a module's name is taken by a file
@@ -80,7 +89,7 @@ class Output:
                 )
         if import_check:
             try:
-                self.staging.check_imports(files)
+                self.staging.check_imports(files, checker)
             except OutputError as exc:
                 raise OutputError(f"{exc}; nothing was written") from None
         written = [name for name, text in files.items() if self.current.get(name) != text]

@@ -5,7 +5,9 @@ dataclass default the class machinery rejects, a regular expression pydantic can
 compile, a name two definitions share. So the whole package is written to a staging
 directory (see :mod:`.staging`) and every module is imported there, in a subprocess that
 cannot disturb the generator's own imports, before a single file of the real output
-changes.
+changes. The subprocess (:class:`ImportChecker`) is started when the pipeline starts and
+imports the runtime and pydantic while the package is rendered; it is killed if the
+package turns out to be known to import, or the run fails.
 
 The staged package imports the runtime through ``stageware.runtime``; ``stageware``'s
 own ``__init__`` loads nothing eagerly, so the old generated package, which may be the
@@ -15,27 +17,37 @@ type checkers, so the check does not import them either: the resolve step checks
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
 from pathlib import Path
 
+from stageware_codegen._checker import Checker
 from stageware_codegen._errors import OutputError
 
-__all__ = ["PACKAGE", "import_staged"]
+__all__ = ["PACKAGE", "ImportChecker", "import_staged"]
 
 PACKAGE = "_stageware_candidate"
 """The name the staged package is imported under; generated imports are relative."""
 
-_TIMEOUT = 120.0
 _MARKER = "stageware-import-failure"
 
-# Runs in the subprocess: argv is the staging root and the modules to import. On failure
+# Runs in the subprocess. It first imports what every generated package imports (the
+# runtime, pydantic), while the generator is still rendering; a failure there is left to
+# the import of the module that needs it, which reports it. Then it reads the request:
+# the staging root and the modules to import, as JSON on one line (none: exit). On failure
 # it prints a marker line with the innermost generated file and line and the exception on
-# one line, tab-separated, so that output an imported module prints cannot be mistaken
-# for it.
+# one line, tab-separated.
 _SCRIPT = f"""\
-import importlib, os, sys, traceback
-root, *modules = sys.argv[1:]
+import importlib, json, os, sys, traceback
+try:
+    import stageware.runtime
+    from pydantic import BaseModel, Field
+    import typing_extensions
+except BaseException:
+    pass
+request = sys.stdin.readline()
+if not request.strip():
+    sys.exit(0)
+root, modules = json.loads(request)
 root = os.path.abspath(root)
 package = {PACKAGE!r}
 sys.path.insert(0, root)
@@ -55,43 +67,48 @@ for module in modules:
 """
 
 
-def import_staged(package: Path) -> None:
-    """Import every module of the staged *package*, the package itself first.
+class ImportChecker(Checker):
+    """A fresh interpreter, started now, that imports a staged package when asked.
 
-    Args:
-        package: A directory named :data:`PACKAGE` that holds the whole package.
+    Use it as a context manager: one that was not asked is killed when the block ends.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(["-c", _SCRIPT], _MARKER, "cannot import the generated package")
+
+    def import_staged(self, package: Path) -> None:
+        """Import every module of the staged *package*, the package itself first.
+
+        Args:
+            package: A directory named :data:`PACKAGE` that holds the whole package.
+
+        Raises:
+            OutputError: Naming the generated file, line and exception of the first
+                failure.
+        """
+        modules = sorted(
+            # The package first: it imports everything it re-exports.
+            (path.stem for path in package.glob("*.py")),
+            key=lambda name: name != "__init__",
+        )
+        answer = self.ask(json.dumps([str(package.parent.resolve()), modules]))
+        if answer.returncode == 0:
+            return
+        for report in answer.reports:
+            where, _, error = report.partition("\t")
+            raise OutputError(f"generated {where} fails to import: {error}")
+        # The interpreter itself failed (a crash, or an import hook that exited).
+        raise OutputError(f"the generated package fails to import: {answer.error}")
+
+
+def import_staged(package: Path, checker: ImportChecker | None = None) -> None:
+    """Import every module of the staged *package* with *checker*, else a fresh one.
 
     Raises:
         OutputError: Naming the generated file, line and exception of the first failure.
     """
-    command = [
-        sys.executable,
-        "-B",
-        "-c",
-        _SCRIPT,
-        str(package.parent.resolve()),
-        # The package first: it imports everything it re-exports.
-        *sorted((path.stem for path in package.glob("*.py")), key=lambda name: name != "__init__"),
-    ]
-    try:
-        completed = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OutputError(f"cannot import the generated package: {exc}") from None
-    if completed.returncode == 0:
+    if checker is not None:
+        checker.import_staged(package)
         return
-    for line in completed.stdout.splitlines():
-        marker, _, report = line.partition("\t")
-        if marker == _MARKER:
-            where, _, error = report.partition("\t")
-            raise OutputError(f"generated {where} fails to import: {error}")
-    # The interpreter itself failed (a crash, or an import hook that exited).
-    detail = completed.stderr.strip().splitlines()
-    error = detail[-1] if detail else f"exit status {completed.returncode}"
-    raise OutputError(f"the generated package fails to import: {error}")
+    with ImportChecker() as fresh:
+        fresh.import_staged(package)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .formatting import format_modules
-from .import_check import PACKAGE, import_staged
+from .import_check import PACKAGE, ImportChecker, import_staged
 
 __all__ = ["Staging"]
 
@@ -48,11 +48,13 @@ class Staging:
             if not path.exists():
                 path.write_text(text, encoding="utf-8", newline="\n")
 
-    def check_imports(self, files: Mapping[str, str]) -> None:
+    def check_imports(self, files: Mapping[str, str], checker: ImportChecker | None = None) -> None:
         """Import the package *files* make up, after staging those not staged yet.
+
+        The import runs in *checker*, started earlier, else in a fresh interpreter.
 
         Raises:
             OutputError: A module fails to import.
         """
         self.add(files)
-        import_staged(self.package)
+        import_staged(self.package, checker)
