@@ -111,6 +111,8 @@ def generate(
             formatting, importing or writing failed; nothing was written.
     """
     run = _Run.of(schema, output, project_root)
+    # Refused before anything in the directory changes, the recovery of a dead write included.
+    check_owner(output, schema, root=run.root, configured=run.configured, force=force)
     # Started first, to warm up while the package is rendered; killed if not asked.
     with ImportChecker() as checker, TypesChecker() as types, open_output(output) as target:
         from .render.package import DatamodelAnswers
@@ -118,12 +120,12 @@ def generate(
         cache = load_cache(output)
         datamodel = DatamodelAnswers(cache.datamodel)
         texts = _texts(run, datamodel, types)
-        check_owner(output, schema, root=run.root, configured=run.configured, force=force)
         files = target.staging.finish(texts, cache.formatted(texts, target.current))
         report = target.write(files, import_check=not cache.imported(files), checker=checker)
-    record = record_of(texts, files, datamodel.given)
-    if record != cache:
-        save_cache(output, record)
+        # Saved under the output's lock, so it always describes the package on disk.
+        record = record_of(texts, files, datamodel.given)
+        if record != cache:
+            save_cache(output, record)
     return report
 
 

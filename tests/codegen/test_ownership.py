@@ -246,3 +246,21 @@ def test_a_schema_path_cannot_break_out_of_the_banner(
     assert all(line.startswith("#") for line in banner[:3])
     assert banner[2] == f"{SCHEMA_LINE}../odd\\nimport os/translate.yaml"
     assert not banner[3].startswith("import os")
+
+
+def test_the_refusal_comes_before_anything_in_the_directory_changes(
+    project: Project, cli: Cli
+) -> None:
+    # Even an unfinished write left in the other schema's package (a journal) stays as it
+    # is: finishing it is that package's business, not the refused run's.
+    _translate(project)
+    journal = project.output / ".stageware-journal.json"
+    journal.write_text("not even JSON", encoding="utf-8")
+    before = project.snapshot()
+
+    result = cli("generate", "--schema", "schema/translate.yaml", "--output", "out")
+
+    assert result.code == 2
+    assert "pass --force" in result.err
+    assert project.snapshot() == before
+    assert journal.read_text(encoding="utf-8") == "not even JSON"
