@@ -38,11 +38,13 @@ from stageware import (
     ToolInterruptEvent,
     ToolResultEvent,
     ToolResultMessageEvent,
+    ToolUse,
     tool,
 )
 from stageware.runtime import SwallowedInterruptWarning
 
 from .agent_helpers import (
+    PlainTool,
     agent_stream_interrupt_id,
     answer,
     before_tool_call_interrupt_id,
@@ -352,6 +354,49 @@ async def test_a_tool_that_swallows_its_own_interrupt_still_stops_the_run() -> N
     assert second.text == "done"
     assert done == ["refunded 5 (assumed)", "refunded 5 (approved)"]
     assert [result_text(r) for r in tool_results(agent.messages[2])] == ["refunded"]
+
+
+@pytest.mark.anyio
+async def test_middleware_that_swallows_a_tool_interrupt_still_stops_the_run() -> None:
+    side_effects: list[str] = []
+
+    async def body(tool_use: ToolUse, context: ToolContext) -> AsyncIterator[ExecuteToolEvent]:
+        context.interrupt("approve", reason="ok?")  # a custom tool: the exception propagates
+        side_effects.append("ran")
+        yield ToolResultEvent(
+            tool_result={
+                "toolUseId": tool_use["toolUseId"],
+                "status": "success",
+                "content": [{"text": "done"}],
+            }
+        )
+
+    async def fallback(
+        ctx: ExecuteToolContext, next_fn: ExecuteToolNext
+    ) -> AsyncIterator[ExecuteToolEvent]:
+        try:
+            async for event in next_fn(ctx):
+                yield event
+        except Exception as error:  # the mistake: it catches the tool's interrupt too
+            yield ToolResultEvent(
+                tool_result={
+                    "toolUseId": ctx.tool_use["toolUseId"],
+                    "status": "error",
+                    "content": [{"text": f"fallback: {error}"}],
+                }
+            )
+
+    model = ScriptedModel([calls(("t", {}, "t1")), "finished"])
+    agent = Agent(model, tools=[PlainTool("t", body)])
+    agent.add_middleware(ExecuteToolStage, fallback)
+    with pytest.warns(SwallowedInterruptWarning, match="ExecuteToolStage middleware"):
+        first = await agent.invoke_async("go")
+
+    expected_id = tool_call_interrupt_id("t1", "approve")
+    assert first.stop_reason == "interrupt"
+    assert [i.id for i in first.interrupts] == [expected_id]
+    assert [m["role"] for m in agent.messages] == ["user", "assistant"]
+    assert side_effects == []
 
 
 # -- Hook interrupts ---------------------------------------------------------------------

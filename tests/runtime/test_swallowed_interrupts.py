@@ -421,3 +421,26 @@ def test_from_host_gives_each_context_a_fresh_record_that_replace_shares(case: C
     assert len(second._interrupts) == 0
     assert first.replace(invocation_state={})._interrupts is record
     assert replace(first, invocation_state={})._interrupts is record
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_an_input_handler_that_turns_the_interrupt_into_another_error_still_interrupts(
+    case: Case,
+) -> None:
+    registry = MiddlewareRegistry()
+    terminal = Terminal(case)
+    caught = Caught()
+
+    def gate(context: Any) -> Any:
+        caught.gate(context)
+        raise ValueError("the approval service is down")
+
+    registry.add_middleware(case.stage.Input, gate)
+    received: list[Any] = []
+
+    with _warns_about("approve"), pytest.raises(InterruptException) as info:
+        await _collect(registry.invoke(case.stage, case.context(None), terminal), received)
+
+    assert info.value is caught.original
+    assert not terminal.ran
+    assert received == []

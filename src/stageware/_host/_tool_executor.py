@@ -47,7 +47,13 @@ from stageware._generated.events import (
 )
 from stageware._generated.payloads import ToolResult, ToolUse
 from stageware._generated.stages import ExecuteToolStage
-from stageware._runtime import CallInterrupts, Interrupt, InterruptException, close_all
+from stageware._runtime import (
+    CallInterrupts,
+    Interrupt,
+    InterruptException,
+    call_interrupts,
+    close_all,
+)
 
 from ._core import AgentCore, PassState
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
@@ -355,11 +361,13 @@ class ToolExecutor:
                     raise asked.swallowed(f"the tool {tool_use['name']!r}")
                 answered = answered or isinstance(event, ToolResultEvent | ToolInterruptEvent)
                 yield event
-        except InterruptException:
+        except InterruptException as raised:
+            _record_in_call(context, raised)
             raise
         except Exception as error:
             if asked.raised is not None and not halted:
-                raise asked.swallowed(f"the tool {tool_use['name']!r}") from None
+                swallowed = asked.swallowed(f"the tool {tool_use['name']!r}")
+                raise _record_in_call(context, swallowed) from None
             # Middleware always observes a result, not a raised exception.
             logger.exception(
                 "tool call %s (%r): the tool raised; the model receives an error result",
@@ -374,7 +382,7 @@ class ToolExecutor:
             # Closed here, in this task, not whenever the garbage collector gets to it.
             await close_all([events])
         if asked.raised is not None and not halted:
-            raise asked.swallowed(f"the tool {tool_use['name']!r}")
+            raise _record_in_call(context, asked.swallowed(f"the tool {tool_use['name']!r}"))
         if not answered:
             # A result, so middleware observes one and the model learns the call failed.
             silent = RuntimeError(f"the tool {tool_use['name']!r} finished without a result")
@@ -382,6 +390,19 @@ class ToolExecutor:
             yield ToolResultEvent(
                 tool_result=exception_result(tool_use["toolUseId"], silent), exception=silent
             )
+
+
+def _record_in_call(context: ExecuteToolContext, raised: InterruptException) -> InterruptException:
+    """Record a tool's interrupt as the call's own, and return it to be raised.
+
+    The tool's interrupt leaves the terminal through the ExecuteTool chain: recorded in the
+    record the chain's contexts share, a middleware that catches it on its way out (an
+    ``except Exception`` around ``next_fn``) cannot make the call go on without the human.
+    """
+    record = call_interrupts(context)
+    if record is not None and record.raised is None:
+        record.raised = raised
+    return raised
 
 
 def _for_call(result: ToolResult, tool_use_id: str) -> ToolResult:

@@ -19,6 +19,7 @@ from ._interrupt import (
     InterruptException,
     MiddlewareInterruptResult,
     SwallowedInterruptWarning,
+    call_interrupts,
     interrupt_name_hash,
     resolve_middleware_interrupt,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "Unset",
     "WrapHandler",
     "WrapPhase",
+    "call_interrupts",
     "close_all",
     "interrupt_name_hash",
     "resolve_middleware_interrupt",

@@ -152,8 +152,15 @@ async def _run(
     outputs: tuple[MiddlewareRegistration, ...],
 ) -> AsyncGenerator[E, None]:
     """The outermost layer: Input handlers, the first Wrap handler, then Output handlers."""
-    for registration in inputs:
-        context = await _apply_input(stage, registration, context)
+    record = call_interrupts(context)
+    try:
+        for registration in inputs:
+            context = await _apply_input(stage, registration, context)
+    except Exception as error:
+        if record is not None and record.raised is not None and error is not record.raised:
+            # An Input handler turned its interrupt into another error: a human still decides.
+            raise record.swallowed(f"{stage!r} middleware") from None
+        raise
     record = call_interrupts(context)
     opened: list[AsyncIterator[E]] = []
     if handler is None:
