@@ -111,21 +111,24 @@ def generate(
             formatting, importing or writing failed; nothing was written.
     """
     run = _Run.of(schema, output, project_root)
-    # Refused before anything in the directory changes, the recovery of a dead write included.
-    check_owner(output, schema, root=run.root, configured=run.configured, force=force)
     # Started first, to warm up while the package is rendered; killed if not asked.
-    with ImportChecker() as checker, TypesChecker() as types, open_output(output) as target:
+    with ImportChecker() as checker, TypesChecker() as types:
         from .render.package import DatamodelAnswers
 
+        # The record only names work already done for given inputs (formatted texts, an
+        # imported package, datamodel answers), so reading it before the lock is safe.
         cache = load_cache(output)
         datamodel = DatamodelAnswers(cache.datamodel)
         texts = _texts(run, datamodel, types)
-        files = target.staging.finish(texts, cache.formatted(texts, target.current))
-        report = target.write(files, import_check=not cache.imported(files), checker=checker)
-        # Saved under the output's lock, so it always describes the package on disk.
-        record = record_of(texts, files, datamodel.given)
-        if record != cache:
-            save_cache(output, record)
+        # Refused before anything in the directory changes, a dead write's recovery included.
+        check_owner(output, schema, root=run.root, configured=run.configured, force=force)
+        with open_output(output) as target:
+            files = target.staging.finish(texts, cache.formatted(texts, target.current))
+            report = target.write(files, import_check=not cache.imported(files), checker=checker)
+            # Saved under the output's lock, so it always describes the package on disk.
+            record = record_of(texts, files, datamodel.given)
+            if record != cache:
+                save_cache(output, record)
     return report
 
 
