@@ -269,16 +269,7 @@ class ToolExecutor:
                 ToolInterruptEvent(tool_use=before.tool_use, interrupts=[raised.interrupt])
             )
         except Exception as error:
-            tool_use = before.tool_use
-            logger.exception(
-                "tool call %s (%r): the ExecuteTool chain raised; the model receives an error "
-                "result",
-                tool_use["toolUseId"],
-                tool_use["name"],
-            )
-            result = ToolResultEvent(
-                tool_result=exception_result(tool_use["toolUseId"], error), exception=error
-            )
+            result = _failed(before.tool_use, error, "the ExecuteTool chain raised")
         finally:
             await events.aclose()
         return result, interrupts
@@ -369,14 +360,7 @@ class ToolExecutor:
                 swallowed = asked.swallowed(f"the tool {tool_use['name']!r}")
                 raise _record_in_call(context, swallowed) from None
             # Middleware always observes a result, not a raised exception.
-            logger.exception(
-                "tool call %s (%r): the tool raised; the model receives an error result",
-                tool_use["toolUseId"],
-                tool_use["name"],
-            )
-            yield ToolResultEvent(
-                tool_result=exception_result(tool_use["toolUseId"], error), exception=error
-            )
+            yield _failed(tool_use, error, "the tool raised")
             return
         finally:
             # Closed here, in this task, not whenever the garbage collector gets to it.
@@ -390,6 +374,19 @@ class ToolExecutor:
             yield ToolResultEvent(
                 tool_result=exception_result(tool_use["toolUseId"], silent), exception=silent
             )
+
+
+def _failed(tool_use: ToolUse, error: Exception, what: str) -> ToolResultEvent:
+    """Log *error* (with its traceback) and make it the call's error result for the model."""
+    logger.exception(
+        "tool call %s (%r): %s; the model receives an error result",
+        tool_use["toolUseId"],
+        tool_use["name"],
+        what,
+    )
+    return ToolResultEvent(
+        tool_result=exception_result(tool_use["toolUseId"], error), exception=error
+    )
 
 
 def _record_in_call(context: ExecuteToolContext, raised: InterruptException) -> InterruptException:

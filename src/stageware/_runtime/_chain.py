@@ -166,13 +166,7 @@ async def _run(
     if handler is None:
         events: AsyncIterator[E] = inner(context)
     else:
-
-        def next_fn(context: C) -> AsyncGenerator[E, None]:
-            events = inner(context)
-            opened.append(events)
-            return events
-
-        events = handler(context, next_fn)
+        events = handler(context, _recording(inner, opened))
     result_event = stage.result_event
     held: E | None = None
     interrupted = False
@@ -227,19 +221,24 @@ def _wrap_layer(handler: Handler[C, E], inner: Next[C, E]) -> Next[C, E]:
 async def _layer(handler: Handler[C, E], inner: Next[C, E], context: C) -> AsyncGenerator[E, None]:
     """Run one Wrap handler; when it finishes, close what its ``next_fn`` left open."""
     opened: list[AsyncIterator[E]] = []
-
-    def next_fn(context: C) -> AsyncGenerator[E, None]:
-        events = inner(context)
-        opened.append(events)
-        return events
-
-    events = handler(context, next_fn)
+    events = handler(context, _recording(inner, opened))
     try:
         async for event in events:
             yield event
     finally:
         if not _all_finished(events, opened):
             await close_all([events, *opened])  # Inner first: last opened first, then events.
+
+
+def _recording(inner: Next[C, E], opened: list[AsyncIterator[E]]) -> Next[C, E]:
+    """The ``next_fn`` a layer hands its handler: *inner*, noting each stream in *opened*."""
+
+    def next_fn(context: C) -> AsyncGenerator[E, None]:
+        events = inner(context)
+        opened.append(events)
+        return events
+
+    return next_fn
 
 
 def _terminal_layer(stage: MiddlewareStage[Any, Any, Any], terminal: Chain[C, E]) -> Next[C, E]:
