@@ -47,11 +47,15 @@ from .models import (
     ScriptExhaustedError,
 )
 from .sessions import (
+    Lease,
     MemorySessionStore,
+    SessionConflictError,
     SessionError,
+    SessionLeasedError,
     SessionSnapshot,
     SessionStore,
     SQLiteSessionStore,
+    StoredSession,
 )
 from .tools import AgentTool, FunctionTool, ToolContext, tool
 
@@ -70,6 +74,7 @@ __all__ = [
     "CancelToken",
     "ConcurrentInvocationError",
     "FunctionTool",
+    "Lease",
     "LifecycleEvent",
     "MemorySessionStore",
     "MessageAddedEvent",
@@ -82,9 +87,12 @@ __all__ = [
     "ScriptedModel",
     "ScriptedToolCall",
     "ScriptedTurn",
+    "SessionConflictError",
     "SessionError",
+    "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "StoredSession",
     "ToolContext",
     "tool",
 ]
