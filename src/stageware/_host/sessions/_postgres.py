@@ -274,11 +274,7 @@ class PostgresSessionStore:
             ):
                 return action(cursor)
         except PoolTimeout as exc:
-            raise self._failure(
-                session_id,
-                verb,
-                f"no connection within the pool's timeout ({exc}); the psycopg.pool log says why",
-            ) from exc
+            raise self._failure(session_id, verb, self._timeout_problem()) from exc
         except psycopg.Error as exc:
             raise self._failure(session_id, verb, str(exc)) from exc
 
@@ -324,6 +320,26 @@ class PostgresSessionStore:
                 f"format (this stageware reads format {FORMAT})"
             )
         raise SessionError(f"cannot {verb} session {session_id!r}: {self._where} {detail}")
+
+    def _timeout_problem(self) -> str:
+        """Say why the pool had no connection to give: the server's answer, or a full pool.
+
+        The pool only logs why its connections fail, so one more connection, outside the
+        pool, finds out for the message.
+        """
+        pool = self._pool
+        waited = f"no connection within the pool's timeout ({pool.timeout:g} s)"
+        conninfo, kwargs = pool.conninfo, pool.kwargs
+        if callable(conninfo) or callable(kwargs):
+            return f"{waited}; the psycopg.pool log says why"
+        try:
+            probe = pool.connection_class.connect(
+                conninfo, **{**(kwargs or {}), "connect_timeout": max(1, round(pool.timeout))}
+            )
+        except psycopg.Error as exc:
+            return f"{waited}: {exc}"
+        probe.close()
+        return f"{waited}: all {pool.max_size} of its connections stayed busy; raise max_size"
 
     def _failure(self, session_id: str, verb: str, problem: str) -> SessionError:
         message = f"cannot {verb} session {session_id!r} in {self._where}: {problem}"

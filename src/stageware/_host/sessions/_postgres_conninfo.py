@@ -9,7 +9,8 @@ could echo.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from dataclasses import dataclass
+from typing import Final, final
 from urllib.parse import quote
 
 from psycopg import ProgrammingError
@@ -19,24 +20,27 @@ __all__ = ["Location", "locate"]
 
 _HIDDEN: Final = "***"
 
+# The parameters that say where a database is, and the password, which is hidden.
+_PARTS: Final = frozenset({"host", "port", "dbname", "user", "password"})
 
+
+@final
+@dataclass(frozen=True, slots=True)
 class Location:
     """A database's address for messages, and the secrets messages must not show.
 
     Attributes:
         description: ``postgresql://user:***@host:port/dbname``, with only the parameters
             that say where the database is.
+        secrets: The texts ``scrub`` hides (the password).
     """
 
-    __slots__ = ("_secrets", "description")
-
-    def __init__(self, description: str, secrets: tuple[str, ...]) -> None:
-        self.description = description
-        self._secrets = secrets
+    description: str
+    secrets: tuple[str, ...] = ()
 
     def scrub(self, text: str) -> str:
         """Return *text* with every secret of this location replaced by ``***``."""
-        for secret in self._secrets:
+        for secret in self.secrets:
             text = text.replace(secret, _HIDDEN)
         return text
 
@@ -57,7 +61,7 @@ def locate(conninfo: str, overrides: Mapping[str, object] | None = None) -> Loca
             "parsed (not shown: it may hold a password)"
         ) from None
     for key, value in (overrides or {}).items():
-        if isinstance(value, str | int):
+        if key in _PARTS and isinstance(value, str | int):
             params[key] = str(value)
     password = params.get("password")
     secrets = (password,) if isinstance(password, str) and password else ()
@@ -74,4 +78,6 @@ def locate(conninfo: str, overrides: Mapping[str, object] | None = None) -> Loca
     if port and not host.startswith("/"):
         netloc += f":{port}"
     query = f"?host={host}" if host.startswith("/") else ""
-    return Location(f"postgresql://{credentials}{netloc}/{quote(dbname, safe='')}{query}", secrets)
+    description = f"postgresql://{credentials}{netloc}/{quote(dbname, safe='')}{query}"
+    # Scrubbed too: the password may stand in another parameter as well, if only by chance.
+    return Location(Location("", secrets).scrub(description), secrets)
