@@ -6,7 +6,8 @@
 - ``_memory``: ``MemorySessionStore``.
 - ``_sqlite``: ``SQLiteSessionStore``.
 - ``_postgres``: ``PostgresSessionStore`` (public as ``stageware.postgres``; it needs the
-  ``postgres`` extra, so it is not imported here).
+  ``postgres`` extra, so it is not imported here), with ``_postgres_tables`` (its schema and
+  statements) and ``_postgres_conninfo`` (naming its database without the password).
 """
 
 from ._memory import MemorySessionStore
