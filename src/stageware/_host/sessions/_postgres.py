@@ -70,7 +70,7 @@ class PostgresSessionStore:
     Args:
         database: A conninfo string (``"host=db dbname=app user=app"``) or URL
             (``"postgresql://app@db/app"``), from which the store makes and owns a
-            connection pool; or a ``psycopg_pool.ConnectionPool`` you made, opened and
+            connection pool; or a ``psycopg_pool.ConnectionPool`` that you make, open and
             close yourself. Its connections should keep the default ``READ COMMITTED``
             isolation.
         schema: The Postgres schema that holds the store's tables.
@@ -346,18 +346,17 @@ class PostgresSessionStore:
         return SessionError(self._location.scrub(message))
 
 
-def _check_schema_name(schema: object) -> str:
+def _check_schema_name(schema: str) -> str:
     try:
-        size = len(schema.encode()) if isinstance(schema, str) else 0
+        size = len(schema.encode())
     except UnicodeEncodeError:  # a lone surrogate
         size = 0
-    if not size or "\x00" in cast(str, schema):
-        raise ValueError(f"schema must be a name PostgreSQL can store, not {schema!r}")
-    if size > _MAX_IDENTIFIER_BYTES:
+    if not 0 < size <= _MAX_IDENTIFIER_BYTES or "\x00" in schema:
         raise ValueError(
-            f"schema {schema!r} is longer than PostgreSQL's {_MAX_IDENTIFIER_BYTES} bytes"
+            f"schema must be a name PostgreSQL can keep, 1 to {_MAX_IDENTIFIER_BYTES} bytes "
+            f"of UTF-8 text without NUL; got {schema!r}"
         )
-    return cast(str, schema)
+    return schema
 
 
 def _locate_pool(pool: ConnectionPool[Any]) -> Location:
