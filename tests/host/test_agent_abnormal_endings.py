@@ -34,6 +34,7 @@ from stageware import (
     ToolContext,
     tool,
 )
+from tests.host.agent_helpers import stored_snapshot
 
 from .agent_helpers import answer, calls
 
@@ -123,8 +124,7 @@ async def test_interrupts_of_a_failed_round_do_not_linger() -> None:
     with pytest.raises(ValueError, match="hook failed"):
         await agent.invoke_async("first")
 
-    stored = store.load("s")
-    assert stored is not None
+    stored = stored_snapshot(store, "s")
     assert stored["interrupt_state"]["interrupts"] == []
     second = await agent.invoke_async("second")
     assert [i.id.split(":")[2] for i in second.interrupts] == ["C"]
