@@ -34,9 +34,8 @@ from stageware import (
     ToolContext,
     tool,
 )
-from tests.host.agent_helpers import stored_snapshot
 
-from .agent_helpers import answer, calls
+from .agent_helpers import answer, calls, stored_snapshot
 
 pytestmark = pytest.mark.anyio
 

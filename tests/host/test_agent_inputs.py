@@ -23,9 +23,8 @@ from stageware import (
     tool,
 )
 from stageware._host.models._openai_convert import convert_messages
-from tests.host.agent_helpers import seed_session
 
-from .agent_helpers import answer, calls
+from .agent_helpers import answer, calls, seed_session
 
 pytestmark = pytest.mark.anyio
 

@@ -27,7 +27,6 @@ from stageware import (
     ToolContext,
     tool,
 )
-from tests.host.agent_helpers import seed_session, stored_snapshot
 
 from .agent_helpers import (
     ModelStateCounter,
@@ -35,6 +34,8 @@ from .agent_helpers import (
     answer,
     calls,
     result_text,
+    seed_session,
+    stored_snapshot,
     tool_call_interrupt_id,
     tool_results,
 )
