@@ -178,22 +178,26 @@ async def test_a_running_invocation_holds_the_session(store: SessionStore) -> No
         session_id=SESSION,
         session_lease=0.3,
     )
-    Agent(ScriptedModel(["hi"]), session_store=store, session_id=SESSION)  # nothing yet
+    other_model = ScriptedModel(["other"])
+    refused: list[SessionLeasedError] = []
 
     async with anyio.create_task_group() as group:
         group.start_soon(holder.invoke_async, "go")
         await anyio.to_thread.run_sync(started.wait, 10)
         # Longer than the lease: the heartbeat must have renewed it.
         await anyio.sleep(0.8)
-        other_model = ScriptedModel(["other"])
         other = Agent(other_model, session_store=store, session_id=SESSION)
-        with pytest.raises(SessionLeasedError) as raised:
+        try:
             await other.invoke_async("me too")
-        release.set()
+        except SessionLeasedError as error:
+            refused.append(error)
+        finally:
+            release.set()
 
-    assert f":{os.getpid()}:" in raised.value.lease.owner
+    [error] = refused
+    assert f":{os.getpid()}:" in error.lease.owner
     assert other_model.requests == []
-    assert "is in use by worker" in str(raised.value)
+    assert "is in use by worker" in str(error)
     stored = store.load(SESSION)
     assert stored is not None
     assert stored.lease is None  # released by the final save
