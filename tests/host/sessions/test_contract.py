@@ -385,12 +385,13 @@ def test_the_holder_saves_and_renews(store: SessionStore) -> None:
 def test_an_expired_lease_blocks_nobody(
     store: SessionStore, reopen: Callable[[], SessionStore]
 ) -> None:
-    save(store, "s1", make_snapshot(1), 0, owner="worker-a", lease_seconds=0.3)
     other = reopen()
+    other.load("s1")  # connected, so that the refusal below comes well within the lease
+    save(store, "s1", make_snapshot(1), 0, owner="worker-a", lease_seconds=0.5)
     with pytest.raises(SessionLeasedError):
         save(other, "s1", make_snapshot(2), 1, owner="worker-b", lease_seconds=30)
 
-    time.sleep(0.4)
+    time.sleep(0.6)
 
     assert save(other, "s1", make_snapshot(2), 1, owner="worker-b", lease_seconds=30) == 2
     taken = stored(store, "s1").lease
