@@ -40,11 +40,14 @@ from ._hook_events import (
 from ._prompt import Prompt
 from .models import (
     Model,
+    ModelError,
     ModelRequest,
+    ModelThrottledError,
     ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
     ScriptExhaustedError,
+    StreamAssemblyError,
 )
 from .sessions import (
     Lease,
@@ -79,8 +82,10 @@ __all__ = [
     "MemorySessionStore",
     "MessageAddedEvent",
     "Model",
+    "ModelError",
     "ModelRequest",
     "ModelStopResponse",
+    "ModelThrottledError",
     "Prompt",
     "SQLiteSessionStore",
     "ScriptExhaustedError",
@@ -93,6 +98,7 @@ __all__ = [
     "SessionSnapshot",
     "SessionStore",
     "StoredSession",
+    "StreamAssemblyError",
     "ToolContext",
     "tool",
 ]

@@ -28,6 +28,7 @@ from stageware._generated.payloads import (
 )
 from stageware._host._running_loop import running_loop
 
+from ._errors import ModelError
 from ._openai_convert import (
     StreamFormatError,
     StreamTranslator,
@@ -42,30 +43,6 @@ __all__ = ["ModelError", "OpenAIModel"]
 _RESERVED_PARAMS = frozenset(
     {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
 )
-
-
-class ModelError(Exception):
-    """A model call failed: the server refused it, could not be reached, or broke the stream.
-
-    The original exception (an ``openai.APIError`` for HTTP and connection failures) is the
-    ``__cause__``.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        model_id: str,
-        base_url: str,
-        status_code: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.model_id = model_id
-        """The model that was called."""
-        self.base_url = base_url
-        """The endpoint that was called."""
-        self.status_code = status_code
-        """The HTTP status of the response, or ``None`` when there was no error response."""
 
 
 @final
