@@ -7,7 +7,8 @@ The core loop, from the outside in:
 - ``_agent``: ``Agent``, its configuration, the sync/async entry points and sessions.
 - ``_invocation``: one ``agent(...)`` call; the AgentStream chain and its run loop.
 - ``_event_loop``: one pass, the AgentStream terminal: model turns and tool rounds.
-- ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks.
+- ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks;
+  ``_model_retry``: when a throttled model call is tried again.
 - ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
 - ``_interrupt_state``: what waits for a human, and how long answers live.
 - ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks
@@ -37,6 +38,7 @@ from ._hook_events import (
     MessageAddedEvent,
     ModelStopResponse,
 )
+from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt
 from .models import (
     Model,
@@ -84,6 +86,7 @@ __all__ = [
     "Model",
     "ModelError",
     "ModelRequest",
+    "ModelRetryStrategy",
     "ModelStopResponse",
     "ModelThrottledError",
     "Prompt",

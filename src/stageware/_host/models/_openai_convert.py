@@ -42,6 +42,7 @@ from stageware._generated.payloads import (
 )
 
 __all__ = [
+    "IncompleteStreamError",
     "StreamFormatError",
     "StreamTranslator",
     "convert_messages",
@@ -211,6 +212,10 @@ class StreamFormatError(ValueError):
     """The server's stream cannot be expressed as Converse events (it broke the protocol)."""
 
 
+class IncompleteStreamError(StreamFormatError):
+    """The server's stream ended before it said the response was complete."""
+
+
 _FINISH_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -242,6 +247,10 @@ class StreamTranslator:
     block and starts the next. A few interleave fragments of several calls; then the new
     call is held back until the open one's arguments are complete JSON (or the stream ends),
     so no block is closed while its input is still arriving. Only choice 0 is read.
+
+    A stream that never sent a choice, or ended without a finish reason, was cut short
+    (a proxy that dropped the connection cleanly, a server that crashed mid-answer):
+    ``finish`` raises ``IncompleteStreamError`` rather than pass it off as a whole answer.
     """
 
     def __init__(self) -> None:
@@ -252,6 +261,8 @@ class StreamTranslator:
         self._tools: dict[int, _ToolCall] = {}
         self._finish_reason: str | None = None
         self._usage: CompletionUsage | None = None
+        self._chunks = 0
+        self._choices = 0
 
     def start(self) -> list[StreamEvent]:
         """The events that open the message."""
@@ -259,19 +270,37 @@ class StreamTranslator:
 
     def feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
         """The events for one chunk, possibly none."""
+        self._chunks += 1
         if chunk.usage is not None:
             self._usage = chunk.usage
         events: list[StreamEvent] = []
+        # A chunk without choices is normal (the usage chunk; Azure's content-filter
+        # results first); a stream that never has one is not.
         for choice in chunk.choices:
             if choice.index != 0:
                 continue
+            self._choices += 1
             events += self._delta(choice.delta)
             if choice.finish_reason is not None:
                 self._finish_reason = choice.finish_reason
         return events
 
     def finish(self, latency_ms: int) -> list[StreamEvent]:
-        """The events that end the message, once the server has ended the stream."""
+        """The events that end the message, once the server has ended the stream.
+
+        Raises:
+            IncompleteStreamError: The stream had no chunk, no choice or no finish reason.
+        """
+        if self._chunks == 0:
+            raise IncompleteStreamError("the response stream ended before its first chunk")
+        if self._choices == 0:
+            raise IncompleteStreamError(
+                f"the response had no choices: none of its {self._chunks} chunk(s) carried one"
+            )
+        if self._finish_reason is None:
+            raise IncompleteStreamError(
+                "the response stream ended without a finish reason, so the answer may be cut short"
+            )
         events = self._close_open()
         for tool_index in sorted(self._tools):
             if self._tools[tool_index].state == "waiting":
@@ -392,12 +421,12 @@ class StreamTranslator:
     # -- end of message
 
     def _message_stop(self) -> MessageStopEvent:
-        called_tools = bool(self._tools)
         raw = self._finish_reason
-        if raw is None or (raw == "stop" and called_tools):
-            # No finish reason, or "stop" after tool calls (some local servers report that):
-            # the host runs tools only on tool_use, so go by what the stream contained.
-            return {"stopReason": "tool_use" if called_tools else "end_turn"}
+        assert raw is not None  # finish() refused a stream without one
+        if raw == "stop" and self._tools:
+            # "stop" after tool calls (some local servers report that): the host runs
+            # tools only on tool_use, so go by what the stream contained.
+            return {"stopReason": "tool_use"}
         stop_reason = _FINISH_REASONS.get(raw)
         if stop_reason is None:
             # A server-specific reason: end the turn, but keep the original for callers.
