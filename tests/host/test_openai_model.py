@@ -371,6 +371,33 @@ async def test_usage_with_cached_tokens(server: FakeOpenAIServer, model: OpenAIM
     }
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # OpenRouter: writes beside the reads.
+        {"prompt_tokens_details": {"cached_tokens": 64, "cache_write_tokens": 30}},
+        # LiteLLM in front of a provider that bills cache writes.
+        {"cache_read_input_tokens": 64, "cache_creation_input_tokens": 30},
+    ],
+)
+async def test_usage_with_cache_writes_from_proxies(
+    server: FakeOpenAIServer, model: OpenAIModel, extra: dict[str, Any]
+) -> None:
+    usage = usage_chunk(100, 7)
+    usage["usage"].update(extra)
+    server.reply(SSEReply([chunk({"content": "x"}), chunk({}, "stop"), usage]))
+
+    events = await collect(model)
+
+    assert events[-1]["metadata"]["usage"] == {
+        "inputTokens": 100,
+        "outputTokens": 7,
+        "totalTokens": 107,
+        "cacheReadInputTokens": 64,
+        "cacheWriteInputTokens": 30,
+    }
+
+
 async def test_missing_usage_still_gives_metadata_with_zeros(
     server: FakeOpenAIServer, model: OpenAIModel
 ) -> None:

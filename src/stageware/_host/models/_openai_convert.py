@@ -161,7 +161,7 @@ def _assistant_messages(message: Message) -> list[ChatCompletionMessageParam]:
                     "type": "function",
                     "function": {
                         "name": tool_use["name"],
-                        "arguments": json.dumps(tool_use["input"], ensure_ascii=False),
+                        "arguments": _tool_arguments(tool_use["input"]),
                     },
                 }
             )
@@ -179,6 +179,19 @@ def _assistant_messages(message: Message) -> list[ChatCompletionMessageParam]:
     if tool_calls:
         assistant["tool_calls"] = tool_calls
     return [assistant]
+
+
+def _tool_arguments(tool_input: Any) -> str:
+    """The ``arguments`` string of a tool call in the history.
+
+    A string input is arguments the model sent that were not valid JSON (the stream
+    assembler keeps them raw; chat-completions arguments are always a JSON object). They
+    go back as the model sent them: encoding them again would show the model a string
+    literal it never wrote, next to the error result that reported them.
+    """
+    if isinstance(tool_input, str):
+        return tool_input
+    return json.dumps(tool_input, ensure_ascii=False)
 
 
 def _tool_message(result: ToolResult) -> ChatCompletionToolMessageParam:
@@ -447,7 +460,36 @@ class StreamTranslator:
             "outputTokens": usage.completion_tokens,
             "totalTokens": usage.total_tokens,
         }
-        details = usage.prompt_tokens_details
-        if details is not None and details.cached_tokens is not None:
-            converted["cacheReadInputTokens"] = details.cached_tokens
+        cache_read, cache_write = _cache_tokens(usage)
+        if cache_read is not None:
+            converted["cacheReadInputTokens"] = cache_read
+        if cache_write is not None:
+            converted["cacheWriteInputTokens"] = cache_write
         return converted
+
+
+def _cache_tokens(usage: CompletionUsage) -> tuple[int | None, int | None]:
+    """Prompt-cache reads and writes, wherever the server put them.
+
+    OpenAI reports reads as ``prompt_tokens_details.cached_tokens`` and has no writes.
+    Proxies in front of providers that bill cache writes add them: OpenRouter as
+    ``prompt_tokens_details.cache_write_tokens``, LiteLLM as the top-level
+    ``cache_creation_input_tokens`` (with reads as ``cache_read_input_tokens``).
+    """
+    details = usage.prompt_tokens_details
+    # A dump, not attributes: whether `cache_write_tokens` is a declared field or an
+    # extra one depends on the `openai` version.
+    detail: dict[str, object] = details.model_dump() if details is not None else {}
+    extra = usage.model_extra or {}
+    read = _token_count(detail.get("cached_tokens"))
+    if read is None:
+        read = _token_count(extra.get("cache_read_input_tokens"))
+    write = _token_count(detail.get("cache_write_tokens"))
+    if write is None:
+        write = _token_count(extra.get("cache_creation_input_tokens"))
+    return read, write
+
+
+def _token_count(value: object) -> int | None:
+    # Extra fields are untyped JSON; only a count is a count.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
