@@ -130,7 +130,7 @@ async def test_the_agent_gives_up_after_max_attempts_and_says_so() -> None:
 
     assert len(model.requests) == 3
     assert caught.value.__notes__ == [
-        "The model was throttled on 3 attempts in a row; ModelRetryStrategy.max_attempts is 3."
+        "The model call was throttled on 3 attempts; ModelRetryStrategy.max_attempts is 3."
     ]
 
 

@@ -89,7 +89,7 @@ class ThrottleRetries:
         if self.throttled >= strategy.max_attempts:
             if strategy.max_attempts > 1:
                 error.add_note(
-                    f"The model was throttled on {self.throttled} attempts in a row; "
+                    f"The model call was throttled on {self.throttled} attempts; "
                     f"ModelRetryStrategy.max_attempts is {strategy.max_attempts}."
                 )
             return None
