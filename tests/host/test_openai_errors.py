@@ -114,6 +114,12 @@ async def collect_into(events: list[StreamEvent], stream: AsyncIterator[StreamEv
             'character 36): \'{"id": "chatcmpl-test", "choices": [\'',
             id="malformed SSE JSON",
         ),
+        pytest.param(
+            SSEReply([{"id": "chatcmpl-test", "object": "chat.completion.chunk"}]),
+            "malformed response stream: a chunk that is not a chat.completion.chunk "
+            "(TypeError: 'NoneType' object is not iterable): ChatCompletionChunk(",
+            id="JSON that is not a chunk",
+        ),
         # The transport's own wording differs between asyncio and trio; the type of the
         # error and the OS error under it are there on both.
         pytest.param(

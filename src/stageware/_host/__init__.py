@@ -18,8 +18,8 @@ The core loop, from the outside in:
 
 What the loop plugs in, each in its own sub-package:
 
-- ``models/``: the ``Model`` protocol, ``ScriptedModel`` and the OpenAI-compatible adapter
-  (public as ``stageware.openai``).
+- ``models/``: the ``Model`` protocol, the model errors, ``ScriptedModel`` and the
+  OpenAI-compatible adapter (public as ``stageware.openai``).
 - ``tools/``: the ``AgentTool`` protocol, ``ToolContext`` and ``@tool``.
 - ``sessions/``: snapshots, the ``SessionStore`` protocol and its stores.
 """

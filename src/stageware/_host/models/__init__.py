@@ -1,8 +1,11 @@
 """Models: the ``Model`` protocol, the errors a model call ends with, and the scripted model.
 
-``_streaming`` assembles a streamed response into a message, for the host and for any
-model. The OpenAI-compatible adapter (``_openai``, ``_openai_convert``) needs the
-``openai`` extra, so it is not imported here; ``stageware.openai`` is its public face.
+``_errors`` holds the errors any model may raise and the host acts on; ``_streaming``
+assembles a streamed response into a message, for the host and for any model. The
+OpenAI-compatible adapter (``_openai``, with ``_openai_convert`` for the payloads and
+``_openai_errors`` for what a failure says; ``_credentials`` keeps a password in its URL
+out of sight) needs the ``openai`` extra, so it is not imported here;
+``stageware.openai`` is its public face.
 """
 
 from ._errors import ModelError, ModelThrottledError, StreamAssemblyError

@@ -229,6 +229,9 @@ class IncompleteStreamError(StreamFormatError):
     """The server's stream ended before it said the response was complete."""
 
 
+# How much of a malformed chunk an error message quotes.
+_MAX_CHUNK_REPR = 300
+
 _FINISH_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -282,7 +285,25 @@ class StreamTranslator:
         return [{"messageStart": {"role": "assistant"}}]
 
     def feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
-        """The events for one chunk, possibly none."""
+        """The events for one chunk, possibly none.
+
+        Raises:
+            StreamFormatError: The chunk breaks the protocol, or is not a chunk at all.
+        """
+        try:
+            return self._feed(chunk)
+        except (AttributeError, TypeError) as error:
+            # `openai` builds chunks from the server's JSON without validating them, so
+            # JSON of another shape fails only when a field is read.
+            shown = repr(chunk)
+            if len(shown) > _MAX_CHUNK_REPR:
+                shown = shown[: _MAX_CHUNK_REPR - 3] + "..."
+            raise StreamFormatError(
+                f"a chunk that is not a chat.completion.chunk "
+                f"({type(error).__name__}: {error}): {shown}"
+            ) from error
+
+    def _feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
         self._chunks += 1
         if chunk.usage is not None:
             self._usage = chunk.usage
