@@ -14,7 +14,8 @@ The core loop, from the outside in:
 - ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks
   (``agent.add_hook``).
 - ``_prompt``, ``_agent_result``, ``_cancel``: small pieces they use; ``_running_loop``
-  (asyncio or trio), shared by them and the sub-packages.
+  (asyncio or trio) and ``_shorten`` (quoting in error messages), shared by them and the
+  sub-packages.
 
 What the loop plugs in, each in its own sub-package:
 

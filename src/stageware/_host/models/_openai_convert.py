@@ -40,6 +40,7 @@ from stageware._generated.payloads import (
     ToolSpec,
     Usage,
 )
+from stageware._host._shorten import shorten
 
 __all__ = [
     "IncompleteStreamError",
@@ -295,12 +296,9 @@ class StreamTranslator:
         except (AttributeError, TypeError) as error:
             # `openai` builds chunks from the server's JSON without validating them, so
             # JSON of another shape fails only when a field is read.
-            shown = repr(chunk)
-            if len(shown) > _MAX_CHUNK_REPR:
-                shown = shown[: _MAX_CHUNK_REPR - 3] + "..."
             raise StreamFormatError(
                 f"a chunk that is not a chat.completion.chunk "
-                f"({type(error).__name__}: {error}): {shown}"
+                f"({type(error).__name__}: {error}): {shorten(repr(chunk), _MAX_CHUNK_REPR)}"
             ) from error
 
     def _feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:

@@ -20,6 +20,8 @@ from typing import Final, cast, final
 
 import openai
 
+from stageware._host._shorten import shorten
+
 from ._openai_convert import IncompleteStreamError, StreamFormatError
 
 __all__ = ["Failure", "describe", "describe_cause", "quote_body", "retry_after_seconds"]
@@ -160,5 +162,4 @@ def _non_negative(value: str | None) -> float | None:
 
 
 def _quote(text: str) -> str:
-    text = text.strip()
-    return repr(text if len(text) <= _MAX_QUOTE else text[: _MAX_QUOTE - 3] + "...")
+    return repr(shorten(text.strip(), _MAX_QUOTE))

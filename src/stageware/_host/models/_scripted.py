@@ -31,6 +31,7 @@ from stageware._generated.payloads import (
     ToolSpec,
     Usage,
 )
+from stageware._host._shorten import shorten
 
 __all__ = [
     "ModelRequest",
@@ -447,8 +448,5 @@ def _message_summary(message: Message) -> str:
 def _quote_last_user_message(messages: Messages) -> str:
     for message in reversed(messages):
         if message["role"] == "user":
-            summary = _message_summary(message)
-            if len(summary) > _QUOTE_LIMIT:
-                summary = summary[: _QUOTE_LIMIT - 3] + "..."
-            return repr(summary)
+            return repr(shorten(_message_summary(message), _QUOTE_LIMIT))
     return "(none)"

@@ -28,6 +28,7 @@ from stageware._generated.payloads import (
     ToolUse,
     Usage,
 )
+from stageware._host._shorten import shorten
 
 from ._errors import StreamAssemblyError
 
@@ -351,8 +352,7 @@ def _describe(value: object) -> str:
 
 
 def _short_repr(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_EVENT_REPR else text[: _MAX_EVENT_REPR - 3] + "..."
+    return shorten(repr(value), _MAX_EVENT_REPR)
 
 
 def _build_block(block: _Block) -> ContentBlock | None:
