@@ -387,9 +387,9 @@ async def test_usage_with_cache_writes_from_proxies(
     usage["usage"].update(extra)
     server.reply(SSEReply([chunk({"content": "x"}), chunk({}, "stop"), usage]))
 
-    events = await collect(model)
+    [metadata] = [event["metadata"] for event in await collect(model) if "metadata" in event]
 
-    assert events[-1]["metadata"]["usage"] == {
+    assert metadata["usage"] == {
         "inputTokens": 100,
         "outputTokens": 7,
         "totalTokens": 107,
