@@ -84,7 +84,9 @@ class ScriptedTurn:
     """One scripted model response.
 
     Attributes:
-        text: The answer text; streamed in ``chunk_size`` pieces. Empty means no text block.
+        text: The answer text; streamed in ``chunk_size`` pieces. Empty means no text block
+            (a turn with no text, reasoning or tool calls streams no content, which the
+            host refuses with ``StreamAssemblyError``, as it would a real model's).
         tool_calls: Tool calls the model makes after the text, in order. Stored as a tuple.
         reasoning: Reasoning streamed before the text as a ``reasoningContent`` block;
             ``None`` (or empty) means none.
