@@ -194,10 +194,10 @@ async def test_a_running_invocation_holds_the_session(store: SessionStore) -> No
         finally:
             release.set()
 
-    [error] = refused
-    assert f":{os.getpid()}:" in error.lease.owner
+    [leased] = refused
+    assert f":{os.getpid()}:" in leased.lease.owner
     assert other_model.requests == []
-    assert "is in use by worker" in str(error)
+    assert "is in use by worker" in str(leased)
     stored = store.load(SESSION)
     assert stored is not None
     assert stored.lease is None  # released by the final save

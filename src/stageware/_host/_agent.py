@@ -22,6 +22,7 @@ from ._event_loop import EventLoop
 from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
+from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt, prompt_messages
 from ._running_loop import running_loop
 from ._session import DEFAULT_LEASE_SECONDS, AgentSession
@@ -33,6 +34,9 @@ from .tools import AgentTool
 __all__ = ["Agent", "ConcurrentInvocationError"]
 
 EventT = TypeVar("EventT", bound=LifecycleEvent)
+
+# Frozen, so one instance can be every agent's default.
+_DEFAULT_RETRY_STRATEGY = ModelRetryStrategy()
 
 
 class ConcurrentInvocationError(RuntimeError):
@@ -67,6 +71,9 @@ class Agent(MiddlewareHost):
             renewed while an invocation runs, so this is how long a worker that died
             blocks the session.
         backend: The anyio backend the synchronous ``agent(...)`` call runs on.
+        retry_strategy: How a model call that raised ``ModelThrottledError`` is retried
+            (by default up to 6 attempts, backing off from 4 s to at most 240 s, and
+            honouring ``Retry-After``); ``None`` never retries it.
 
     Raises:
         TypeError: If *model* has no ``stream()`` method, or an item of *tools* is not a
@@ -93,6 +100,7 @@ class Agent(MiddlewareHost):
         session_id: str | None = None,
         session_lease: float = DEFAULT_LEASE_SECONDS,
         backend: Literal["asyncio", "trio"] = "asyncio",
+        retry_strategy: ModelRetryStrategy | None = _DEFAULT_RETRY_STRATEGY,
     ) -> None:
         # Checked now, like the tools: a model name passed instead of a model would
         # otherwise fail only at the first call.
@@ -120,6 +128,7 @@ class Agent(MiddlewareHost):
             messages=prompt_messages(messages) if messages else [],
             state=AgentState(state),
             model_state={},
+            retry_strategy=retry_strategy,
         )
         self._event_loop = EventLoop(self._core)
         if session_store is not None and session_id is not None:

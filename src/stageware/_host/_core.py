@@ -27,6 +27,7 @@ from ._cancel import CancelToken
 from ._hook_events import MessageAddedEvent
 from ._hooks import HookRegistry
 from ._interrupt_state import InterruptState
+from ._model_retry import ModelRetryStrategy
 from .models import Model
 from .tools import AgentTool
 
@@ -54,6 +55,7 @@ class AgentCore:
     hooks: HookRegistry = field(default_factory=HookRegistry)
     interrupts: InterruptState = field(default_factory=InterruptState)
     cancel: CancelToken = field(default_factory=CancelToken)
+    retry_strategy: ModelRetryStrategy | None = field(default_factory=ModelRetryStrategy)
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of the agent's tools, in registration order."""
