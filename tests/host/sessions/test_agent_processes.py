@@ -1,7 +1,7 @@
 """Workers in separate OS processes share one session: no lost turn, no double payout.
 
-Each worker is a real process (``tests/host/session_worker.py``) with its own agent and
-its own connection to the same database, as behind a load balancer.
+Each worker is a real process (``agent_worker.py``) with its own agent and its own
+connection to the same database (SQLite and Postgres), as behind a load balancer.
 """
 
 from __future__ import annotations
@@ -16,27 +16,33 @@ from typing import Any
 
 import pytest
 
-from stageware import SessionStore
+from stageware import StoredSession
 
-from .session_worker import SESSION
+from .agent_worker import SESSION
+from .stores import StoreSpec, close_store, open_store
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(params=["sqlite"])
-def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return f"sqlite:{tmp_path / 'sessions.db'}"
+ROOT = Path(__file__).resolve().parents[3]
 
 
-def open_store(spec: str) -> SessionStore:
-    from .session_worker import open_store as open_
+@pytest.fixture
+def store_spec(shared_spec: StoreSpec) -> str:
+    return shared_spec.to_json()
 
-    return open_(spec)
+
+def load(spec: str) -> StoredSession:
+    """The session as the workers left it, read through a store of the test's own."""
+    store = open_store(StoreSpec.from_json(spec))
+    try:
+        stored = store.load(SESSION)
+    finally:
+        close_store(store)
+    assert stored is not None
+    return stored
 
 
 def start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.host.session_worker", *args],
+        [sys.executable, "-m", "tests.host.sessions.agent_worker", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -55,9 +61,7 @@ def run(*args: str) -> dict[str, Any]:
     return finish(start(*args))
 
 
-def user_turns(store: SessionStore) -> list[str]:
-    stored = store.load(SESSION)
-    assert stored is not None
+def user_turns(stored: StoredSession) -> list[str]:
     return [
         block["text"]
         for message in stored.snapshot["messages"]
@@ -75,7 +79,7 @@ def test_workers_appending_turns_lose_none_of_them(store_spec: str) -> None:
         for process in processes:
             assert finish(process)["ok"] is True
 
-    turns = user_turns(open_store(store_spec))
+    turns = user_turns(load(store_spec))
     assert sorted(turns) == sorted(texts)
     assert len(turns) == len(set(turns))
 
@@ -123,6 +127,4 @@ def test_a_worker_killed_after_the_approved_tool_ran_does_not_pay_twice(
     }
     assert report["refused"] > 0  # the lease held while it was live
     assert len(ledger.read_text().splitlines()) == 1
-    stored = open_store(store_spec).load(SESSION)
-    assert stored is not None
-    assert stored.lease is None
+    assert load(store_spec).lease is None

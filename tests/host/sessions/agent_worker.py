@@ -1,8 +1,8 @@
 """A worker process for the multi-process session tests: one agent, one job, then exit.
 
-Run as ``python -m tests.host.session_worker JOB STORE ...``; STORE is ``sqlite:PATH`` or a
-``postgresql://`` URL (with ``#SCHEMA`` for the store's schema). The worker prints one
-line of JSON saying what happened, which the test reads.
+Run as ``python -m tests.host.sessions.agent_worker JOB STORE ...``; STORE is a
+``StoreSpec`` as JSON. The worker prints one line of JSON saying what happened, which the
+test reads.
 
 Jobs:
 
@@ -35,22 +35,14 @@ from stageware import (
     SessionConflictError,
     SessionLeasedError,
     SessionStore,
-    SQLiteSessionStore,
     ToolContext,
     tool,
 )
 
+from .stores import StoreSpec, open_store
+
 SESSION = "shared-session"
 LEASE_SECONDS = 1.0
-
-
-def open_store(spec: str) -> SessionStore:
-    if spec.startswith("sqlite:"):
-        return SQLiteSessionStore(spec.removeprefix("sqlite:"))
-    from stageware.postgres import PostgresSessionStore
-
-    url, _, schema = spec.partition("#")
-    return PostgresSessionStore(url, schema=schema or "stageware")
 
 
 def refund_tool(ledger: Path) -> Any:
@@ -141,7 +133,7 @@ def continue_run(store: SessionStore, ledger: Path) -> None:
 
 def main(argv: list[str]) -> None:
     job, spec, *rest = argv
-    store = open_store(spec)
+    store = open_store(StoreSpec.from_json(spec))
     if job == "append":
         append(store, rest[0])
     elif job == "ask":
