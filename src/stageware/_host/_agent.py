@@ -22,6 +22,7 @@ from ._event_loop import EventLoop
 from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
+from ._limits import DEFAULT_MAX_MODEL_CALLS, checked_max_model_calls
 from ._prompt import Prompt, prompt_messages
 from ._running_loop import running_loop
 from .models import Model
@@ -61,13 +62,16 @@ class Agent(MiddlewareHost):
             invocation, so a restarted process can resume an interrupted run.
         session_id: The session's key in ``session_store``.
         backend: The anyio backend the synchronous ``agent(...)`` call runs on.
+        max_model_calls: How many model calls one invocation may make, retries included
+            (50 by default); then it stops with ``stop_reason="limit_model_calls"``.
+            ``None`` for no limit.
 
     Raises:
-        TypeError: If *model* has no ``stream()`` method, or an item of *tools* is not a
-            tool (an undecorated function, say).
+        TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
+            tool (an undecorated function, say), or ``max_model_calls`` is not an int.
         ValueError: For duplicate tool names, a session store without an id (or the
-            reverse), or ``messages`` / ``state`` given for a stored session that already
-            has them.
+            reverse), ``messages`` / ``state`` given for a stored session that already
+            has them, or a ``max_model_calls`` below 1.
         SessionError: If the stored session cannot be read.
     """
 
@@ -84,6 +88,7 @@ class Agent(MiddlewareHost):
         session_store: SessionStore | None = None,
         session_id: str | None = None,
         backend: Literal["asyncio", "trio"] = "asyncio",
+        max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS,
     ) -> None:
         # Checked now, like the tools: a model name passed instead of a model would
         # otherwise fail only at the first call.
@@ -109,6 +114,7 @@ class Agent(MiddlewareHost):
             messages=prompt_messages(messages) if messages else [],
             state=copy.deepcopy(state) if state is not None else {},
             model_state={},
+            max_model_calls=checked_max_model_calls(max_model_calls),
         )
         self._event_loop = EventLoop(self._core)
         if session_store is not None and session_id is not None:
@@ -144,6 +150,20 @@ class Agent(MiddlewareHost):
     @system_prompt.setter
     def system_prompt(self, system_prompt: str | list[SystemContentBlock] | None) -> None:
         self._core.system_prompt = system_prompt
+
+    @property
+    def max_model_calls(self) -> int | None:
+        """How many model calls one invocation may make, retries included; ``None``: no limit.
+
+        Raises:
+            TypeError: When set to something other than an int or ``None``.
+            ValueError: When set below 1.
+        """
+        return self._core.max_model_calls
+
+    @max_model_calls.setter
+    def max_model_calls(self, max_model_calls: int | None) -> None:
+        self._core.max_model_calls = checked_max_model_calls(max_model_calls)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -184,8 +204,11 @@ class Agent(MiddlewareHost):
 
         Safe to call from another thread, a hook, middleware or a tool. Calls that have
         not started are not run; running tools see ``cancel_signal.is_set()`` and should
-        stop early. Called between invocations, it cancels the next one (as in Strands
-        1.62): the signal is cleared only when an invocation finishes.
+        stop early. Whatever has not stopped within 0.5 s (a stalled model stream, a tool
+        or middleware awaiting) is cancelled, so the invocation ends within about 1 s;
+        a sync tool's thread cannot be stopped, and its late result is discarded. Called
+        between invocations, it cancels the next one (as in Strands 1.62): the signal is
+        cleared only when an invocation finishes.
         """
         self._core.cancel.set()
 

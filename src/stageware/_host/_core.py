@@ -23,9 +23,11 @@ from stageware._runtime import AgentHandle, MiddlewareRegistry
 
 from ._agent_result import AgentMetrics
 from ._cancel import CancelToken
+from ._cancel_watch import CancelWatch
 from ._hook_events import MessageAddedEvent
 from ._hooks import HookRegistry
 from ._interrupt_state import InterruptState
+from ._limits import DEFAULT_MAX_MODEL_CALLS
 from .models import Model
 from .tools import AgentTool
 
@@ -49,6 +51,7 @@ class AgentCore:
     hooks: HookRegistry = field(default_factory=HookRegistry)
     interrupts: InterruptState = field(default_factory=InterruptState)
     cancel: CancelToken = field(default_factory=CancelToken)
+    max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of the agent's tools, in registration order."""
@@ -74,6 +77,14 @@ class AgentCore:
         self.messages.append(message)
         await self.hooks.fire(MessageAddedEvent(agent=self.handle, message=message))
 
+    async def merge_into_last(self, message: Message) -> None:
+        """Replace the history's last message with *message*, which holds it and more.
+
+        ``MessageAddedEvent`` fires with *message*: what was added is now part of it.
+        """
+        self.messages[-1] = message
+        await self.hooks.fire(MessageAddedEvent(agent=self.handle, message=message))
+
 
 @final
 @dataclass(eq=False)
@@ -84,6 +95,8 @@ class PassState:
         input: The pass's input as the host built it; the AgentStream context carries a
             copy, and a gate that stops the pass before the terminal keeps this for the
             resume.
+        cancel_watch: Cuts the parts of the pass that overrun a ``cancel()``.
+        max_model_calls: How many model calls the pass may make; ``None`` for no limit.
         input_appended: Whether the terminal has appended the (context's) input to the
             history.
         started: When the pass started (``time.monotonic()``).
@@ -94,7 +107,14 @@ class PassState:
     """
 
     input: Messages
+    cancel_watch: CancelWatch
+    max_model_calls: int | None
     input_appended: bool = False
     started: float = field(default_factory=time.monotonic)
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     last_stop: EventLoopStopEvent | None = None
+
+    def model_calls_spent(self) -> bool:
+        """Whether the pass has made all the model calls it may (retries count)."""
+        limit = self.max_model_calls
+        return limit is not None and self.metrics.model_calls >= limit

@@ -55,13 +55,16 @@ class ModelCall:
     ) -> AsyncGenerator[InvokeModelEvent, None]:
         """Yield the call's events; the last ``ModelStopReason`` is the one to act on.
 
-        Stops early, without a ``ModelStopReason``, when the run is cancelled mid-stream.
+        Stops early, without a ``ModelStopReason``, when the run is cancelled mid-stream,
+        or before a retry the invocation has no model calls left for.
 
         Raises:
             Exception: What the chain raised, unless an ``AfterModelCallEvent`` hook retried.
         """
         core = self._core
         while True:
+            if pass_state.model_calls_spent():  # the loop reports the limit
+                return
             await core.hooks.fire(
                 BeforeModelCallEvent(agent=core.handle, invocation_state=invocation_state)
             )
