@@ -104,6 +104,8 @@ class PassState:
         last_stop: The stop event the pass produced, as the terminal yielded it. Once it is
             set, an agent-stream interrupt is refused, unless it is the ``interrupt`` stop
             of a tool round (replayed on resume, so it may be gated on top).
+        model_call_refused: Whether :meth:`refuse_model_call` refused a call, which ends
+            the pass with the limit's stop.
     """
 
     input: Messages
@@ -113,8 +115,12 @@ class PassState:
     started: float = field(default_factory=time.monotonic)
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     last_stop: EventLoopStopEvent | None = None
+    model_call_refused: bool = False
 
-    def model_calls_spent(self) -> bool:
-        """Whether the pass has made all the model calls it may (retries count)."""
+    def refuse_model_call(self) -> bool:
+        """Whether the next model call is over the limit (retries count); notes a refusal."""
         limit = self.max_model_calls
-        return limit is not None and self.metrics.model_calls >= limit
+        if limit is None or self.metrics.model_calls < limit:
+            return False
+        self.model_call_refused = True
+        return True

@@ -116,7 +116,7 @@ class EventLoop:
                 if core.cancel.is_set():
                     yield self.stop("cancelled", empty_assistant_message(), invocation_state)
                     return
-                if self._pass.model_calls_spent():
+                if self._pass.refuse_model_call():
                     yield self._limit_stop(invocation_state)
                     return
                 self._pass.metrics.cycles += 1
@@ -133,9 +133,8 @@ class EventLoop:
                             result = event
                         else:
                             yield event
-                if result is None and self._pass.model_calls_spent() and not core.cancel.is_set():
-                    # The limit refused a retry (a call without a result was cancelled or
-                    # cut otherwise).
+                if self._pass.model_call_refused and not core.cancel.is_set():
+                    # The limit refused a retry: the response a hook retried is not used.
                     yield self._limit_stop(invocation_state)
                     return
                 if result is None or core.cancel.is_set():

@@ -63,7 +63,7 @@ class ModelCall:
         """
         core = self._core
         while True:
-            if pass_state.model_calls_spent():  # the loop reports the limit
+            if pass_state.refuse_model_call():  # the loop reports the limit
                 return
             await core.hooks.fire(
                 BeforeModelCallEvent(agent=core.handle, invocation_state=invocation_state)
