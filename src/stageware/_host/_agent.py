@@ -6,6 +6,7 @@ import concurrent.futures
 import copy
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from contextlib import aclosing
 from typing import Any, Literal, TypeVar, cast, final
 
 import anyio
@@ -25,6 +26,7 @@ from ._invocation import Invocation
 from ._limits import DEFAULT_MAX_MODEL_CALLS, checked_max_model_calls
 from ._prompt import Prompt, prompt_messages
 from ._running_loop import running_loop
+from ._task_stream import in_own_task
 from .models import Model
 from .sessions import SNAPSHOT_VERSION, SessionError, SessionSnapshot, SessionStore
 from .tools import AgentTool
@@ -243,26 +245,36 @@ class Agent(MiddlewareHost):
     ) -> AgentResult:
         """Run the agent on *prompt* and return its result."""
         result: AgentResult | None = None
-        async for event in self.stream_async(prompt, invocation_state=invocation_state):
-            if isinstance(event, AgentResultEvent):
-                result = event.result
-        assert result is not None  # stream_async always ends with its result or raises
+        # Read to the end here, or closed here: the run may stay in this task.
+        events = self._invocation(prompt, invocation_state, own_task=False)
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, AgentResultEvent):
+                    result = event.result
+        assert result is not None  # an invocation always ends with its result or raises
         return result
 
-    async def stream_async(
+    def stream_async(
         self, prompt: Prompt = None, *, invocation_state: dict[str, Any] | None = None
     ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
         """Run the agent on *prompt*, yielding the AgentStream events as they happen.
 
         The last event is an ``AgentResultEvent`` built from the last
         ``EventLoopStopEvent`` the chain yielded. Consume the stream to the end, or close
-        it (``contextlib.aclosing``) when stopping early, so the run is cleaned up in the
-        task that ran it.
+        it (``contextlib.aclosing``) when stopping early, so the invocation has finished
+        (and the next one may start) when you go on. The run itself goes on in a task of
+        its own, advanced as you read, so a stream left to the garbage collector is still
+        cleaned up properly.
 
         Raises:
             ConcurrentInvocationError: If the agent is already running.
             RuntimeError: If middleware dropped the stop event.
         """
+        return self._invocation(prompt, invocation_state, own_task=True)
+
+    async def _invocation(
+        self, prompt: Prompt, invocation_state: dict[str, Any] | None, *, own_task: bool
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
         if not self._running.acquire(blocking=False):
             raise ConcurrentInvocationError(
                 f"agent {self.name!r} is already running an invocation; an agent runs one "
@@ -274,6 +286,10 @@ class Agent(MiddlewareHost):
             state = {} if invocation_state is None else invocation_state
             invocation = Invocation(self._core, self._event_loop, self._save_session)
             events = invocation.stream(prompt, state)
+            if own_task:
+                # The run's scopes must not be left in another task, which is where the
+                # garbage collector closes a stream its reader abandoned.
+                events = in_own_task(events)
             try:
                 async for event in events:
                     yield event

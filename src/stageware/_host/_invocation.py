@@ -97,17 +97,18 @@ class Invocation:
             self._loop.begin(pass_state)
             region = CutRegion(watch, PASS_CUTOFF_SECONDS)
             chain = core.registry.invoke(AgentStreamStage, context, self._loop.run)
-            events = watch.watching(region.guard(chain))
-            try:
-                async for event in events:
-                    if isinstance(event, EventLoopStopEvent):
-                        stop = event
-                    yield event
-            except InterruptException as raised:
-                stop = self._interrupted(raised.interrupt, pass_state, invocation_state)
-                yield stop
-            finally:
-                await events.aclose()
+            events = region.guard(chain)
+            with watch.watching():
+                try:
+                    async for event in events:
+                        if isinstance(event, EventLoopStopEvent):
+                            stop = event
+                        yield event
+                except InterruptException as raised:
+                    stop = self._interrupted(raised.interrupt, pass_state, invocation_state)
+                    yield stop
+                finally:
+                    await events.aclose()
             if stop is None and region.cut:
                 # The partial model turn, if any, never entered the history.
                 stop = build_stop_event(
