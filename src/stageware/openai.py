@@ -4,12 +4,15 @@
 llama.cpp, Ollama, LM Studio). It needs the optional ``openai`` package::
 
     pip install 'stageware[openai]'
+
+Its errors, ``ModelError`` and ``ModelThrottledError``, are the ones any model raises; they
+are exported by ``stageware`` too, which needs no extra.
 """
 
 from __future__ import annotations
 
 try:
-    from stageware._host.models._openai import ModelError, OpenAIModel
+    from stageware._host.models._openai import ModelError, ModelThrottledError, OpenAIModel
 except ModuleNotFoundError as error:
     # Only a missing `openai` gets the install hint; any other missing module is a real bug.
     if error.name is None or error.name.partition(".")[0] != "openai":
@@ -18,4 +21,4 @@ except ModuleNotFoundError as error:
         "stageware.openai needs the 'openai' package: pip install 'stageware[openai]'"
     ) from error
 
-__all__ = ["ModelError", "OpenAIModel"]
+__all__ = ["ModelError", "ModelThrottledError", "OpenAIModel"]

@@ -24,6 +24,8 @@ from stageware import (
     ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
+    SessionSnapshot,
+    SessionStore,
     StreamEvent,
     SystemContentBlock,
     ToolChoice,
@@ -195,3 +197,15 @@ class ModelStateCounter:
             tool_choice=tool_choice,
             system_prompt_content=system_prompt_content,
         )
+
+
+def stored_snapshot(store: SessionStore, session_id: str) -> SessionSnapshot:
+    """The snapshot *store* holds for *session_id*, which must exist."""
+    stored = store.load(session_id)
+    assert stored is not None, f"no session {session_id!r} in {store!r}"
+    return stored.snapshot
+
+
+def seed_session(store: SessionStore, session_id: str, snapshot: SessionSnapshot) -> None:
+    """Save *snapshot* as a new session, as an earlier process would have left it."""
+    store.save(session_id, snapshot, expected_version=0, owner="seed", lease_seconds=None)

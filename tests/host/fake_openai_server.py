@@ -2,12 +2,16 @@
 
 It runs the stdlib ``ThreadingHTTPServer`` in a daemon thread, so it serves the real
 ``openai`` client over real sockets on asyncio and trio alike. Each test scripts the
-replies (``SSEReply`` or ``ErrorReply``) and reads back the requests it received.
+replies and reads back the requests it received: ``SSEReply`` and ``ErrorReply`` as a
+well-behaved server sends them, ``RawReply`` (any body: a non-streaming one, broken SSE)
+and ``ResetReply`` (the connection reset by the peer) as a broken one does.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -17,7 +21,10 @@ from typing import Any, final
 __all__ = [
     "ErrorReply",
     "FakeOpenAIServer",
+    "RawReply",
     "RecordedRequest",
+    "Reply",
+    "ResetReply",
     "SSEReply",
     "chunk",
     "tool_delta",
@@ -43,10 +50,30 @@ class SSEReply:
 
 @dataclass(frozen=True)
 class ErrorReply:
-    """An error response with a JSON body."""
+    """An error response with a JSON body, and any extra headers (``Retry-After``)."""
 
     status: int
     body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict[str, str])
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """A 200 response with exactly this body and content type."""
+
+    body: bytes
+    content_type: str = "text/event-stream"
+
+
+@dataclass(frozen=True)
+class ResetReply:
+    """The connection reset (TCP RST) after streaming *events*, or before any response."""
+
+    events: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    before_headers: bool = False
+
+
+Reply = SSEReply | ErrorReply | RawReply | ResetReply
 
 
 def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -103,7 +130,7 @@ class FakeOpenAIServer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._replies: deque[SSEReply | ErrorReply] = deque()
+        self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
         self._http = _HTTPServer(self)
         # A short poll interval keeps `close()` (which waits for the serve loop) fast.
@@ -122,7 +149,7 @@ class FakeOpenAIServer:
         with self._lock:
             return list(self._requests)
 
-    def reply(self, *replies: SSEReply | ErrorReply) -> None:
+    def reply(self, *replies: Reply) -> None:
         """Queue replies for the next requests, in order."""
         with self._lock:
             self._replies.extend(replies)
@@ -135,7 +162,7 @@ class FakeOpenAIServer:
         self._http.server_close()
         self._thread.join()
 
-    def take_reply(self, request: RecordedRequest) -> SSEReply | ErrorReply:
+    def take_reply(self, request: RecordedRequest) -> Reply:
         """Record *request* and return the reply scripted for it (called by the handler)."""
         with self._lock:
             self._requests.append(request)
@@ -168,7 +195,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = fake.take_reply(request)
         if isinstance(reply, ErrorReply):
-            self._send_json(reply.status, reply.body)
+            self._send_json(reply.status, reply.body, reply.headers)
+            return
+        if isinstance(reply, RawReply):
+            self._send_body(reply.body, reply.content_type)
+            return
+        if isinstance(reply, ResetReply) and reply.before_headers:
+            self._reset()
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -177,6 +210,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for event in reply.events:
                 self._send_chunk(f"data: {json.dumps(event)}\n\n".encode())
+            if isinstance(reply, ResetReply):
+                self._reset()
+                return
             self._send_chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
@@ -185,15 +221,35 @@ class _Handler(BaseHTTPRequestHandler):
             # gave up at an error event. Nothing to answer any more.
             self.close_connection = True
 
+    def _reset(self) -> None:
+        # SO_LINGER with a zero timeout makes close() send a TCP RST instead of a FIN:
+        # the client sees "connection reset by peer", as when a proxy dies.
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
     def _send_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
-    def _send_json(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
+    def _send_json(
+        self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        self._send_body(json.dumps(body).encode(), "application/json", status, headers)
+
+    def _send_body(
+        self,
+        data: bytes,
+        content_type: str,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()

@@ -35,7 +35,7 @@ from stageware import (
     tool,
 )
 
-from .agent_helpers import answer, calls
+from .agent_helpers import answer, calls, stored_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -123,8 +123,7 @@ async def test_interrupts_of_a_failed_round_do_not_linger() -> None:
     with pytest.raises(ValueError, match="hook failed"):
         await agent.invoke_async("first")
 
-    stored = store.load("s")
-    assert stored is not None
+    stored = stored_snapshot(store, "s")
     assert stored["interrupt_state"]["interrupts"] == []
     second = await agent.invoke_async("second")
     assert [i.id.split(":")[2] for i in second.interrupts] == ["C"]

@@ -31,6 +31,7 @@ from stageware import (
     ToolContext,
     ToolResultEvent,
     ToolResultMessageEvent,
+    Usage,
     tool,
 )
 
@@ -101,6 +102,32 @@ async def test_a_tool_round_runs_the_tool_and_asks_the_model_again() -> None:
     metrics = result.metrics
     assert (metrics.cycles, metrics.model_calls, metrics.tool_calls) == (2, 2, 1)
     assert metrics.usage == usage(30, 7)
+
+
+@pytest.mark.anyio
+async def test_usage_keeps_cache_reads_and_writes_summed_over_calls() -> None:
+    first: Usage = {**usage(100, 4), "cacheReadInputTokens": 60, "cacheWriteInputTokens": 40}
+    # A call that reports no cache counts adds nothing to them.
+    second = usage(110, 3)
+    third: Usage = {**usage(120, 2), "cacheReadInputTokens": 100}
+    model = ScriptedModel(
+        [
+            ScriptedTurn(tool_calls=[ScriptedToolCall("add", {"a": 1, "b": 1})], usage=first),
+            ScriptedTurn(tool_calls=[ScriptedToolCall("add", {"a": 2, "b": 2})], usage=second),
+            ScriptedTurn(text="Done.", usage=third),
+        ]
+    )
+    agent = Agent(model, tools=[add])
+
+    result = await agent.invoke_async("Add twice.")
+
+    assert result.metrics.usage == {
+        "inputTokens": 330,
+        "outputTokens": 9,
+        "totalTokens": 339,
+        "cacheReadInputTokens": 160,
+        "cacheWriteInputTokens": 40,
+    }
 
 
 @pytest.mark.anyio

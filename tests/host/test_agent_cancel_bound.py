@@ -206,7 +206,8 @@ async def assert_ended_and_recovers(run: Run, result: AgentResult, elapsed: floa
     assert [r.stop_reason if r else None for r in run.after_invocation] == ["cancelled"]
     stored = run.store.load("s")
     assert stored is not None
-    assert stored["messages"] == run.agent.messages
+    assert stored.snapshot["messages"] == run.agent.messages
+    assert stored.lease is None  # released, for the next invocation or another worker
     assert_valid_converse(run.agent.messages, for_request=False)
 
     asked_before = len(run.model.requests)

@@ -24,7 +24,7 @@ from stageware import (
 )
 from stageware._host.models._openai_convert import convert_messages
 
-from .agent_helpers import answer, calls
+from .agent_helpers import answer, calls, seed_session
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +98,8 @@ async def test_a_hook_on_a_base_class_hears_every_event_in_registration_order() 
 
 def test_constructor_messages_and_state_survive_an_empty_stored_session() -> None:
     store = MemorySessionStore()
-    store.save(
+    seed_session(
+        store,
         "s",
         {
             "version": 1,

@@ -34,6 +34,8 @@ from .agent_helpers import (
     answer,
     calls,
     result_text,
+    seed_session,
+    stored_snapshot,
     tool_call_interrupt_id,
     tool_results,
 )
@@ -158,14 +160,12 @@ async def test_released_answers_are_not_persisted(tmp_path: Path) -> None:
     store = SQLiteSessionStore(path)
     agent, _ = _process(store, ScriptedModel(["Bought."]), gate=True)
     stopped = await agent.invoke_async("buy")
-    mid_cycle = store.load(SESSION)
-    assert mid_cycle is not None
+    mid_cycle = stored_snapshot(store, SESSION)
     assert mid_cycle["interrupt_state"] != {}
 
     await agent.invoke_async(answer((stopped.interrupts[0].id, "SECRET-APPROVAL-TOKEN")))
 
-    snapshot = store.load(SESSION)
-    assert snapshot is not None
+    snapshot = stored_snapshot(store, SESSION)
     assert "SECRET-APPROVAL-TOKEN" not in json.dumps(snapshot)
     assert b"SECRET-APPROVAL-TOKEN" not in _database_bytes(path)
     # A new process is not waiting for anything, and its gate asks again.
@@ -186,8 +186,7 @@ async def test_invocation_state_is_not_persisted(tmp_path: Path) -> None:
     stopped = await agent.invoke_async("go", invocation_state=state)
     await agent.invoke_async(answer((stopped.interrupts[0].id, "fine")), invocation_state=state)
 
-    snapshot = store.load(SESSION)
-    assert snapshot is not None
+    snapshot = stored_snapshot(store, SESSION)
     assert "INVOCATION-ONLY-VALUE" not in json.dumps(snapshot)
     assert b"INVOCATION-ONLY-VALUE" not in _database_bytes(path)
 
@@ -282,7 +281,8 @@ def test_state_for_a_session_with_state_is_refused(tmp_path: Path) -> None:
 
 def test_a_damaged_interrupt_state_names_the_session(tmp_path: Path) -> None:
     store = MemorySessionStore()
-    store.save(
+    seed_session(
+        store,
         SESSION,
         {
             "version": 1,
@@ -300,7 +300,8 @@ def test_a_damaged_interrupt_state_names_the_session(tmp_path: Path) -> None:
 def test_a_snapshot_saved_before_held_back_inputs_existed_still_loads() -> None:
     store = MemorySessionStore()
     earlier: dict[str, Any] = {"activated": False, "interrupts": [], "pending_tool_execution": None}
-    store.save(
+    seed_session(
+        store,
         SESSION,
         {"version": 1, "messages": [], "state": {}, "model_state": {}, "interrupt_state": earlier},
     )
@@ -312,7 +313,8 @@ def test_a_snapshot_saved_before_held_back_inputs_existed_still_loads() -> None:
 
 def test_a_damaged_stored_interrupt_is_named_by_its_position(tmp_path: Path) -> None:
     store = MemorySessionStore()
-    store.save(
+    seed_session(
+        store,
         SESSION,
         {
             "version": 1,
@@ -360,8 +362,7 @@ async def test_a_tool_answer_is_not_persisted_once_its_tool_cycle_ended(tmp_path
 
     # Still inside the interrupt cycle (t2 waits), but t1's tool cycle is over.
     assert [i.id for i in second.interrupts] == [tool_call_interrupt_id("t2", "approve")]
-    snapshot = store.load(SESSION)
-    assert snapshot is not None
+    snapshot = stored_snapshot(store, SESSION)
     assert "TOOL-ANSWER-ONE" not in json.dumps(snapshot)
 
 
@@ -374,8 +375,7 @@ async def test_the_session_is_saved_released_before_after_invocation_fires(
     seen: list[dict[str, Any]] = []
 
     def inspect_store(event: AfterInvocationEvent) -> None:
-        snapshot = store.load(SESSION)
-        assert snapshot is not None
+        snapshot = stored_snapshot(store, SESSION)
         seen.append(snapshot["interrupt_state"])
 
     agent.add_hook(inspect_store, AfterInvocationEvent)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,79 @@ def test_synchronous_calls_each_on_their_own_event_loop_keep_working(
 
     assert agent("first").text == "one"
     assert agent("second").text == "two"
+
+
+def test_invalid_tool_arguments_are_reported_once_and_replayed_as_the_model_sent_them(
+    server: FakeOpenAIServer,
+) -> None:
+    raw = '{"city": Oslo'  # not JSON: the model forgot the quotes
+    calls: list[str] = []
+
+    @tool
+    def forecast(city: str) -> str:
+        """The forecast for a city.
+
+        Args:
+            city: The city.
+        """
+        calls.append(city)
+        return "rain"
+
+    server.reply(
+        SSEReply(
+            [
+                chunk(tool_delta(0, id="call_1", name="forecast", arguments=raw)),
+                chunk({}, "tool_calls"),
+            ]
+        ),
+        text_reply("Sorry, which city?"),
+        text_reply("Rain in Oslo."),
+    )
+    agent = Agent(
+        OpenAIModel("test-model", base_url=server.base_url, api_key="test"), tools=[forecast]
+    )
+
+    agent("Forecast?")
+    agent("Oslo, please.")
+
+    assert calls == []  # the tool never ran on arguments it could not read
+    second, third = (request.body["messages"] for request in server.requests[1:])
+    assert [message["role"] for message in second] == ["user", "assistant", "tool"]
+    for request_messages in (second, third):
+        # The arguments go back byte for byte, not as a JSON string of them.
+        assert request_messages[1]["tool_calls"][0]["function"]["arguments"] == raw
+        tool_message: dict[str, Any] = request_messages[2]
+        assert tool_message["content"].count("Error:") == 1
+        assert raw in tool_message["content"]
+    assert [message["role"] for message in third] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
+
+
+def test_usage_keeps_cache_counts_summed_over_calls(server: FakeOpenAIServer) -> None:
+    server.reply(
+        SSEReply(
+            [
+                chunk(tool_delta(0, id="call_1", name="weather", arguments='{"city": "Oslo"}')),
+                chunk({}, "tool_calls"),
+                usage_chunk(100, 5, cached_tokens=64),
+            ]
+        ),
+        SSEReply([chunk({"content": "Sunny."}), chunk({}, "stop"), usage_chunk(120, 3, 96)]),
+    )
+    agent = Agent(
+        OpenAIModel("test-model", base_url=server.base_url, api_key="test"), tools=[weather]
+    )
+
+    result = agent("Weather in Oslo?")
+
+    assert result.metrics.usage == {
+        "inputTokens": 220,
+        "outputTokens": 8,
+        "totalTokens": 228,
+        "cacheReadInputTokens": 160,
+    }

@@ -329,26 +329,24 @@ async def test_reasoning_from_compatible_servers_becomes_a_reasoning_block(
                 "additionalModelResponseFields": {"finish_reason": "eos_token"},
             },
         ),
-        (None, {"stopReason": "end_turn"}),
     ],
 )
 async def test_finish_reason_maps_to_stop_reason(
-    server: FakeOpenAIServer, model: OpenAIModel, finish_reason: str | None, expected: Any
+    server: FakeOpenAIServer, model: OpenAIModel, finish_reason: str, expected: Any
 ) -> None:
     server.reply(SSEReply([chunk({"content": "x"}), chunk({}, finish_reason=finish_reason)]))
 
     assert stop_reason(await collect(model)) == expected
 
 
-@pytest.mark.parametrize("finish_reason", ["stop", None])
 async def test_tool_calls_mean_tool_use_even_when_the_server_says_stop(
-    server: FakeOpenAIServer, model: OpenAIModel, finish_reason: str | None
+    server: FakeOpenAIServer, model: OpenAIModel
 ) -> None:
     server.reply(
         SSEReply(
             [
                 chunk(tool_delta(0, id="call_a", name="weather", arguments="{}")),
-                chunk({}, finish_reason=finish_reason),
+                chunk({}, finish_reason="stop"),
             ]
         )
     )
@@ -370,6 +368,33 @@ async def test_usage_with_cached_tokens(server: FakeOpenAIServer, model: OpenAIM
         "outputTokens": 7,
         "totalTokens": 107,
         "cacheReadInputTokens": 64,
+    }
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # OpenRouter: writes beside the reads.
+        {"prompt_tokens_details": {"cached_tokens": 64, "cache_write_tokens": 30}},
+        # LiteLLM in front of a provider that bills cache writes.
+        {"cache_read_input_tokens": 64, "cache_creation_input_tokens": 30},
+    ],
+)
+async def test_usage_with_cache_writes_from_proxies(
+    server: FakeOpenAIServer, model: OpenAIModel, extra: dict[str, Any]
+) -> None:
+    usage = usage_chunk(100, 7)
+    usage["usage"].update(extra)
+    server.reply(SSEReply([chunk({"content": "x"}), chunk({}, "stop"), usage]))
+
+    [metadata] = [event["metadata"] for event in await collect(model) if "metadata" in event]
+
+    assert metadata["usage"] == {
+        "inputTokens": 100,
+        "outputTokens": 7,
+        "totalTokens": 107,
+        "cacheReadInputTokens": 64,
+        "cacheWriteInputTokens": 30,
     }
 
 

@@ -683,7 +683,7 @@ def test_assembler_without_message_stop_names_what_is_missing() -> None:
             ]
         )
     with pytest.raises(StreamAssemblyError, match="without messageStart and messageStop"):
-        _assemble([])
+        _assemble([{"contentBlockDelta": {"delta": {"text": "x"}}}])
 
 
 def test_assembler_rejects_malformed_streams() -> None:

@@ -46,6 +46,7 @@ from stageware import (
     ToolSpec,
     tool,
 )
+from tests.host.agent_helpers import stored_snapshot
 
 from .support import chunk_text, first_text, model_stop, record_lifecycle, text_chunk, tool_turn
 
@@ -505,8 +506,7 @@ async def test_model_state_changes_written_back_after_streaming() -> None:
     )
     await agent.invoke_async("Hello")
 
-    snapshot = store.load("s")
-    assert snapshot is not None
+    snapshot = stored_snapshot(store, "s")
     assert snapshot["model_state"] == {"responseId": "resp_123"}
 
 
@@ -530,8 +530,7 @@ async def test_model_state_deletions_synced_back() -> None:
     await agent.invoke_async("Hello")
 
     assert model.received_model_state == {"oldKey": "stale"}
-    snapshot = store.load("s")
-    assert snapshot is not None
+    snapshot = stored_snapshot(store, "s")
     assert "oldKey" not in snapshot["model_state"]
     assert snapshot["model_state"]["newKey"] == "fresh"
 

@@ -63,7 +63,7 @@ from stageware import (
     ToolUse,
     tool,
 )
-from tests.host.agent_helpers import PlainTool
+from tests.host.agent_helpers import PlainTool, stored_snapshot
 
 from .support import (
     answer,
@@ -1038,8 +1038,7 @@ def charge_gate(gate_calls: list[str]) -> Wrap:
 
 
 def stored_interrupt_state(store: SQLiteSessionStore) -> str:
-    snapshot = store.load("s1")
-    assert snapshot is not None
+    snapshot = stored_snapshot(store, "s1")
     return json.dumps(snapshot["interrupt_state"])
 
 

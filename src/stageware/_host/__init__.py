@@ -7,18 +7,20 @@ The core loop, from the outside in:
 - ``_agent``: ``Agent``, its configuration, the sync/async entry points and sessions.
 - ``_invocation``: one ``agent(...)`` call; the AgentStream chain and its run loop.
 - ``_event_loop``: one pass, the AgentStream terminal: model turns and tool rounds.
-- ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks.
+- ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks;
+  ``_model_retry``: when a throttled model call is tried again.
 - ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
 - ``_interrupt_state``: what waits for a human, and how long answers live.
 - ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks
   (``agent.add_hook``).
 - ``_prompt``, ``_agent_result``, ``_cancel``: small pieces they use; ``_running_loop``
-  (asyncio or trio), shared by them and the sub-packages.
+  (asyncio or trio) and ``_shorten`` (quoting in error messages), shared by them and the
+  sub-packages.
 
 What the loop plugs in, each in its own sub-package:
 
-- ``models/``: the ``Model`` protocol, ``ScriptedModel`` and the OpenAI-compatible adapter
-  (public as ``stageware.openai``).
+- ``models/``: the ``Model`` protocol, the model errors, ``ScriptedModel`` and the
+  OpenAI-compatible adapter (public as ``stageware.openai``).
 - ``tools/``: the ``AgentTool`` protocol, ``ToolContext`` and ``@tool``.
 - ``sessions/``: snapshots, the ``SessionStore`` protocol and its stores.
 """
@@ -37,21 +39,29 @@ from ._hook_events import (
     MessageAddedEvent,
     ModelStopResponse,
 )
+from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt
 from .models import (
     Model,
+    ModelError,
     ModelRequest,
+    ModelThrottledError,
     ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
     ScriptExhaustedError,
+    StreamAssemblyError,
 )
 from .sessions import (
+    Lease,
     MemorySessionStore,
+    SessionConflictError,
     SessionError,
+    SessionLeasedError,
     SessionSnapshot,
     SessionStore,
     SQLiteSessionStore,
+    StoredSession,
 )
 from .tools import AgentTool, FunctionTool, ToolContext, tool
 
@@ -70,21 +80,29 @@ __all__ = [
     "CancelToken",
     "ConcurrentInvocationError",
     "FunctionTool",
+    "Lease",
     "LifecycleEvent",
     "MemorySessionStore",
     "MessageAddedEvent",
     "Model",
+    "ModelError",
     "ModelRequest",
+    "ModelRetryStrategy",
     "ModelStopResponse",
+    "ModelThrottledError",
     "Prompt",
     "SQLiteSessionStore",
     "ScriptExhaustedError",
     "ScriptedModel",
     "ScriptedToolCall",
     "ScriptedTurn",
+    "SessionConflictError",
     "SessionError",
+    "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "StoredSession",
+    "StreamAssemblyError",
     "ToolContext",
     "tool",
 ]

@@ -10,13 +10,13 @@ from contextlib import aclosing
 from typing import Any, Literal, TypeVar, cast, final
 
 import anyio
-import anyio.to_thread
 
 from stageware._generated.events import AgentStreamEvent
 from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoice
 from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
 from ._agent_result import AgentResult, AgentResultEvent
+from ._agent_state import AgentState
 from ._cancel import CancelToken
 from ._core import AgentCore
 from ._event_loop import EventLoop
@@ -24,16 +24,22 @@ from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
 from ._limits import DEFAULT_MAX_MODEL_CALLS, checked_max_model_calls
+from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt, prompt_messages
 from ._running_loop import running_loop
+from ._session import DEFAULT_LEASE_SECONDS, AgentSession
 from ._task_stream import in_own_task
 from .models import Model
-from .sessions import SNAPSHOT_VERSION, SessionError, SessionSnapshot, SessionStore
+from .sessions import SessionError, SessionStore, StoredSession
+from .sessions._store import check_session_id
 from .tools import AgentTool
 
 __all__ = ["Agent", "ConcurrentInvocationError"]
 
 EventT = TypeVar("EventT", bound=LifecycleEvent)
+
+# Frozen, so one instance can be every agent's default.
+_DEFAULT_RETRY_STRATEGY = ModelRetryStrategy()
 
 
 class ConcurrentInvocationError(RuntimeError):
@@ -60,10 +66,17 @@ class Agent(MiddlewareHost):
         name: The agent's name, as middleware and hooks see it.
         state: JSON key-value state kept with the session (copied).
         session_store: Where to persist the conversation and interrupt state; with
-            ``session_id``, a stored session is loaded now and saved after every
-            invocation, so a restarted process can resume an interrupted run.
+            ``session_id``, a stored session is loaded now, claimed at the start of every
+            invocation and saved at its end, so a restarted process, or another worker,
+            can resume an interrupted run. See ``AgentSession`` for the guarantees.
         session_id: The session's key in ``session_store``.
+        session_lease: Seconds a worker's hold on the session lasts without renewal; it is
+            renewed while an invocation runs, so this is how long a worker that died
+            blocks the session.
         backend: The anyio backend the synchronous ``agent(...)`` call runs on.
+        retry_strategy: How a model call that raised ``ModelThrottledError`` is retried
+            (by default up to 6 attempts, backing off from 4 s to at most 240 s, and
+            honouring ``Retry-After``); ``None`` never retries it.
         max_model_calls: How many model calls one invocation may make, retries included
             (50 by default); then it stops with ``stop_reason="limit_model_calls"``.
             ``None`` for no limit.
@@ -72,9 +85,11 @@ class Agent(MiddlewareHost):
         TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
             tool (an undecorated function, say), or ``max_model_calls`` is not an int.
         ValueError: For duplicate tool names, a session store without an id (or the
-            reverse), ``messages`` / ``state`` given for a stored session that already
-            has them, or a ``max_model_calls`` below 1.
-        SessionError: If the stored session cannot be read.
+            reverse), a ``state`` value that is not JSON data, a ``session_lease`` that is
+            not positive, ``messages`` / ``state`` given for a stored session that
+            already has them, or a ``max_model_calls`` below 1.
+        SessionError: If the session id cannot be stored, or the stored session cannot
+            be read.
     """
 
     def __init__(
@@ -89,7 +104,9 @@ class Agent(MiddlewareHost):
         state: dict[str, Any] | None = None,
         session_store: SessionStore | None = None,
         session_id: str | None = None,
+        session_lease: float = DEFAULT_LEASE_SECONDS,
         backend: Literal["asyncio", "trio"] = "asyncio",
+        retry_strategy: ModelRetryStrategy | None = _DEFAULT_RETRY_STRATEGY,
         max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS,
     ) -> None:
         # Checked now, like the tools: a model name passed instead of a model would
@@ -105,8 +122,10 @@ class Agent(MiddlewareHost):
         self._running = threading.Lock()
         if (session_store is None) != (session_id is None):
             raise ValueError("session_store and session_id must be given together")
-        self._session_store = session_store
-        self._session_id = session_id
+        if not session_lease > 0:
+            raise ValueError(
+                f"session_lease must be a positive number of seconds, got {session_lease!r}"
+            )
         self._core = AgentCore(
             handle=self,
             model=model,
@@ -114,15 +133,22 @@ class Agent(MiddlewareHost):
             system_prompt=copy.deepcopy(system_prompt),
             tool_choice=copy.deepcopy(tool_choice),
             messages=prompt_messages(messages) if messages else [],
-            state=copy.deepcopy(state) if state is not None else {},
+            state=AgentState(state),
             model_state={},
+            retry_strategy=retry_strategy,
             max_model_calls=checked_max_model_calls(max_model_calls),
         )
         self._event_loop = EventLoop(self._core)
         if session_store is not None and session_id is not None:
-            self._load_session(
-                session_store, session_id, messages_given=bool(messages), state_given=bool(state)
+            session = AgentSession(
+                session_store,
+                check_session_id(session_id, repr(session_store)),
+                lease_seconds=session_lease,
             )
+            self._core.session = session
+            stored = session.load()
+            if stored is not None:
+                self._adopt(stored, messages_given=bool(messages), state_given=bool(state))
 
     # -- configuration and state -------------------------------------------------------
 
@@ -168,8 +194,8 @@ class Agent(MiddlewareHost):
         self._core.max_model_calls = checked_max_model_calls(max_model_calls)
 
     @property
-    def state(self) -> dict[str, Any]:
-        """JSON key-value state that travels with the session."""
+    def state(self) -> AgentState:
+        """JSON key-value state that travels with the session; a value must be JSON data."""
         return self._core.state
 
     @property
@@ -284,7 +310,7 @@ class Agent(MiddlewareHost):
             )
         try:
             state = {} if invocation_state is None else invocation_state
-            invocation = Invocation(self._core, self._event_loop, self._save_session)
+            invocation = Invocation(self._core, self._event_loop)
             events = invocation.stream(prompt, state)
             if own_task:
                 # The run's scopes must not be left in another task, which is where the
@@ -303,47 +329,67 @@ class Agent(MiddlewareHost):
 
     # -- sessions ----------------------------------------------------------------------
 
-    def _load_session(
-        self, store: SessionStore, session_id: str, *, messages_given: bool, state_given: bool
-    ) -> None:
-        snapshot = store.load(session_id)
-        if snapshot is None:
-            return
+    @property
+    def session_version(self) -> int | None:
+        """The version of the stored session this agent holds (0 before its first save).
+
+        ``None`` without a session store. Every save bumps it; a save is refused with
+        ``SessionConflictError`` if another worker saved the session since.
+        """
+        session = self._core.session
+        return None if session is None else session.version
+
+    def reload_session(self) -> None:
+        """Load the stored session again, replacing the history, state and interrupts.
+
+        The way to recover from a ``SessionConflictError``: another worker saved the
+        session after this agent loaded it, so reload and retry the invocation (or fail).
+        What this agent changed since its last save is dropped.
+
+        Raises:
+            RuntimeError: Without a session store, or while an invocation runs.
+            SessionError: If the stored session cannot be read.
+        """
+        session = self._core.session
+        if session is None:
+            raise RuntimeError(f"agent {self.name!r} has no session store to reload from")
+        if not self._running.acquire(blocking=False):
+            raise RuntimeError(f"agent {self.name!r} is running; reload between invocations")
+        try:
+            stored = session.load()
+            core = self._core
+            if stored is None:
+                core.messages, core.state, core.model_state = [], AgentState(), {}
+                core.interrupts = InterruptState()
+            else:
+                self._adopt(stored, messages_given=False, state_given=False)
+        finally:
+            self._running.release()
+
+    def _adopt(self, stored: StoredSession, *, messages_given: bool, state_given: bool) -> None:
+        session = self._core.session
+        assert session is not None  # only agents with a session store adopt one
+        snapshot = stored.snapshot
         # A stored session wins over constructor arguments; refusing both is clearer than
         # ignoring one of them.
-        stored = {"messages": bool(snapshot["messages"]), "state": bool(snapshot["state"])}
+        present = {"messages": bool(snapshot["messages"]), "state": bool(snapshot["state"])}
         for given, key in ((messages_given, "messages"), (state_given, "state")):
-            if given and stored[key]:
+            if given and present[key]:
                 raise ValueError(
-                    f"session {session_id!r} in {store!r} already has {key}; do not pass "
-                    f"{key}= when resuming a stored session"
+                    f"session {session.id!r} in {session.store!r} already has {key}; do not "
+                    f"pass {key}= when resuming a stored session"
                 )
         try:
             interrupts = InterruptState.from_dict(snapshot["interrupt_state"])
         except InterruptStateError as error:
-            raise SessionError(f"session {session_id!r} in {store!r}: {error}") from error
+            raise SessionError(f"session {session.id!r} in {session.store!r}: {error}") from error
         core = self._core
         # An empty stored history or state (a session whose first call failed early, say)
         # gives way to what the constructor was given.
         core.messages = snapshot["messages"] or core.messages
-        core.state = snapshot["state"] or core.state
+        core.state = AgentState(snapshot["state"]) if snapshot["state"] else core.state
         core.model_state = snapshot["model_state"]
         core.interrupts = interrupts
-
-    async def _save_session(self) -> None:
-        store, session_id = self._session_store, self._session_id
-        if store is None or session_id is None:
-            return
-        core = self._core
-        # Copied here, in the loop's thread, so the worker thread never reads live objects.
-        snapshot: SessionSnapshot = {
-            "version": SNAPSHOT_VERSION,
-            "messages": copy.deepcopy(core.messages),
-            "state": copy.deepcopy(core.state),
-            "model_state": copy.deepcopy(core.model_state),
-            "interrupt_state": core.interrupts.to_dict(),
-        }
-        await anyio.to_thread.run_sync(store.save, session_id, snapshot)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, tools={self.tool_names!r})"

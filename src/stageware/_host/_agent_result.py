@@ -27,7 +27,8 @@ class AgentMetrics:
             without reaching the model counts too.
         tool_calls: Tool calls whose ExecuteTool chain ran, retries included.
         usage: Token counts summed over the model calls the loop acted on (a call a hook
-            retried, or one cancelled mid-stream, reported none).
+            retried, or one cancelled mid-stream, reported none). Prompt-cache reads and
+            writes are there once a call reported them.
         latency_ms: Wall-clock time of the invocation.
     """
 
@@ -38,10 +39,21 @@ class AgentMetrics:
     latency_ms: int = 0
 
     def add_usage(self, usage: Usage) -> None:
-        """Add one model call's token counts."""
-        self.usage["inputTokens"] += usage["inputTokens"]
-        self.usage["outputTokens"] += usage["outputTokens"]
-        self.usage["totalTokens"] += usage["totalTokens"]
+        """Add one model call's token counts, every count it carries."""
+        total = self.usage
+        total["inputTokens"] += usage["inputTokens"]
+        total["outputTokens"] += usage["outputTokens"]
+        total["totalTokens"] += usage["totalTokens"]
+        # Optional counts: absent means "not reported", not zero, so they appear only
+        # once some call reported them.
+        if "cacheReadInputTokens" in usage:
+            total["cacheReadInputTokens"] = (
+                total.get("cacheReadInputTokens", 0) + usage["cacheReadInputTokens"]
+            )
+        if "cacheWriteInputTokens" in usage:
+            total["cacheWriteInputTokens"] = (
+                total.get("cacheWriteInputTokens", 0) + usage["cacheWriteInputTokens"]
+            )
 
 
 @final

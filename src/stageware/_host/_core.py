@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 from stageware._generated.events import EventLoopStopEvent
 from stageware._generated.payloads import (
@@ -22,14 +22,19 @@ from stageware._generated.payloads import (
 from stageware._runtime import AgentHandle, MiddlewareRegistry
 
 from ._agent_result import AgentMetrics
+from ._agent_state import AgentState
 from ._cancel import CancelToken
 from ._cancel_watch import CancelWatch
 from ._hook_events import MessageAddedEvent
 from ._hooks import HookRegistry
 from ._interrupt_state import InterruptState
 from ._limits import DEFAULT_MAX_MODEL_CALLS
+from ._model_retry import ModelRetryStrategy
 from .models import Model
 from .tools import AgentTool
+
+if TYPE_CHECKING:
+    from ._session import AgentSession
 
 __all__ = ["AgentCore", "PassState"]
 
@@ -45,12 +50,14 @@ class AgentCore:
     system_prompt: str | list[SystemContentBlock] | None
     tool_choice: ToolChoice | None
     messages: Messages
-    state: dict[str, Any]
+    state: AgentState
     model_state: dict[str, Any]
+    session: AgentSession | None = None
     registry: MiddlewareRegistry = field(default_factory=MiddlewareRegistry)
     hooks: HookRegistry = field(default_factory=HookRegistry)
     interrupts: InterruptState = field(default_factory=InterruptState)
     cancel: CancelToken = field(default_factory=CancelToken)
+    retry_strategy: ModelRetryStrategy | None = field(default_factory=ModelRetryStrategy)
     max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS
 
     def tool_specs(self) -> list[ToolSpec]:

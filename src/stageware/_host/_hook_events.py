@@ -115,12 +115,16 @@ class MessageAddedEvent(LifecycleEvent):
 class BeforeModelCallEvent(LifecycleEvent):
     """The model is about to be called, before the InvokeModel chain runs.
 
+    Fires for every attempt: a retry (by a hook, or of a throttled call) fires it again.
+
     Attributes:
         invocation_state: Per-invocation state.
+        attempt: Which attempt of this model call this is: 1, then 2 for the first retry.
     """
 
     agent: AgentHandle
     invocation_state: dict[str, Any]
+    attempt: int = 1
 
 
 @dataclass(frozen=True)
@@ -140,16 +144,19 @@ class ModelStopResponse:
 class AfterModelCallEvent(LifecycleEvent):
     """A model call finished, after the InvokeModel chain. Callbacks run in reverse order.
 
-    Set ``retry = True`` to discard this call and run the whole InvokeModel chain again
-    (for example after a throttling error). The events of the discarded call were already
-    streamed. A call cut short mid-stream (by ``agent.cancel()``, a cancellation from
-    outside or the caller closing the stream) has no after-event.
+    Set ``retry = True`` to discard this call and run the whole InvokeModel chain again.
+    The events of the discarded call were already streamed. A call cut short mid-stream
+    (by ``agent.cancel()``, a cancellation from outside or the caller closing the stream)
+    has no after-event. A ``ModelThrottledError`` that no hook retries is retried by the
+    agent's ``ModelRetryStrategy`` after these callbacks, so each attempt has its own
+    before- and after-event.
 
     Attributes:
         invocation_state: Per-invocation state.
         stop_response: The call's outcome, or ``None`` when it raised.
-        exception: What the call raised, if it failed; re-raised unless a hook retries.
+        exception: What the call raised, if it failed; re-raised unless it is retried.
         retry: Writable: run the model call again.
+        attempt: Which attempt of this model call this was: 1, then 2 for the first retry.
     """
 
     agent: AgentHandle
@@ -157,6 +164,7 @@ class AfterModelCallEvent(LifecycleEvent):
     stop_response: ModelStopResponse | None = None
     exception: Exception | None = None
     retry: bool = False
+    attempt: int = 1
     writable: ClassVar[frozenset[str]] = frozenset({"retry"})
     reverse_callbacks: ClassVar[bool] = True
 

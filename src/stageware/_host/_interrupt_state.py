@@ -32,6 +32,8 @@ from stageware._data_paths import format_path
 from stageware._generated.payloads import Message, Messages, ToolResult
 from stageware._runtime import Interrupt
 
+from .sessions._encoding import json_problem
+
 __all__ = [
     "InterruptState",
     "InterruptStateError",
@@ -173,14 +175,22 @@ class InterruptState:
         Raises:
             RuntimeError: If nothing is waiting for an answer.
             UnknownInterruptError: A ``KeyError``, if an id names no registered interrupt.
-            ValueError: If a response is ``None``, which would read as "not answered".
+            ValueError: If a response is ``None``, which would read as "not answered", is
+                not JSON data, or answers an interrupt already answered in *responses*.
         """
         if not self.activated:
             raise RuntimeError(
                 "received interrupt responses, but the agent is not waiting for any; "
                 "pass a prompt instead"
             )
+        seen: set[str] = set()
         for interrupt_id, response in responses:
+            if interrupt_id in seen:
+                raise ValueError(
+                    f"interrupt {interrupt_id!r} is answered twice in one resume; give each "
+                    "interrupt one answer (which one was meant is not for the agent to guess)"
+                )
+            seen.add(interrupt_id)
             if interrupt_id not in self.interrupts:
                 known = ", ".join(sorted(self.interrupts)) or "none"
                 raise UnknownInterruptError(
@@ -190,6 +200,12 @@ class InterruptState:
                 raise ValueError(
                     f"the response for interrupt {interrupt_id!r} is None; an answer must be a "
                     "value (None means unanswered)"
+                )
+            problem = json_problem(response)
+            if problem is not None:
+                raise ValueError(
+                    f"the response for interrupt {interrupt_id!r} must be JSON data, so that "
+                    f"it can be kept with the session: {problem}"
                 )
         for interrupt_id, response in responses:
             self.interrupts[interrupt_id].response = response

@@ -4,8 +4,11 @@ In order:
 
 1. A resume stores the human's answers, and its input is whatever input an agent-stream
    gate held back; otherwise the prompt becomes the pass's input messages.
-2. ``BeforeInvocationEvent`` fires.
-3. The AgentStream chain runs on a context carrying a copy of the input, with the event
+2. With a session store, the session is claimed (saved with the answers, under this
+   worker's lease; see ``_session``). A refused claim undoes step 1 and ends the
+   invocation before anything ran.
+3. ``BeforeInvocationEvent`` fires.
+4. The AgentStream chain runs on a context carrying a copy of the input, with the event
    loop as its terminal. The terminal appends the context's messages to the history (as
    in Strands 1.62), so a replaced input is what the history and the model get, and a
    pass that middleware short-circuits records no input. An ``InterruptException`` from
@@ -14,20 +17,21 @@ In order:
    message is the last one of the history; if the input had not entered the history yet,
    it is kept for the resume. An interrupt after the pass produced its stop event is
    refused, because a resume would call the model a second time.
-4. The stop event the invocation reports is the last ``EventLoopStopEvent`` the chain
+5. The stop event the invocation reports is the last ``EventLoopStopEvent`` the chain
    yielded; a chain that dropped it is an error. The chain runs in a ``CutRegion`` under
    the invocation's ``CancelWatch``: a pass still running ``PASS_CUTOFF_SECONDS`` after
    ``cancel()`` (stuck AgentStream middleware, say) is cut, and without a stop event of
    its own it ends with a ``cancelled`` one built here.
-5. However the invocation ends (its stop event, an error, the caller closing the stream),
+6. However the invocation ends (its stop event, an error, the caller closing the stream),
    an invocation with nothing owed a resume ends the interrupt cycle, releasing every
-   answer; then the session is saved and ``AfterInvocationEvent`` fires.
+   answer; then the session is saved, releasing the lease, and ``AfterInvocationEvent``
+   fires.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator
 from typing import Any, final
 
 import anyio
@@ -43,7 +47,7 @@ from ._cancel_watch import PASS_CUTOFF_SECONDS, CancelWatch, CutRegion
 from ._core import AgentCore, PassState
 from ._event_loop import EventLoop, build_stop_event, empty_assistant_message
 from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
-from ._interrupt_state import parse_interrupt_responses
+from ._interrupt_state import InterruptState, parse_interrupt_responses
 from ._prompt import prompt_messages
 
 __all__ = ["Invocation"]
@@ -53,14 +57,11 @@ __all__ = ["Invocation"]
 class Invocation:
     """Runs one ``agent(...)`` call and streams its events, ending with its result."""
 
-    __slots__ = ("_core", "_loop", "_save")
+    __slots__ = ("_core", "_loop")
 
-    def __init__(
-        self, core: AgentCore, loop: EventLoop, save: Callable[[], Awaitable[None]]
-    ) -> None:
+    def __init__(self, core: AgentCore, loop: EventLoop) -> None:
         self._core = core
         self._loop = loop
-        self._save = save
 
     async def stream(
         self, prompt: object, invocation_state: dict[str, Any]
@@ -73,9 +74,19 @@ class Invocation:
             KeyError: If a response names an interrupt that is not registered.
             RuntimeError: If the chain dropped the stop event, or an agent-stream interrupt
                 came after the pass produced its stop event.
+            SessionConflictError: If another worker saved or holds the session.
         """
         core = self._core
+        before = core.interrupts.to_dict() if core.session is not None else None
         messages = self._take_input(prompt)
+        if core.session is not None:
+            try:
+                await core.session.claim(core)
+            except BaseException:
+                # Nothing ran: the answers go back to waiting, to be given again.
+                assert before is not None
+                core.interrupts = InterruptState.from_dict(before)
+                raise
         watch = CancelWatch(core.cancel)
         pass_state = PassState(
             input=messages, cancel_watch=watch, max_model_calls=core.max_model_calls
@@ -138,7 +149,8 @@ class Invocation:
             self._settle_interrupts(stop)
             with anyio.CancelScope(shield=True):
                 try:
-                    await self._save()
+                    if core.session is not None:
+                        await core.session.release(core)
                 finally:
                     await core.hooks.fire(
                         AfterInvocationEvent(

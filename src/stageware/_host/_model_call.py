@@ -5,6 +5,12 @@ ends with the ``ModelStopReason`` it assembled. The loop acts on the last
 ``ModelStopReason`` the whole chain yields, which is the Output phase's when there is
 one: Output is authoritative. Before/after model-call hooks fire outside the chain, so
 a call that middleware serves from a cache still has both.
+
+Retries wrap the chain, as in Strands 1.62: a hook's ``retry``, and the agent's
+``ModelRetryStrategy`` for a ``ModelThrottledError`` that escapes the chain, both run the
+hooks and the whole chain again. So every attempt is visible to hooks and middleware, and
+a middleware that handles throttling itself (falling back to another model, say) goes
+first: what it catches is never retried here.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from stageware._runtime import close_all
 
 from ._core import AgentCore, PassState
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
+from ._model_retry import ThrottleRetries
 from .models import ResponseAssembler
 
 __all__ = ["ModelCall", "split_system_prompt"]
@@ -55,18 +62,25 @@ class ModelCall:
     ) -> AsyncGenerator[InvokeModelEvent, None]:
         """Yield the call's events; the last ``ModelStopReason`` is the one to act on.
 
-        Stops early, without a ``ModelStopReason``, when the run is cancelled mid-stream,
-        or before a retry the invocation has no model calls left for.
+        Stops early, without a ``ModelStopReason``, when the run is cancelled mid-stream
+        or while it waits to retry a throttled call, or before a retry the invocation has
+        no model calls left for.
 
         Raises:
-            Exception: What the chain raised, unless an ``AfterModelCallEvent`` hook retried.
+            Exception: What the chain raised, unless an ``AfterModelCallEvent`` hook retried
+                or, for throttling, the agent's retry strategy did.
         """
         core = self._core
+        throttling = ThrottleRetries(core.retry_strategy)
+        attempt = 0
         while True:
             if pass_state.refuse_model_call():  # the loop reports the limit
                 return
+            attempt += 1
             await core.hooks.fire(
-                BeforeModelCallEvent(agent=core.handle, invocation_state=invocation_state)
+                BeforeModelCallEvent(
+                    agent=core.handle, invocation_state=invocation_state, attempt=attempt
+                )
             )
             if core.cancel.is_set():  # a hook cancelled: do not pay for the request
                 return
@@ -95,12 +109,20 @@ class ModelCall:
             except Exception as error:
                 after = await core.hooks.fire(
                     AfterModelCallEvent(
-                        agent=core.handle, invocation_state=invocation_state, exception=error
+                        agent=core.handle,
+                        invocation_state=invocation_state,
+                        exception=error,
+                        attempt=attempt,
                     )
                 )
                 if after.retry:
                     continue
-                raise
+                delay = throttling.delay_after(error)
+                if delay is None:
+                    raise
+                if await core.cancel.wait(delay):
+                    return
+                continue
             # registry.invoke raised already if the chain yielded no ModelStopReason.
             assert result is not None
             after = await core.hooks.fire(
@@ -110,6 +132,7 @@ class ModelCall:
                     stop_response=ModelStopResponse(
                         stop_reason=result.stop_reason, message=result.message
                     ),
+                    attempt=attempt,
                 )
             )
             if not after.retry:

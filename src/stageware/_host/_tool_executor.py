@@ -243,12 +243,27 @@ class ToolExecutor:
             if not after.retry:
                 final = _for_call(after.result, tool_use_id)
                 round_.results[tool_use_id] = final
+                await self._record_resumed(tool_use_id, final)
                 if final is not result.tool_result:
                     result = ToolResultEvent(tool_result=final, exception=result.exception)
                 # Recorded and sent with no checkpoint between: a cut cannot come after
                 # the one and before the other.
                 send.send_nowait(result)
                 return
+
+    async def _record_resumed(self, tool_use_id: str, result: ToolResult) -> None:
+        """Save a finished call of a resumed round before anything else happens.
+
+        The round ran because a human approved it; once its result is in the session, a
+        worker that takes over after this one died replays the round with the result
+        instead of running the call a second time.
+        """
+        core = self._core
+        pending = core.interrupts.pending_tool_execution
+        if pending is None or core.session is None:
+            return
+        pending.completed[tool_use_id] = result
+        await core.session.checkpoint(core)
 
     async def _run_chain(
         self,

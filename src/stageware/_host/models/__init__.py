@@ -1,10 +1,14 @@
-"""Models: the ``Model`` protocol and the scripted model for tests and demos.
+"""Models: the ``Model`` protocol, the errors a model call ends with, and the scripted model.
 
-``_streaming`` assembles a streamed response into a message, for the host and for any
-model. The OpenAI-compatible adapter (``_openai``, ``_openai_convert``) needs the
-``openai`` extra, so it is not imported here; ``stageware.openai`` is its public face.
+``_errors`` holds the errors any model may raise and the host acts on; ``_streaming``
+assembles a streamed response into a message, for the host and for any model. The
+OpenAI-compatible adapter (``_openai``, with ``_openai_convert`` for the payloads and
+``_openai_errors`` for what a failure says; ``_credentials`` keeps a password in its URL
+out of sight) needs the ``openai`` extra, so it is not imported here;
+``stageware.openai`` is its public face.
 """
 
+from ._errors import ModelError, ModelThrottledError, StreamAssemblyError
 from ._protocol import Model
 from ._scripted import (
     ModelRequest,
@@ -14,12 +18,14 @@ from ._scripted import (
     ScriptedTurn,
     ScriptExhaustedError,
 )
-from ._streaming import CollectedResponse, ResponseAssembler, StreamAssemblyError, collect_response
+from ._streaming import CollectedResponse, ResponseAssembler, collect_response
 
 __all__ = [
     "CollectedResponse",
     "Model",
+    "ModelError",
     "ModelRequest",
+    "ModelThrottledError",
     "Respond",
     "ResponseAssembler",
     "ScriptExhaustedError",

@@ -11,10 +11,11 @@ an AnyIO network backend for the running loop.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Any, Self, cast, final
+from typing import Any, Self, final
 
 import openai
 from openai.types.chat import ChatCompletionChunk
@@ -28,6 +29,8 @@ from stageware._generated.payloads import (
 )
 from stageware._host._running_loop import running_loop
 
+from ._credentials import hidden_texts, redact_url, split_credentials
+from ._errors import ModelError, ModelThrottledError
 from ._openai_convert import (
     StreamFormatError,
     StreamTranslator,
@@ -35,37 +38,14 @@ from ._openai_convert import (
     convert_tool_choice,
     convert_tool_specs,
 )
+from ._openai_errors import Failure, describe, quote_body
 
-__all__ = ["ModelError", "OpenAIModel"]
+__all__ = ["ModelError", "ModelThrottledError", "OpenAIModel"]
 
 # Request fields the adapter sets itself; `params` may not override them.
 _RESERVED_PARAMS = frozenset(
     {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
 )
-
-
-class ModelError(Exception):
-    """A model call failed: the server refused it, could not be reached, or broke the stream.
-
-    The original exception (an ``openai.APIError`` for HTTP and connection failures) is the
-    ``__cause__``.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        model_id: str,
-        base_url: str,
-        status_code: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.model_id = model_id
-        """The model that was called."""
-        self.base_url = base_url
-        """The endpoint that was called."""
-        self.status_code = status_code
-        """The HTTP status of the response, or ``None`` when there was no error response."""
 
 
 @final
@@ -84,6 +64,15 @@ class OpenAIModel:
     event loop (each synchronous ``agent(...)`` call runs its own); a client passed in must
     be used within one event loop: its pooled connections belong to the loop
     that opened them (trio, having no loop object, tolerates a new ``trio.run``).
+
+    Every failure is a ``ModelError`` naming the model, the endpoint and what went wrong,
+    never an answer that looks complete: an HTTP error, a refused or reset connection, a
+    body that is not a stream, an event that is not JSON, a stream without a choice or a
+    finish reason. A 429 is a ``ModelThrottledError`` carrying the server's
+    ``Retry-After``, which the agent retries with backoff; ``openai``'s own client retries
+    it first (``max_retries``, 2 by default), so pass a client with ``max_retries=0`` to
+    leave every retry to the agent. A password in ``base_url`` is sent as HTTP basic auth,
+    as ``httpx`` would, but never appears in errors, ``repr()`` or the HTTP log.
     """
 
     def __init__(
@@ -103,7 +92,17 @@ class OpenAIModel:
         self.model_id = model_id
         """The model name sent with every request."""
         self._owns_client = client is None
-        self._client = client or _own_client(base_url, api_key)
+        # The URL as given, credentials included, to build a client for another event
+        # loop; the client itself never sees them in its URL.
+        self._base_url = (
+            str(client.base_url)
+            if client is not None
+            # Resolved here rather than by `openai`, so credentials in it are split off too.
+            else base_url
+            if base_url is not None
+            else os.environ.get("OPENAI_BASE_URL")
+        )
+        self._client = client or _own_client(self._base_url, api_key)
         self._client_loop: object = None
         self._params: Mapping[str, Any] = MappingProxyType(dict(params or {}))
 
@@ -131,8 +130,13 @@ class OpenAIModel:
 
         Keyword arguments the host passes for other models (``model_state=`` and the like)
         are ignored. Closing the generator early (``aclose()``) releases the connection.
-        Raises ``ModelError`` when the call fails, and ``ValueError`` before any request
-        when the conversation holds a block chat completions cannot carry.
+
+        Raises:
+            ModelThrottledError: The server answered 429 (other than for an exhausted
+                quota).
+            ModelError: The call failed, or the response was not a complete stream.
+            ValueError: Before any request, when the conversation holds a block chat
+                completions cannot carry.
         """
         del kwargs  # Part of the Model protocol; nothing here uses them.
         request_messages = convert_messages(messages, system_prompt, system_prompt_content)
@@ -155,11 +159,12 @@ class OpenAIModel:
                 **self._params,
             )
         except openai.APIError as error:
-            raise self._model_error(error) from error
+            raise self._model_error(describe(error)) from error
 
         translator = StreamTranslator()
         # `async with` closes the HTTP response when the caller stops iterating early.
         async with response:
+            await self._refuse_a_plain_body(response)
             for event in translator.start():
                 yield event
             while True:
@@ -167,20 +172,42 @@ class OpenAIModel:
                     chunk = await anext(response)
                 except StopAsyncIteration:
                     break
-                except openai.APIError as error:
-                    raise self._model_error(error) from error
+                # ValueError: an event's data that is not JSON, from the SSE decoder.
+                except (openai.APIError, ValueError) as error:
+                    raise self._model_error(describe(error)) from error
                 try:
                     events = translator.feed(chunk)
                 except StreamFormatError as error:
-                    raise self._model_error(error) from error
+                    raise self._model_error(describe(error)) from error
                 for event in events:
                     yield event
             try:
                 events = translator.finish(round((time.monotonic() - started) * 1000))
             except StreamFormatError as error:
-                raise self._model_error(error) from error
+                raise self._model_error(describe(error)) from error
         for event in events:
             yield event
+
+    async def _refuse_a_plain_body(self, response: openai.AsyncStream[ChatCompletionChunk]) -> None:
+        """Raise if the server answered the streaming request with a single JSON body.
+
+        Its SSE decoder would find no events in it, and the answer would look empty
+        rather than unread. Only a JSON content type is refused: an event stream sent
+        under a wrong text type still streams.
+        """
+        content_type = response.response.headers.get("content-type", "")
+        if content_type.partition(";")[0].strip().lower() != "application/json":
+            return
+        try:
+            body = quote_body(await response.response.aread())
+        except Exception as error:  # The body is only quoted; failing to read it is no news.
+            body = f"(unreadable: {type(error).__name__})"
+        raise self._model_error(
+            Failure(
+                f"the server sent a non-streaming body ({content_type}) in answer to a "
+                f"streaming request: {body}"
+            )
+        )
 
     def _client_for_running_loop(self) -> openai.AsyncOpenAI:
         """The client, replaced by a fresh one when the model moved to another event loop.
@@ -193,7 +220,7 @@ class OpenAIModel:
         loop = running_loop()
         if self._owns_client and self._client_loop is not None and self._client_loop is not loop:
             # Not copy(): that would share the HTTP client and its dead connections.
-            self._client = _own_client(str(self._client.base_url), self._client.api_key)
+            self._client = _own_client(self._base_url, self._client.api_key)
         self._client_loop = loop
         return self._client
 
@@ -214,28 +241,25 @@ class OpenAIModel:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"OpenAIModel(model_id={self.model_id!r}, base_url={str(self._client.base_url)!r})"
+        base_url = redact_url(str(self._client.base_url))
+        return f"OpenAIModel(model_id={self.model_id!r}, base_url={base_url!r})"
 
-    def _model_error(self, error: Exception) -> ModelError:
-        base_url = str(self._client.base_url)
-        where = f"model {self.model_id!r} at {base_url}"
-        status_code: int | None = None
-        if isinstance(error, openai.APIStatusError):
-            status_code = error.status_code
-            reason = error.response.reason_phrase
-            what = f"HTTP {status_code} {reason}: {_detail(error)}"
-            if error.request_id:
-                what += f" (request id {error.request_id})"
-        elif isinstance(error, openai.APITimeoutError):
-            what = "request timed out"
-        elif isinstance(error, openai.APIConnectionError):
-            what = f"connection failed: {error.__cause__ or error.message}"
-        elif isinstance(error, openai.APIError):
-            what = f"error in the response stream: {_detail(error)}"
-        else:
-            what = f"malformed response stream: {error}"
+    def _model_error(self, failure: Failure) -> ModelError:
+        base_url = redact_url(str(self._client.base_url))
+        message = f"model {self.model_id!r} at {base_url}: {failure.what}"
+        # The URL above is redacted; this catches a library's text that quotes it whole.
+        for secret in hidden_texts(self._base_url or ""):
+            message = message.replace(secret, "***")
+        if failure.throttled:
+            return ModelThrottledError(
+                message,
+                retry_after=failure.retry_after,
+                model_id=self.model_id,
+                base_url=base_url,
+                status_code=failure.status_code,
+            )
         return ModelError(
-            f"{where}: {what}", model_id=self.model_id, base_url=base_url, status_code=status_code
+            message, model_id=self.model_id, base_url=base_url, status_code=failure.status_code
         )
 
 
@@ -246,18 +270,17 @@ def _own_client(base_url: str | None, api_key: str | None) -> openai.AsyncOpenAI
     itself on garbage collection by scheduling the close on whatever event loop is running
     then, which for a client left behind on a finished loop is the wrong one and fails
     there, in somebody else's code.
+
+    Credentials in *base_url* become the HTTP client's basic auth, which is what ``httpx``
+    makes of them in a URL anyway, so that no request URL (logged whole by ``httpx``)
+    carries them.
     """
-    return openai.AsyncOpenAI(
-        base_url=base_url, api_key=api_key, http_client=openai.DefaultAsyncHttpxClient()
+    if base_url is None:
+        return openai.AsyncOpenAI(api_key=api_key, http_client=openai.DefaultAsyncHttpxClient())
+    bare_url, credentials = split_credentials(base_url)
+    http_client = (
+        openai.DefaultAsyncHttpxClient()
+        if credentials is None
+        else openai.DefaultAsyncHttpxClient(auth=(credentials.username, credentials.password))
     )
-
-
-def _detail(error: openai.APIError) -> str:
-    # OpenAI-style error bodies carry a readable `message`; `error.message` repeats the
-    # status code and the whole body, so it is only the fallback.
-    body = error.body
-    if isinstance(body, Mapping):
-        message = cast("Mapping[str, object]", body).get("message")
-        if isinstance(message, str) and message:
-            return message
-    return error.message
+    return openai.AsyncOpenAI(base_url=bare_url, api_key=api_key, http_client=http_client)

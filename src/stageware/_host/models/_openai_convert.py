@@ -40,8 +40,10 @@ from stageware._generated.payloads import (
     ToolSpec,
     Usage,
 )
+from stageware._host._shorten import shorten
 
 __all__ = [
+    "IncompleteStreamError",
     "StreamFormatError",
     "StreamTranslator",
     "convert_messages",
@@ -160,7 +162,7 @@ def _assistant_messages(message: Message) -> list[ChatCompletionMessageParam]:
                     "type": "function",
                     "function": {
                         "name": tool_use["name"],
-                        "arguments": json.dumps(tool_use["input"], ensure_ascii=False),
+                        "arguments": _tool_arguments(tool_use["input"]),
                     },
                 }
             )
@@ -178,6 +180,19 @@ def _assistant_messages(message: Message) -> list[ChatCompletionMessageParam]:
     if tool_calls:
         assistant["tool_calls"] = tool_calls
     return [assistant]
+
+
+def _tool_arguments(tool_input: Any) -> str:
+    """The ``arguments`` string of a tool call in the history.
+
+    A string input is arguments the model sent that were not valid JSON (the stream
+    assembler keeps them raw; chat-completions arguments are always a JSON object). They
+    go back as the model sent them: encoding them again would show the model a string
+    literal it never wrote, next to the error result that reported them.
+    """
+    if isinstance(tool_input, str):
+        return tool_input
+    return json.dumps(tool_input, ensure_ascii=False)
 
 
 def _tool_message(result: ToolResult) -> ChatCompletionToolMessageParam:
@@ -211,6 +226,13 @@ class StreamFormatError(ValueError):
     """The server's stream cannot be expressed as Converse events (it broke the protocol)."""
 
 
+class IncompleteStreamError(StreamFormatError):
+    """The server's stream ended before it said the response was complete."""
+
+
+# How much of a malformed chunk an error message quotes.
+_MAX_CHUNK_REPR = 300
+
 _FINISH_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -242,6 +264,10 @@ class StreamTranslator:
     block and starts the next. A few interleave fragments of several calls; then the new
     call is held back until the open one's arguments are complete JSON (or the stream ends),
     so no block is closed while its input is still arriving. Only choice 0 is read.
+
+    A stream that never sent a choice, or ended without a finish reason, was cut short
+    (a proxy that dropped the connection cleanly, a server that crashed mid-answer):
+    ``finish`` raises ``IncompleteStreamError`` rather than pass it off as a whole answer.
     """
 
     def __init__(self) -> None:
@@ -252,26 +278,61 @@ class StreamTranslator:
         self._tools: dict[int, _ToolCall] = {}
         self._finish_reason: str | None = None
         self._usage: CompletionUsage | None = None
+        self._chunks = 0
+        self._choices = 0
 
     def start(self) -> list[StreamEvent]:
         """The events that open the message."""
         return [{"messageStart": {"role": "assistant"}}]
 
     def feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
-        """The events for one chunk, possibly none."""
+        """The events for one chunk, possibly none.
+
+        Raises:
+            StreamFormatError: The chunk breaks the protocol, or is not a chunk at all.
+        """
+        try:
+            return self._feed(chunk)
+        except (AttributeError, TypeError) as error:
+            # `openai` builds chunks from the server's JSON without validating them, so
+            # JSON of another shape fails only when a field is read.
+            raise StreamFormatError(
+                f"a chunk that is not a chat.completion.chunk "
+                f"({type(error).__name__}: {error}): {shorten(repr(chunk), _MAX_CHUNK_REPR)}"
+            ) from error
+
+    def _feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
+        self._chunks += 1
         if chunk.usage is not None:
             self._usage = chunk.usage
         events: list[StreamEvent] = []
+        # A chunk without choices is normal (the usage chunk; Azure's content-filter
+        # results first); a stream that never has one is not.
         for choice in chunk.choices:
             if choice.index != 0:
                 continue
+            self._choices += 1
             events += self._delta(choice.delta)
             if choice.finish_reason is not None:
                 self._finish_reason = choice.finish_reason
         return events
 
     def finish(self, latency_ms: int) -> list[StreamEvent]:
-        """The events that end the message, once the server has ended the stream."""
+        """The events that end the message, once the server has ended the stream.
+
+        Raises:
+            IncompleteStreamError: The stream had no chunk, no choice or no finish reason.
+        """
+        if self._chunks == 0:
+            raise IncompleteStreamError("the response stream ended before its first chunk")
+        if self._choices == 0:
+            raise IncompleteStreamError(
+                f"the response had no choices: none of its {self._chunks} chunk(s) carried one"
+            )
+        if self._finish_reason is None:
+            raise IncompleteStreamError(
+                "the response stream ended without a finish reason, so the answer may be cut short"
+            )
         events = self._close_open()
         for tool_index in sorted(self._tools):
             if self._tools[tool_index].state == "waiting":
@@ -392,12 +453,12 @@ class StreamTranslator:
     # -- end of message
 
     def _message_stop(self) -> MessageStopEvent:
-        called_tools = bool(self._tools)
         raw = self._finish_reason
-        if raw is None or (raw == "stop" and called_tools):
-            # No finish reason, or "stop" after tool calls (some local servers report that):
-            # the host runs tools only on tool_use, so go by what the stream contained.
-            return {"stopReason": "tool_use" if called_tools else "end_turn"}
+        assert raw is not None  # finish() refused a stream without one
+        if raw == "stop" and self._tools:
+            # "stop" after tool calls (some local servers report that): the host runs
+            # tools only on tool_use, so go by what the stream contained.
+            return {"stopReason": "tool_use"}
         stop_reason = _FINISH_REASONS.get(raw)
         if stop_reason is None:
             # A server-specific reason: end the turn, but keep the original for callers.
@@ -418,7 +479,36 @@ class StreamTranslator:
             "outputTokens": usage.completion_tokens,
             "totalTokens": usage.total_tokens,
         }
-        details = usage.prompt_tokens_details
-        if details is not None and details.cached_tokens is not None:
-            converted["cacheReadInputTokens"] = details.cached_tokens
+        cache_read, cache_write = _cache_tokens(usage)
+        if cache_read is not None:
+            converted["cacheReadInputTokens"] = cache_read
+        if cache_write is not None:
+            converted["cacheWriteInputTokens"] = cache_write
         return converted
+
+
+def _cache_tokens(usage: CompletionUsage) -> tuple[int | None, int | None]:
+    """Prompt-cache reads and writes, wherever the server put them.
+
+    OpenAI reports reads as ``prompt_tokens_details.cached_tokens`` and has no writes.
+    Proxies in front of providers that bill cache writes add them: OpenRouter as
+    ``prompt_tokens_details.cache_write_tokens``, LiteLLM as the top-level
+    ``cache_creation_input_tokens`` (with reads as ``cache_read_input_tokens``).
+    """
+    details = usage.prompt_tokens_details
+    # A dump, not attributes: whether `cache_write_tokens` is a declared field or an
+    # extra one depends on the `openai` version.
+    detail: dict[str, object] = details.model_dump() if details is not None else {}
+    extra = usage.model_extra or {}
+    read = _token_count(detail.get("cached_tokens"))
+    if read is None:
+        read = _token_count(extra.get("cache_read_input_tokens"))
+    write = _token_count(detail.get("cache_write_tokens"))
+    if write is None:
+        write = _token_count(extra.get("cache_creation_input_tokens"))
+    return read, write
+
+
+def _token_count(value: object) -> int | None:
+    # Extra fields are untyped JSON; only a count is a count.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

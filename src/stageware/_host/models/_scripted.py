@@ -31,6 +31,7 @@ from stageware._generated.payloads import (
     ToolSpec,
     Usage,
 )
+from stageware._host._shorten import shorten
 
 __all__ = [
     "ModelRequest",
@@ -83,7 +84,9 @@ class ScriptedTurn:
     """One scripted model response.
 
     Attributes:
-        text: The answer text; streamed in ``chunk_size`` pieces. Empty means no text block.
+        text: The answer text; streamed in ``chunk_size`` pieces. Empty means no text block
+            (a turn with no text, reasoning or tool calls streams no content, which the
+            host refuses with ``StreamAssemblyError``, as it would a real model's).
         tool_calls: Tool calls the model makes after the text, in order. Stored as a tuple.
         reasoning: Reasoning streamed before the text as a ``reasoningContent`` block;
             ``None`` (or empty) means none.
@@ -447,8 +450,5 @@ def _message_summary(message: Message) -> str:
 def _quote_last_user_message(messages: Messages) -> str:
     for message in reversed(messages):
         if message["role"] == "user":
-            summary = _message_summary(message)
-            if len(summary) > _QUOTE_LIMIT:
-                summary = summary[: _QUOTE_LIMIT - 3] + "..."
-            return repr(summary)
+            return repr(shorten(_message_summary(message), _QUOTE_LIMIT))
     return "(none)"

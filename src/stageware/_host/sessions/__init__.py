@@ -1,24 +1,37 @@
 """Sessions: what survives a process restart, and the stores that keep it.
 
-- ``_store``: ``SessionSnapshot``, the ``SessionStore`` protocol, the JSON encoding and
-  ``MemorySessionStore``.
+- ``_store``: ``SessionSnapshot``, ``StoredSession`` and ``Lease``, the ``SessionStore``
+  protocol, its errors and the rule every conditional write follows (``check_write``).
+- ``_encoding``: snapshots as JSON documents, checked both ways; shared by the stores.
+- ``_memory``: ``MemorySessionStore``.
 - ``_sqlite``: ``SQLiteSessionStore``.
+- ``_postgres``: ``PostgresSessionStore`` (public as ``stageware.postgres``; it needs the
+  ``postgres`` extra, so it is not imported here), with ``_postgres_tables`` (its schema and
+  statements) and ``_postgres_conninfo`` (naming its database without the password).
 """
 
+from ._memory import MemorySessionStore
 from ._sqlite import SQLiteSessionStore
 from ._store import (
     SNAPSHOT_VERSION,
-    MemorySessionStore,
+    Lease,
+    SessionConflictError,
     SessionError,
+    SessionLeasedError,
     SessionSnapshot,
     SessionStore,
+    StoredSession,
 )
 
 __all__ = [
     "SNAPSHOT_VERSION",
+    "Lease",
     "MemorySessionStore",
     "SQLiteSessionStore",
+    "SessionConflictError",
     "SessionError",
+    "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "StoredSession",
 ]

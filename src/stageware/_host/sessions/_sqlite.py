@@ -1,10 +1,17 @@
-"""A ``SessionStore`` in an SQLite file, so sessions survive a process restart.
+"""A ``SessionStore`` in an SQLite file, shared by the threads and processes of one machine.
 
-One table, ``stageware_sessions``, holds one JSON document per session. The file's
-``user_version`` pragma records the table format; a file from a newer stageware is refused
-rather than misread or overwritten. Each call opens its own connection: calls arrive on
-worker threads, and an SQLite connection is not something to share between them. WAL mode
-and a busy timeout let several processes use one file.
+The store keeps to its own two tables, so the file may belong to another application:
+
+* ``stageware_sessions``: one row per session, with its version, its JSON document and
+  the lease of the worker running it.
+* ``stageware_store_format``: one row, the table layout this file holds. It is the store's
+  own version marker; the file's ``user_version`` pragma belongs to whoever owns the file.
+
+A file the store creates is put in WAL mode, which lets readers and one writer work side by
+side; a file that already held other tables keeps the journal mode its owner chose. Each
+call opens its own connection (calls arrive on worker threads, and an SQLite connection is
+not something to share between them), and each write runs in one ``BEGIN IMMEDIATE``
+transaction: read the version and lease, check them (``check_write``), write.
 """
 
 from __future__ import annotations
@@ -14,43 +21,73 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, TypeVar, final
 
-from ._store import SessionError, SessionSnapshot, decode_snapshot, encode_snapshot
+from ._encoding import decode_snapshot, encode_snapshot
+from ._store import (
+    Lease,
+    SessionError,
+    SessionSnapshot,
+    StoredSession,
+    check_renewal,
+    check_session_id,
+    check_write,
+)
 
 __all__ = ["SQLiteSessionStore"]
 
 _T = TypeVar("_T")
 
-_TABLE_FORMAT: Final = 1
-"""The table layout this module writes, kept in ``PRAGMA user_version``."""
+_FORMAT: Final = 2
+"""The table layout this module writes, kept in ``stageware_store_format``.
 
-# The table name carries the library's name so the file can be shared with other tables.
-# A rowid table, not WITHOUT ROWID: documents are large, which suits rowid tables better.
-_CREATE_TABLE: Final = """
-CREATE TABLE IF NOT EXISTS stageware_sessions (
-    session_id TEXT PRIMARY KEY NOT NULL,
-    document TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+Format 1 (stageware 0.x before versioned sessions) had no version or lease columns and
+marked the file through ``user_version``; it is migrated in place on first use.
+"""
+
+_CREATE: Final = (
+    """
+    CREATE TABLE stageware_sessions (
+        session_id TEXT PRIMARY KEY NOT NULL,
+        version INTEGER NOT NULL,
+        document TEXT NOT NULL,
+        lease_owner TEXT,
+        lease_expires_at TEXT,
+        updated_at TEXT NOT NULL
+    )
+    """,
+    "CREATE TABLE stageware_store_format (format INTEGER NOT NULL)",
+    f"INSERT INTO stageware_store_format (format) VALUES ({_FORMAT})",
 )
+
+_MIGRATE_FROM_1: Final = (
+    "ALTER TABLE stageware_sessions ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+    "ALTER TABLE stageware_sessions ADD COLUMN lease_owner TEXT",
+    "ALTER TABLE stageware_sessions ADD COLUMN lease_expires_at TEXT",
+    "CREATE TABLE stageware_store_format (format INTEGER NOT NULL)",
+    f"INSERT INTO stageware_store_format (format) VALUES ({_FORMAT})",
+    # Format 1 set the pragma; it is the file owner's again.
+    "PRAGMA user_version = 0",
+)
+
+_SELECT: Final = """
+SELECT version, document, lease_owner, lease_expires_at
+FROM stageware_sessions WHERE session_id = ?
 """
 
-_UPSERT: Final = """
-INSERT INTO stageware_sessions (session_id, document, updated_at) VALUES (?, ?, ?)
-ON CONFLICT (session_id) DO UPDATE SET
-    document = excluded.document, updated_at = excluded.updated_at
-"""
+_Row = tuple[int, object, str | None, str | None]
 
 
 @final
 class SQLiteSessionStore:
     """A ``SessionStore`` backed by an SQLite database file.
 
-    The file and its table are created on first use. ``save`` replaces a session's
-    snapshot in one transaction, so a crash leaves either the old snapshot or the new one,
-    never half of one. The store is thread-safe and several processes may share a file.
+    The file and the store's tables are created on first use. A save is one transaction,
+    so a crash leaves either the old snapshot or the new one, never half of one. The store
+    is thread-safe, and several processes on one machine may share a file (not over a
+    network file system, where SQLite's locks do not hold: use ``PostgresSessionStore``).
 
     Args:
         path: The database file. A relative path is resolved against the current
@@ -80,31 +117,66 @@ class SQLiteSessionStore:
         """The absolute path of the database file."""
         return self._path
 
-    def load(self, session_id: str) -> SessionSnapshot | None:
-        """Return the snapshot saved for *session_id*, or ``None`` if there is none."""
-
-        def read(connection: sqlite3.Connection) -> tuple[object] | None:
-            row: tuple[object] | None = connection.execute(
-                "SELECT document FROM stageware_sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            return row
-
-        row = self._run(session_id, "load", read, write=False)
+    def load(self, session_id: str) -> StoredSession | None:
+        """Return the session saved as *session_id*, or ``None`` if there is none."""
+        row = self._run(session_id, "load", lambda c: _read(c, session_id), write=False)
         if row is None:
             return None
-        return decode_snapshot(row[0], session_id, str(self._path))
+        version, document, owner, expires = row
+        snapshot = decode_snapshot(document, session_id, str(self._path))
+        return StoredSession(snapshot=snapshot, version=version, lease=_lease(owner, expires))
 
-    def save(self, session_id: str, snapshot: SessionSnapshot) -> None:
-        """Store *snapshot* for *session_id*, replacing any earlier one, in one transaction."""
+    def save(
+        self,
+        session_id: str,
+        snapshot: SessionSnapshot,
+        *,
+        expected_version: int,
+        owner: str,
+        lease_seconds: float | None,
+    ) -> int:
+        """Store *snapshot* if the session is still at *expected_version*, in one transaction."""
+        check_session_id(session_id, str(self._path))
         # Encode before touching the database: a value that is not JSON data fails here
-        # and leaves the stored snapshot as it was.
+        # and leaves the stored session as it was.
         document = encode_snapshot(snapshot, session_id, str(self._path))
-        updated_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+        version = expected_version + 1
 
         def write(connection: sqlite3.Connection) -> None:
-            connection.execute(_UPSERT, (session_id, document, updated_at))
+            now = datetime.now(UTC)
+            self._check(connection, session_id, expected_version, owner, now)
+            lease_owner, expires = _lease_columns(owner, lease_seconds, now)
+            stamp = now.isoformat(timespec="milliseconds")
+            if expected_version == 0:
+                connection.execute(
+                    "INSERT INTO stageware_sessions VALUES (?, ?, ?, ?, ?, ?)",
+                    (session_id, version, document, lease_owner, expires, stamp),
+                )
+            else:
+                connection.execute(
+                    "UPDATE stageware_sessions SET version = ?, document = ?, lease_owner = ?, "
+                    "lease_expires_at = ?, updated_at = ? WHERE session_id = ?",
+                    (version, document, lease_owner, expires, stamp, session_id),
+                )
 
         self._run(session_id, "save", write, write=True)
+        return version
+
+    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
+        """Extend *owner*'s lease on *session_id*, leaving its snapshot and version alone."""
+        check_renewal(version)
+
+        def write(connection: sqlite3.Connection) -> None:
+            now = datetime.now(UTC)
+            self._check(connection, session_id, version, owner, now)
+            lease_owner, expires = _lease_columns(owner, lease_seconds, now)
+            connection.execute(
+                "UPDATE stageware_sessions SET lease_owner = ?, lease_expires_at = ? "
+                "WHERE session_id = ?",
+                (lease_owner, expires, session_id),
+            )
+
+        self._run(session_id, "renew the lease of", write, write=True)
 
     def delete(self, session_id: str) -> None:
         """Forget *session_id*; deleting a session that does not exist is not an error."""
@@ -117,7 +189,26 @@ class SQLiteSessionStore:
     def __repr__(self) -> str:
         return f"SQLiteSessionStore({str(self._path)!r})"
 
-    # --- Connections and transactions -----------------------------------------------------
+    # --- Transactions -----------------------------------------------------------------
+
+    def _check(
+        self,
+        connection: sqlite3.Connection,
+        session_id: str,
+        expected_version: int,
+        owner: str,
+        now: datetime,
+    ) -> None:
+        row = _read(connection, session_id)
+        check_write(
+            session_id,
+            str(self._path),
+            expected_version=expected_version,
+            owner=owner,
+            found_version=0 if row is None else row[0],
+            found_lease=None if row is None else _lease(row[2], row[3]),
+            now=now,
+        )
 
     def _run(
         self,
@@ -131,11 +222,13 @@ class SQLiteSessionStore:
 
         Any ``sqlite3`` failure becomes a ``SessionError`` that names the session and file.
         """
-        self._ensure_table(session_id, verb)
+        check_session_id(session_id, str(self._path))
+        self._ensure_tables(session_id, verb)
         connection = self._connect(session_id, verb)
         try:
             # IMMEDIATE takes the write lock up front, so a writer waits (up to the
-            # timeout) at BEGIN instead of failing halfway through with SQLITE_BUSY.
+            # timeout) at BEGIN instead of failing halfway through with SQLITE_BUSY, and
+            # no other writer can slip in between the check and the write.
             connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             # Checked in every transaction, not only once: a newer stageware in another
             # process may have migrated the file since this store first opened it.
@@ -149,21 +242,28 @@ class SQLiteSessionStore:
             # Closing with a transaction still open rolls it back.
             connection.close()
 
-    def _ensure_table(self, session_id: str, verb: str) -> None:
-        """Create the table (and the file) on this store's first use."""
+    # --- The file and its tables ------------------------------------------------------
+
+    def _ensure_tables(self, session_id: str, verb: str) -> None:
+        """Create (or migrate) the store's tables on this store's first use."""
         with self._lock:
             if self._ready:
                 return
             connection = self._connect(session_id, verb)
             try:
-                self._use_wal(connection)
+                if not _table_names(connection):
+                    # A new, empty file is the store's own: WAL suits many workers. A file
+                    # with other tables keeps the journal mode its owner chose.
+                    self._use_wal(connection)
                 connection.execute("BEGIN IMMEDIATE")
-                found = self._user_version(connection)
-                if found == 0:
-                    connection.execute(_CREATE_TABLE)
-                    connection.execute(f"PRAGMA user_version = {_TABLE_FORMAT}")
-                else:
+                tables = _table_names(connection)
+                if "stageware_store_format" in tables:
                     self._check_format(connection, session_id, verb)
+                elif "stageware_sessions" in tables:
+                    self._migrate_from_1(connection, session_id, verb)
+                else:
+                    for statement in _CREATE:
+                        connection.execute(statement)
                 connection.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise self._failure(session_id, verb, exc) from exc
@@ -171,14 +271,20 @@ class SQLiteSessionStore:
                 connection.close()
             self._ready = True
 
-    def _use_wal(self, connection: sqlite3.Connection) -> None:
-        """Put the file in WAL mode, which lets readers and one writer work side by side.
+    def _migrate_from_1(self, connection: sqlite3.Connection, session_id: str, verb: str) -> None:
+        found: tuple[int] = connection.execute("PRAGMA user_version").fetchone()
+        if found[0] != 1:
+            raise SessionError(
+                f"cannot {verb} session {session_id!r}: {self._path} has a table named "
+                "stageware_sessions that this stageware did not write (no "
+                "stageware_store_format table, user_version "
+                f"{found[0]}); use another file"
+            )
+        for statement in _MIGRATE_FROM_1:
+            connection.execute(statement)
 
-        The mode is a property of the file, so this is needed once, not per connection.
-        """
-        # A connection learns that the file is already in WAL mode only once it has read
-        # from it; without this read the check below would report the default mode.
-        self._user_version(connection)
+    def _use_wal(self, connection: sqlite3.Connection) -> None:
+        """Put the file in WAL mode; the mode is the file's, so this is needed once."""
         mode: tuple[str] = connection.execute("PRAGMA journal_mode").fetchone()
         if mode[0].lower() == "wal":
             return
@@ -207,25 +313,49 @@ class SQLiteSessionStore:
             raise self._failure(session_id, verb, exc) from exc
 
     def _check_format(self, connection: sqlite3.Connection, session_id: str, verb: str) -> None:
-        found = self._user_version(connection)
-        if found == _TABLE_FORMAT:
+        row: tuple[object] | None = connection.execute(
+            "SELECT format FROM stageware_store_format"
+        ).fetchone()
+        found = None if row is None else row[0]
+        if found == _FORMAT:
             return
-        if found > _TABLE_FORMAT:
+        if isinstance(found, int) and found > _FORMAT:
             detail = (
                 f"it holds sessions in store format {found}, written by a newer stageware; "
-                f"this stageware reads format {_TABLE_FORMAT}. Upgrade stageware to use it"
+                f"this stageware reads format {_FORMAT}. Upgrade stageware to use it"
             )
         else:
             detail = (
-                f"its user_version is {found}, which is not a stageware session store format "
-                f"(this stageware reads format {_TABLE_FORMAT})"
+                f"its stageware_store_format table holds {found!r}, which is not a store "
+                f"format (this stageware reads format {_FORMAT})"
             )
         raise SessionError(f"cannot {verb} session {session_id!r}: {self._path} {detail}")
 
-    @staticmethod
-    def _user_version(connection: sqlite3.Connection) -> int:
-        row: tuple[int] = connection.execute("PRAGMA user_version").fetchone()
-        return row[0]
-
     def _failure(self, session_id: str, verb: str, exc: sqlite3.Error) -> SessionError:
         return SessionError(f"cannot {verb} session {session_id!r} in {self._path}: {exc}")
+
+
+def _read(connection: sqlite3.Connection, session_id: str) -> _Row | None:
+    row: _Row | None = connection.execute(_SELECT, (session_id,)).fetchone()
+    return row
+
+
+def _table_names(connection: sqlite3.Connection) -> set[str]:
+    rows: list[tuple[str]] = connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'"
+    ).fetchall()
+    return {name for (name,) in rows}
+
+
+def _lease(owner: str | None, expires: str | None) -> Lease | None:
+    if owner is None or expires is None:
+        return None
+    return Lease(owner=owner, expires_at=datetime.fromisoformat(expires))
+
+
+def _lease_columns(
+    owner: str, lease_seconds: float | None, now: datetime
+) -> tuple[str | None, str | None]:
+    if lease_seconds is None:
+        return None, None
+    return owner, (now + timedelta(seconds=lease_seconds)).isoformat()

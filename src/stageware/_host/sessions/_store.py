@@ -1,11 +1,18 @@
-"""Session snapshots and the stores that keep them across a process restart.
+"""What a session is, the interface of the stores that keep one, and the rule of a write.
 
-A session is what an agent needs to pick a run up again after its process stopped, most
-often while it waited for a human answer: the conversation, the agent's key-value state,
-the provider state the host keeps between model calls and the host's serialised interrupt
-state. ``SessionStore`` is the small interface the agent saves and loads that through;
-``MemorySessionStore`` keeps snapshots in the process (tests, short-lived agents) and
-``SQLiteSessionStore`` in ``_sqlite`` keeps them in a file.
+A session is what an agent needs to pick a run up again in another process, most often
+while it waited for a human answer: the conversation, the agent's key-value state, the
+provider state the host keeps between model calls and the host's serialised interrupt
+state. ``SessionStore`` is the small interface the agent saves and loads that through.
+
+Several workers may serve one session, so every write is conditional (optimistic
+concurrency): a session carries a version, bumped by every save, and a save names the
+version its writer loaded. A save against a session that changed since then is refused
+with ``SessionConflictError``; nothing is overwritten. A worker that runs an invocation
+also holds a *lease* on the session, written with its first save (the claim) and renewed
+while it works: no other worker can save the session until the lease is released or has
+expired, so two workers never run the same resumed step. A worker that died stops
+renewing, and its lease expires.
 
 What a snapshot deliberately does NOT hold:
 
@@ -16,32 +23,30 @@ What a snapshot deliberately does NOT hold:
 * Anything the host did not put into ``interrupt_state``. The store treats that value as
   opaque JSON: which pending interrupts and answers survive a restart, and in what form, is
   the host's decision, not the store's.
-
-A snapshot is plain JSON data, checked on the way in and on the way out, so what an agent
-saves is exactly what a restarted process loads: nothing that only seemed to be stored (a
-tuple, a set, an object) and nothing a hand-edited or damaged row could slip past.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import math
-import threading
-from typing import Any, Final, NoReturn, Protocol, cast, final, runtime_checkable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, Protocol, final, runtime_checkable
 
-import pydantic
 from typing_extensions import TypedDict
 
-from stageware._data_paths import format_path
 from stageware._generated.payloads import Message
 
 __all__ = [
     "SNAPSHOT_VERSION",
-    "MemorySessionStore",
+    "Lease",
+    "SessionConflictError",
     "SessionError",
+    "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "StoredSession",
+    "check_renewal",
+    "check_session_id",
+    "check_write",
 ]
 
 SNAPSHOT_VERSION: Final = 1
@@ -52,7 +57,8 @@ class SessionSnapshot(TypedDict):
     """Everything an agent needs to resume a session in a new process.
 
     Attributes:
-        version: The snapshot format, ``SNAPSHOT_VERSION``.
+        version: The snapshot format, ``SNAPSHOT_VERSION`` (not the session's version,
+            which the store keeps beside the snapshot).
         messages: The conversation, as Converse messages, oldest first.
         state: The agent's JSON key-value state.
         model_state: Provider state the host keeps between model calls.
@@ -67,6 +73,37 @@ class SessionSnapshot(TypedDict):
 
 
 @final
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A worker's hold on a session while it runs an invocation.
+
+    Attributes:
+        owner: Who holds it: the worker's host name, process id and a random part.
+        expires_at: When it lapses unless renewed (timezone-aware, UTC); the store's clock
+            decides (the database server's, for a shared database).
+    """
+
+    owner: str
+    expires_at: datetime
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session as a store holds it.
+
+    Attributes:
+        snapshot: The last snapshot saved.
+        version: How many saves the session has had; the next save must name it.
+        lease: The lease of the last worker that claimed the session and has not
+            released it, even if it has expired since; ``None`` when released.
+    """
+
+    snapshot: SessionSnapshot
+    version: int
+    lease: Lease | None
+
+
 class SessionError(Exception):
     """A session could not be saved, loaded or deleted.
 
@@ -75,27 +112,105 @@ class SessionError(Exception):
     """
 
 
-@runtime_checkable
-class SessionStore(Protocol):
-    """Where an agent keeps its sessions between runs.
+class SessionConflictError(SessionError):
+    """A save was refused because the session changed since its writer loaded it.
 
-    The agent calls these methods from worker threads, possibly several agents on one
-    store at once, so an implementation must be thread-safe. Each call is atomic: a failed
-    ``save`` leaves the previous snapshot in place.
+    Nothing was written. Recover by loading the session again (a new ``Agent``, or
+    ``agent.reload_session()``) and retrying the invocation, or by failing the request.
+
+    Attributes:
+        session_id: The session.
+        expected_version: The version the writer loaded (0: it found no session).
+        found_version: The version the store holds now (0: the session is gone).
     """
 
-    def load(self, session_id: str) -> SessionSnapshot | None:
-        """Return the last snapshot saved for *session_id*, or ``None`` if there is none.
+    def __init__(
+        self, message: str, *, session_id: str, expected_version: int, found_version: int
+    ) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.found_version = found_version
+
+
+@final
+class SessionLeasedError(SessionConflictError):
+    """A save was refused because another worker holds the session's lease.
+
+    Another worker is running an invocation of this session, or died while running one
+    and its lease has not expired yet. Retry after ``lease.expires_at``, or fail.
+
+    Attributes:
+        lease: The lease that stood in the way.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        expected_version: int,
+        found_version: int,
+        lease: Lease,
+    ) -> None:
+        super().__init__(
+            message,
+            session_id=session_id,
+            expected_version=expected_version,
+            found_version=found_version,
+        )
+        self.lease = lease
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where agents keep their sessions between runs, shared safely by many workers.
+
+    The agent calls these methods from worker threads, possibly several agents on one
+    store at once, so an implementation must be thread-safe. Each call is atomic: a
+    refused or failed ``save`` leaves the stored session exactly as it was.
+    """
+
+    def load(self, session_id: str) -> StoredSession | None:
+        """Return the session saved as *session_id*, or ``None`` if there is none.
 
         Raises ``SessionError`` if the stored record cannot be read as a snapshot.
         """
         ...
 
-    def save(self, session_id: str, snapshot: SessionSnapshot) -> None:
-        """Store *snapshot* for *session_id*, replacing any earlier one.
+    def save(
+        self,
+        session_id: str,
+        snapshot: SessionSnapshot,
+        *,
+        expected_version: int,
+        owner: str,
+        lease_seconds: float | None,
+    ) -> int:
+        """Store *snapshot* if the session is still at *expected_version*; return the new one.
 
-        Raises ``SessionError``, and stores nothing, if the snapshot is not JSON data of
-        the snapshot's shape.
+        The write follows ``check_write``: the stored version must be *expected_version*
+        (0 for a session that does not exist yet) and no other owner may hold a live
+        lease. On success the version is ``expected_version + 1`` and *owner* holds the
+        lease for *lease_seconds* from now, or nobody does if it is ``None``.
+
+        Raises:
+            SessionConflictError: The session changed since *expected_version*.
+            SessionLeasedError: Another owner holds a live lease.
+            SessionError: The snapshot is not JSON data of the snapshot's shape, or the
+                store failed; nothing was written.
+        """
+        ...
+
+    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
+        """Extend *owner*'s lease to *lease_seconds* from now, leaving the snapshot alone.
+
+        Allowed on the same terms as ``save`` (so an expired lease nobody took over can
+        still be renewed); the version does not change.
+
+        Raises:
+            SessionConflictError: The session changed since *version*.
+            SessionLeasedError: Another owner took the lease.
         """
         ...
 
@@ -104,241 +219,89 @@ class SessionStore(Protocol):
         ...
 
 
-@final
-class MemorySessionStore:
-    """A ``SessionStore`` that keeps snapshots in this process.
+def check_session_id(session_id: object, where: str) -> str:
+    """Return *session_id* if every store can key a session by it.
 
-    It holds the encoded JSON rather than the caller's objects, so a snapshot is copied on
-    the way in and out (later changes by the caller never reach the store, nor the other
-    way round) and the same values are refused as by ``SQLiteSessionStore``: swapping one
-    store for the other does not change what an agent may save.
+    Raises:
+        SessionError: For a non-string, an empty string, a lone surrogate (which no
+            database can store as UTF-8 text) or a NUL character (which PostgreSQL
+            refuses in text).
     """
-
-    __slots__ = ("_documents", "_lock")
-
-    def __init__(self) -> None:
-        self._documents: dict[str, str] = {}
-        # A dict operation is atomic under the GIL, but not on a free-threaded build.
-        self._lock = threading.Lock()
-
-    def load(self, session_id: str) -> SessionSnapshot | None:
-        """Return a fresh copy of the snapshot saved for *session_id*, or ``None``."""
-        with self._lock:
-            document = self._documents.get(session_id)
-        if document is None:
-            return None
-        return decode_snapshot(document, session_id, _MEMORY)
-
-    def save(self, session_id: str, snapshot: SessionSnapshot) -> None:
-        """Store a copy of *snapshot* for *session_id*, replacing any earlier one."""
-        document = encode_snapshot(snapshot, session_id, _MEMORY)
-        with self._lock:
-            self._documents[session_id] = document
-
-    def delete(self, session_id: str) -> None:
-        """Forget *session_id*, if it was saved."""
-        with self._lock:
-            self._documents.pop(session_id, None)
-
-    def __repr__(self) -> str:
-        with self._lock:
-            count = len(self._documents)
-        return f"MemorySessionStore(<{count} sessions>)"
-
-
-_MEMORY: Final = "the memory store"
-
-
-# --- Encoding and decoding, shared by the stores ------------------------------------------
-
-
-def encode_snapshot(snapshot: SessionSnapshot, session_id: str, where: str) -> str:
-    """Encode *snapshot* as a JSON document, or raise ``SessionError`` naming the bad value.
-
-    *where* names the store in messages. Stricter than ``json.dumps``: a tuple or a
-    non-string dict key is refused too, because it would load back as something else (a
-    list, a string key) and a resumed run would not see what the first one saved.
-    """
-    encoded = _encode_faithfully(snapshot)
-    if encoded is None:
+    if not isinstance(session_id, str):
         raise SessionError(
-            f"cannot save session {session_id!r} in {where}: {_explain_non_json(snapshot)}; "
-            "nothing was written"
+            f"a session id must be a str, got {type(session_id).__qualname__} "
+            f"{session_id!r} ({where})"
         )
-    document, plain = encoded
-    _check_shape(
-        plain,
-        f"cannot save session {session_id!r} in {where}: ",
-        "; nothing was written",
-        stored=False,
-    )
-    return document
-
-
-def _encode_faithfully(snapshot: SessionSnapshot) -> tuple[str, object] | None:
-    """Return the JSON document and its decoded copy, or ``None`` if they differ."""
+    if not session_id:
+        raise SessionError(f"a session id must not be empty ({where})")
     try:
-        # ensure_ascii (the default) escapes lone surrogates, which are valid in a Python
-        # str but cannot be written to SQLite as UTF-8.
-        document = json.dumps(
-            snapshot, allow_nan=False, separators=(",", ":"), default=_refuse_object
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise SessionError(
+            f"session id {session_id!r} cannot be stored ({where}): the character at "
+            f"position {error.start} is a lone surrogate, which is not valid UTF-8 text"
+        ) from None
+    if "\x00" in session_id:
+        raise SessionError(
+            f"session id {session_id!r} cannot be stored ({where}): it contains a NUL character"
         )
-        plain: object = json.loads(document)
-    except (TypeError, ValueError, RecursionError):
-        return None
-    # Comparing with the decoded copy catches, in C, every value that json.dumps accepts
-    # but changes (tuples, int keys); the slow walk in _find_non_json only runs to explain
-    # a failure.
-    return (document, plain) if plain == snapshot else None
+    return session_id
 
 
-def decode_snapshot(document: object, session_id: str, where: str) -> SessionSnapshot:
-    """Decode and check a stored document; a damaged one is a ``SessionError``.
+def check_write(
+    session_id: str,
+    where: str,
+    *,
+    expected_version: int,
+    owner: str,
+    found_version: int,
+    found_lease: Lease | None,
+    now: datetime,
+) -> None:
+    """Apply the rule every store's ``save`` and ``renew`` follow, before writing.
 
-    The decoded data itself is returned, not pydantic's copy of it: pydantic drops keys a
-    TypedDict does not declare, and the store must hand back everything it was given.
+    *found_version* and *found_lease* are what the store holds, read in the same
+    transaction as the write (0 and ``None`` for no session); *now* is the store's clock.
+
+    Raises:
+        SessionConflictError: The version moved on (or the session was deleted).
+        SessionLeasedError: Another owner's lease is still live.
     """
-
-    prefix = f"session {session_id!r} in {where} is damaged: "
-
-    def fail(problem: str) -> NoReturn:
-        raise SessionError(prefix + problem)
-
-    if not isinstance(document, str | bytes):
-        fail(f"the stored document is {_describe_type(document)}, not JSON text")
-    try:
-        plain: object = json.loads(document, parse_constant=_refuse_constant)
-    except RecursionError:
-        fail("the stored document is nested too deeply to read")
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN and Infinity
-        fail(f"the stored document is not valid JSON ({exc})")
-    _check_shape(plain, prefix, stored=True)
-    return cast(SessionSnapshot, plain)
-
-
-def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) -> None:
-    """Check that decoded JSON *plain* is a snapshot of the current version.
-
-    A problem is raised as ``SessionError(prefix + problem + suffix)``; *stored* says
-    whether *plain* was read from a store or is about to be written to one.
-    """
-
-    def message(problem: str) -> str:
-        return prefix + problem + suffix
-
-    if not isinstance(plain, dict):
-        raise SessionError(message(f"the snapshot is {_describe_type(plain)}, not a JSON object"))
-    # The version comes first, and by itself, so that a snapshot from another stageware
-    # reads as what it is rather than as a list of fields that happen not to match.
-    version = cast(dict[str, object], plain).get("version")
-    if type(version) is int and version != SNAPSHOT_VERSION:
-        if not stored:
-            problem = f"snapshot format version {version}; this stageware writes version"
-        elif version > SNAPSHOT_VERSION:
-            problem = (
-                f"snapshot format version {version} (written by a newer stageware?); "
-                "this stageware reads version"
+    if found_version != expected_version:
+        if found_version == 0:
+            state = "the session no longer exists (it was deleted)"
+        elif expected_version == 0:
+            state = f"another worker created it first (the store holds version {found_version})"
+        else:
+            state = (
+                f"this worker loaded version {expected_version}, the store holds version "
+                f"{found_version}"
             )
-        else:
-            problem = f"snapshot format version {version}; this stageware reads version"
-        raise SessionError(message(f"{problem} {SNAPSHOT_VERSION}"))
-    try:
-        # Strict: decoded JSON never needs coercing, and a lax "1" for 1 would be returned
-        # as the string it is, since the caller gets the decoded data, not pydantic's copy.
-        _snapshot_adapter().validate_python(plain, strict=True)
-    except pydantic.ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        first = errors[0]
-        field = format_path(first["loc"]) or "the snapshot"
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        # The type of the bad input, never its value: a conversation does not belong in logs.
-        got = "" if first["type"] == "missing" else f", got {_describe_type(first['input'])}"
-        raise SessionError(message(f"field {field}: {first['msg']}{got}{more}")) from None
-
-
-@functools.cache
-def _snapshot_adapter() -> pydantic.TypeAdapter[SessionSnapshot]:
-    # Built on first use rather than at import, so importing stageware stays cheap.
-    return pydantic.TypeAdapter(SessionSnapshot)
-
-
-def _refuse_object(value: object) -> NoReturn:
-    raise TypeError(f"{type(value).__qualname__} is not JSON serializable")
-
-
-def _refuse_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _explain_non_json(snapshot: object) -> str:
-    """Say where the first value that is not faithful JSON data sits in *snapshot*."""
-    try:
-        found = _find_non_json(snapshot, [], set())
-    except RecursionError:
-        return "the snapshot is nested too deeply to encode"
-    if found is None:  # Only if the walk and json.dumps disagree; keep the message useful.
-        return "the snapshot is not JSON data"
-    path, problem = found
-    return f"{format_path(path) or 'the snapshot'} {problem}"
-
-
-def _find_non_json(
-    value: object, path: list[str | int], active: set[int]
-) -> tuple[list[str | int], str] | None:
-    """Walk *value* depth first; return the path to the first non-JSON value and why."""
-    # bool and the str/int/float subclasses (enums, say) encode as their base value and
-    # compare equal to it, so they are faithful.
-    if value is None or isinstance(value, str | int):
-        return None
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return None
-        return path, f"is {value!r}, which JSON cannot represent"
-    if isinstance(value, list):
-        return _walk(cast(list[object], value), path, active)
-    if isinstance(value, dict):
-        return _walk(cast(dict[object, object], value), path, active)
-    if isinstance(value, tuple | set | frozenset):
-        return (
-            path,
-            f"is {_describe_type(cast(object, value))}, which is not JSON data (use a list)",
+        raise SessionConflictError(
+            f"session {session_id!r} in {where} was changed by another worker: {state}; "
+            "nothing was written. Load the session again and retry the invocation, or fail.",
+            session_id=session_id,
+            expected_version=expected_version,
+            found_version=found_version,
         )
-    return path, f"is {_describe_type(value)}, which is not JSON data"
+    if found_lease is not None and found_lease.owner != owner and found_lease.expires_at > now:
+        left = (found_lease.expires_at - now).total_seconds()
+        raise SessionLeasedError(
+            f"session {session_id!r} in {where} is in use by worker {found_lease.owner!r}, "
+            f"whose lease runs for {left:.1f} s more (until "
+            f"{found_lease.expires_at.isoformat(timespec='milliseconds')}); nothing was "
+            "written. Retry once it is released or has expired, or fail.",
+            session_id=session_id,
+            expected_version=expected_version,
+            found_version=found_version,
+            lease=found_lease,
+        )
 
 
-def _walk(
-    items: list[object] | dict[object, object],
-    path: list[str | int],
-    active: set[int],
-) -> tuple[list[str | int], str] | None:
-    """Walk the items of a list or dict for ``_find_non_json``."""
-    if id(items) in active:
-        return path, "refers back to itself (a circular reference)"
-    active.add(id(items))
-    try:
-        if isinstance(items, list):
-            for index, item in enumerate(items):
-                found = _find_non_json(item, [*path, index], active)
-                if found is not None:
-                    return found
-        else:
-            for key, item in items.items():
-                if not isinstance(key, str):
-                    return path, (
-                        f"has the key {key!r} ({type(key).__qualname__}); "
-                        "JSON object keys must be strings"
-                    )
-                found = _find_non_json(item, [*path, key], active)
-                if found is not None:
-                    return found
-    finally:
-        active.discard(id(items))
-    return None
-
-
-def _describe_type(value: object) -> str:
-    if value is None:
-        return "null"
-    name = type(value).__qualname__
-    article = "an" if name[:1].lower() in "aeiou" else "a"
-    return f"{article} {name}"
+def check_renewal(version: int) -> None:
+    """Refuse to renew a lease on a session that was never saved."""
+    if version < 1:
+        raise ValueError(
+            f"renew() needs the version of a saved session (1 or more), got {version}; "
+            "a lease is first taken by a save"
+        )

@@ -29,6 +29,7 @@ from stageware._generated.events import (
     ToolStreamEvent,
 )
 from stageware._generated.payloads import ToolResult, ToolResultContent, ToolSpec, ToolUse
+from stageware._host._shorten import shorten
 from stageware._runtime import InterruptException
 
 from ._context import ToolContext
@@ -299,5 +300,4 @@ def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:
 
 
 def _short_repr(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_INPUT_REPR else text[: _MAX_INPUT_REPR - 3] + "..."
+    return shorten(repr(value), _MAX_INPUT_REPR)

@@ -1,0 +1,174 @@
+"""The agent's side of a stored session: load, claim, checkpoint, release.
+
+An invocation of an agent with a session store runs under a lease, so that of several
+workers serving one session only one runs it at a time:
+
+1. **Claim.** Before anything runs, the agent saves the session (with a resume's answers
+   already in it) at the version it loaded, taking a lease. A worker that loaded the same
+   version loses: its save is refused with ``SessionConflictError`` before any tool or
+   model call. A worker whose lease is still live blocks the others with
+   ``SessionLeasedError``.
+2. **Heartbeat.** A thread renews the lease every third of its length while the
+   invocation runs, whatever the event loop is doing; if the renewal is refused (the lease
+   lapsed and another worker took the session over), the run is cancelled.
+3. **Checkpoints.** A tool call of a resumed round is recorded as soon as it finishes, so
+   a worker that dies after an approved tool ran, but before the invocation ended, never
+   has the tool run again: the worker that takes over after the lease expires replays the
+   round with that result and runs only what had not finished.
+4. **Release.** The final save stores the invocation's outcome and releases the lease.
+
+A worker killed mid-invocation keeps its lease until it expires; then another worker can
+load the session and continue (``agent()`` with no prompt, if a resume was under way).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import secrets
+import socket
+import threading
+from typing import Final, final
+
+import anyio.to_thread
+
+from ._cancel import CancelToken
+from ._core import AgentCore
+from .sessions import (
+    SNAPSHOT_VERSION,
+    SessionConflictError,
+    SessionError,
+    SessionSnapshot,
+    SessionStore,
+    StoredSession,
+)
+
+__all__ = ["DEFAULT_LEASE_SECONDS", "AgentSession"]
+
+DEFAULT_LEASE_SECONDS: Final = 30.0
+"""How long a worker's hold on a session lasts without renewal."""
+
+
+@final
+class AgentSession:
+    """One agent's link to its session in a store: the version it holds and its lease.
+
+    Every write goes through one lock, so the heartbeat never renews with a version that a
+    checkpoint is replacing.
+    """
+
+    __slots__ = ("_heartbeat", "_lease_seconds", "_lock", "_owner", "id", "store", "version")
+
+    def __init__(self, store: SessionStore, session_id: str, *, lease_seconds: float) -> None:
+        self.store = store
+        self.id = session_id
+        self.version = 0
+        self._lease_seconds = lease_seconds
+        # Readable in a lease error: which machine and process holds the session.
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._lock = threading.Lock()
+        self._heartbeat: _Heartbeat | None = None
+
+    @property
+    def owner(self) -> str:
+        """The name this agent's leases are held under."""
+        return self._owner
+
+    def load(self) -> StoredSession | None:
+        """Read the session and remember its version (0 if there is none)."""
+        stored = self.store.load(self.id)
+        self.version = 0 if stored is None else stored.version
+        return stored
+
+    async def claim(self, core: AgentCore) -> None:
+        """Save the session at the loaded version and take the lease, then keep it."""
+        await self._save(core, lease=True)
+        self._heartbeat = _Heartbeat(self, core.cancel)
+
+    async def checkpoint(self, core: AgentCore) -> None:
+        """Save progress made under the lease, keeping the lease."""
+        await self._save(core, lease=True)
+
+    async def release(self, core: AgentCore) -> None:
+        """Save the invocation's outcome and release the lease."""
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None:
+            await anyio.to_thread.run_sync(heartbeat.stop)
+        await self._save(core, lease=False)
+
+    async def _save(self, core: AgentCore, *, lease: bool) -> None:
+        # Copied here, in the loop's thread, so the worker thread never reads live objects.
+        snapshot: SessionSnapshot = {
+            "version": SNAPSHOT_VERSION,
+            "messages": copy.deepcopy(core.messages),
+            "state": core.state.to_dict(),
+            "model_state": copy.deepcopy(core.model_state),
+            "interrupt_state": core.interrupts.to_dict(),
+        }
+        lease_seconds = self._lease_seconds if lease else None
+        await anyio.to_thread.run_sync(self._write, snapshot, lease_seconds)
+
+    def _write(self, snapshot: SessionSnapshot, lease_seconds: float | None) -> None:
+        with self._lock:
+            self.version = self.store.save(
+                self.id,
+                snapshot,
+                expected_version=self.version,
+                owner=self._owner,
+                lease_seconds=lease_seconds,
+            )
+
+    def renew(self) -> None:
+        """Extend the lease (the heartbeat's call)."""
+        with self._lock:
+            self.store.renew(
+                self.id, version=self.version, owner=self._owner, lease_seconds=self._lease_seconds
+            )
+
+    @property
+    def lease_seconds(self) -> float:
+        return self._lease_seconds
+
+    def __repr__(self) -> str:
+        return f"AgentSession({self.id!r}, version={self.version}, store={self.store!r})"
+
+
+@final
+class _Heartbeat:
+    """A thread that keeps a claimed session's lease alive while the invocation runs.
+
+    A thread rather than a task: it renews even while a synchronous tool or hook holds the
+    event loop, and it needs no task group around the invocation's stream.
+    """
+
+    __slots__ = ("_cancel", "_session", "_stopped", "_thread", "lost")
+
+    def __init__(self, session: AgentSession, cancel: CancelToken) -> None:
+        self._session = session
+        self._cancel = cancel
+        self._stopped = threading.Event()
+        self.lost: SessionConflictError | None = None
+        self._thread = threading.Thread(
+            target=self._run, name=f"stageware-lease-{session.id}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        interval = self._session.lease_seconds / 3
+        while not self._stopped.wait(interval):
+            try:
+                self._session.renew()
+            except SessionConflictError as error:
+                # Another worker owns the session now: whatever this run does next would
+                # be refused at its save, so stop it rather than let it act.
+                self.lost = error
+                self._cancel.set()
+                return
+            except SessionError:
+                # A passing store failure (a dropped connection): the lease still has two
+                # thirds of its length to run, and the next tick tries again.
+                continue
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()

@@ -1,0 +1,232 @@
+"""Session snapshots as JSON documents: encoded faithfully, decoded and checked.
+
+Shared by every store, so swapping one store for another never changes what an agent may
+save: a snapshot is plain JSON data, checked on the way in and on the way out, and nothing
+that only seemed to be stored (a tuple, a set, an object) gets through, nor anything a
+hand-edited or damaged record could slip past.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from typing import NoReturn, cast
+
+import pydantic
+
+from stageware._data_paths import format_path
+
+from ._store import SNAPSHOT_VERSION, SessionError, SessionSnapshot
+
+__all__ = ["decode_snapshot", "encode_snapshot", "json_problem"]
+
+
+def json_problem(value: object) -> str | None:
+    """Say why *value* is not faithful JSON data, or return ``None`` if it is.
+
+    The answer names the path of the first offending value (``"['a'][0] is a set, ..."``),
+    so an error raised where the value is set can say exactly what to change.
+    """
+    try:
+        document = json.dumps(value, allow_nan=False, default=_refuse_object)
+        if json.loads(document) == value:
+            return None
+    except (TypeError, ValueError, RecursionError):
+        pass
+    return _explain_non_json(value, root="the value")
+
+
+def encode_snapshot(snapshot: SessionSnapshot, session_id: str, where: str) -> str:
+    """Encode *snapshot* as a JSON document, or raise ``SessionError`` naming the bad value.
+
+    *where* names the store in messages. Stricter than ``json.dumps``: a tuple or a
+    non-string dict key is refused too, because it would load back as something else (a
+    list, a string key) and a resumed run would not see what the first one saved.
+    """
+    encoded = _encode_faithfully(snapshot)
+    if encoded is None:
+        raise SessionError(
+            f"cannot save session {session_id!r} in {where}: {_explain_non_json(snapshot)}; "
+            "nothing was written"
+        )
+    document, plain = encoded
+    _check_shape(
+        plain,
+        f"cannot save session {session_id!r} in {where}: ",
+        "; nothing was written",
+        stored=False,
+    )
+    return document
+
+
+def _encode_faithfully(snapshot: SessionSnapshot) -> tuple[str, object] | None:
+    """Return the JSON document and its decoded copy, or ``None`` if they differ."""
+    try:
+        # ensure_ascii (the default) escapes lone surrogates, which are valid in a Python
+        # str but cannot be written to SQLite as UTF-8.
+        document = json.dumps(
+            snapshot, allow_nan=False, separators=(",", ":"), default=_refuse_object
+        )
+        plain: object = json.loads(document)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    # Comparing with the decoded copy catches, in C, every value that json.dumps accepts
+    # but changes (tuples, int keys); the slow walk in _find_non_json only runs to explain
+    # a failure.
+    return (document, plain) if plain == snapshot else None
+
+
+def decode_snapshot(document: object, session_id: str, where: str) -> SessionSnapshot:
+    """Decode and check a stored document; a damaged one is a ``SessionError``.
+
+    The decoded data itself is returned, not pydantic's copy of it: pydantic drops keys a
+    TypedDict does not declare, and the store must hand back everything it was given.
+    """
+
+    prefix = f"session {session_id!r} in {where} is damaged: "
+
+    def fail(problem: str) -> NoReturn:
+        raise SessionError(prefix + problem)
+
+    if not isinstance(document, str | bytes):
+        fail(f"the stored document is {_describe_type(document)}, not JSON text")
+    try:
+        plain: object = json.loads(document, parse_constant=_refuse_constant)
+    except RecursionError:
+        fail("the stored document is nested too deeply to read")
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN and Infinity
+        fail(f"the stored document is not valid JSON ({exc})")
+    _check_shape(plain, prefix, stored=True)
+    return cast(SessionSnapshot, plain)
+
+
+def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) -> None:
+    """Check that decoded JSON *plain* is a snapshot of the current version.
+
+    A problem is raised as ``SessionError(prefix + problem + suffix)``; *stored* says
+    whether *plain* was read from a store or is about to be written to one.
+    """
+
+    def message(problem: str) -> str:
+        return prefix + problem + suffix
+
+    if not isinstance(plain, dict):
+        raise SessionError(message(f"the snapshot is {_describe_type(plain)}, not a JSON object"))
+    # The version comes first, and by itself, so that a snapshot from another stageware
+    # reads as what it is rather than as a list of fields that happen not to match.
+    version = cast(dict[str, object], plain).get("version")
+    if type(version) is int and version != SNAPSHOT_VERSION:
+        if not stored:
+            problem = f"snapshot format version {version}; this stageware writes version"
+        elif version > SNAPSHOT_VERSION:
+            problem = (
+                f"snapshot format version {version} (written by a newer stageware?); "
+                "this stageware reads version"
+            )
+        else:
+            problem = f"snapshot format version {version}; this stageware reads version"
+        raise SessionError(message(f"{problem} {SNAPSHOT_VERSION}"))
+    try:
+        # Strict: decoded JSON never needs coercing, and a lax "1" for 1 would be returned
+        # as the string it is, since the caller gets the decoded data, not pydantic's copy.
+        _snapshot_adapter().validate_python(plain, strict=True)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        first = errors[0]
+        field = format_path(first["loc"]) or "the snapshot"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        # The type of the bad input, never its value: a conversation does not belong in logs.
+        got = "" if first["type"] == "missing" else f", got {_describe_type(first['input'])}"
+        raise SessionError(message(f"field {field}: {first['msg']}{got}{more}")) from None
+
+
+@functools.cache
+def _snapshot_adapter() -> pydantic.TypeAdapter[SessionSnapshot]:
+    # Built on first use rather than at import, so importing stageware stays cheap.
+    return pydantic.TypeAdapter(SessionSnapshot)
+
+
+def _refuse_object(value: object) -> NoReturn:
+    raise TypeError(f"{type(value).__qualname__} is not JSON serializable")
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _explain_non_json(value: object, root: str = "the snapshot") -> str:
+    """Say where the first value that is not faithful JSON data sits in *value*.
+
+    *root* names *value* itself when the problem is the value as a whole.
+    """
+    try:
+        found = _find_non_json(value, [], set())
+    except RecursionError:
+        return f"{root} is nested too deeply to encode"
+    if found is None:  # Only if the walk and json.dumps disagree; keep the message useful.
+        return f"{root} is not JSON data"
+    path, problem = found
+    return f"{format_path(path) or root} {problem}"
+
+
+def _find_non_json(
+    value: object, path: list[str | int], active: set[int]
+) -> tuple[list[str | int], str] | None:
+    """Walk *value* depth first; return the path to the first non-JSON value and why."""
+    # bool and the str/int/float subclasses (enums, say) encode as their base value and
+    # compare equal to it, so they are faithful.
+    if value is None or isinstance(value, str | int):
+        return None
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return path, f"is {value!r}, which JSON cannot represent"
+    if isinstance(value, list):
+        return _walk(cast(list[object], value), path, active)
+    if isinstance(value, dict):
+        return _walk(cast(dict[object, object], value), path, active)
+    if isinstance(value, tuple | set | frozenset):
+        return (
+            path,
+            f"is {_describe_type(cast(object, value))}, which is not JSON data (use a list)",
+        )
+    return path, f"is {_describe_type(value)}, which is not JSON data"
+
+
+def _walk(
+    items: list[object] | dict[object, object],
+    path: list[str | int],
+    active: set[int],
+) -> tuple[list[str | int], str] | None:
+    """Walk the items of a list or dict for ``_find_non_json``."""
+    if id(items) in active:
+        return path, "refers back to itself (a circular reference)"
+    active.add(id(items))
+    try:
+        if isinstance(items, list):
+            for index, item in enumerate(items):
+                found = _find_non_json(item, [*path, index], active)
+                if found is not None:
+                    return found
+        else:
+            for key, item in items.items():
+                if not isinstance(key, str):
+                    return path, (
+                        f"has the key {key!r} ({type(key).__qualname__}); "
+                        "JSON object keys must be strings"
+                    )
+                found = _find_non_json(item, [*path, key], active)
+                if found is not None:
+                    return found
+    finally:
+        active.discard(id(items))
+    return None
+
+
+def _describe_type(value: object) -> str:
+    if value is None:
+        return "null"
+    name = type(value).__qualname__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    return f"{article} {name}"

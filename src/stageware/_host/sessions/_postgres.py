@@ -1,0 +1,373 @@
+"""``PostgresSessionStore``: sessions in PostgreSQL, shared by workers on many machines.
+
+The store gives the guarantees of the SQLite store (conditional saves, leases, renewal) to
+workers that do not share a disk. Each call borrows a connection from a psycopg pool and
+runs one statement that checks and writes at once (see ``_postgres_tables``); a refused
+write is then explained by reading the row and applying ``check_write``, which raises the
+same errors as every other store. Leases are judged by the database server's clock, the
+one clock all workers share.
+
+The methods are synchronous, like the ``SessionStore`` protocol: the agent calls them on a
+worker thread (``anyio.to_thread.run_sync``), which suits asyncio and trio alike, and a
+call is one short round trip, so a thread costs little beside it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Final, Self, TypeVar, cast, final
+
+import psycopg
+from psycopg import Cursor, sql
+from psycopg.rows import TupleRow, tuple_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ._encoding import decode_snapshot, encode_snapshot
+from ._postgres_conninfo import Location, locate
+from ._postgres_tables import FORMAT, Statements, create_tables, statements
+from ._store import (
+    Lease,
+    SessionError,
+    SessionSnapshot,
+    StoredSession,
+    check_renewal,
+    check_session_id,
+    check_write,
+)
+
+__all__ = ["PostgresSessionStore"]
+
+_T = TypeVar("_T")
+
+_DEFAULT_MIN_SIZE: Final = 1
+_DEFAULT_MAX_SIZE: Final = 4
+_DEFAULT_TIMEOUT: Final = 10.0
+
+# Postgres truncates longer identifiers, so two long names could meet in one schema.
+_MAX_IDENTIFIER_BYTES: Final = 63
+
+# load: format, version, document, lease owner, lease expiry.
+_LoadRow = tuple[object, int | None, str | None, str | None, datetime | None]
+# inspect: format, version, lease owner, lease expiry, the server's clock.
+_InspectRow = tuple[object, int | None, str | None, datetime | None, datetime]
+
+
+@final
+class PostgresSessionStore:
+    """A ``SessionStore`` in a PostgreSQL database, for many workers on many machines.
+
+    The store creates its schema and tables on first use (see ``_postgres_tables``) and
+    refuses a schema written by a newer stageware. Each save is one atomic statement, so a
+    refused or failed save writes nothing. Lease expiries are computed and compared by the
+    database server, so the workers' own clocks do not matter.
+
+    It is thread-safe; from async code, call it on a worker thread
+    (``await anyio.to_thread.run_sync(store.load, "s1")``), as the agent does.
+
+    Args:
+        database: A conninfo string (``"host=db dbname=app user=app"``) or URL
+            (``"postgresql://app@db/app"``), from which the store makes and owns a
+            connection pool; or a ``psycopg_pool.ConnectionPool`` that you make, open and
+            close yourself. Its connections should keep the default ``READ COMMITTED``
+            isolation.
+        schema: The Postgres schema that holds the store's tables.
+        min_size: Connections the store's own pool keeps open (default 1).
+        max_size: Connections the store's own pool may open at once (default 4).
+        timeout: Seconds a call waits for a connection from the store's own pool before
+            failing with a ``SessionError`` (default 10).
+
+    The pool is opened on first use rather than here, so a store made before a server
+    forks its workers holds no connection the workers would share. A password in
+    *database* never appears in ``repr()`` or in an error.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_location",
+        "_lock",
+        "_owns_pool",
+        "_pool",
+        "_ready",
+        "_schema",
+        "_sql",
+        "_where",
+    )
+
+    def __init__(
+        self,
+        database: str | ConnectionPool[Any],
+        *,
+        schema: str = "stageware",
+        min_size: int | None = None,
+        max_size: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self._schema = _check_schema_name(schema)
+        if isinstance(database, ConnectionPool):
+            if (min_size, max_size, timeout) != (None, None, None):
+                raise TypeError(
+                    "PostgresSessionStore sizes only the pool it makes; give min_size, "
+                    "max_size and timeout to the pool you pass where you make it"
+                )
+            self._location = _locate_pool(database)
+            self._pool: ConnectionPool[Any] = database
+            self._owns_pool = False
+        else:
+            self._location = locate(database)
+            self._pool = ConnectionPool(
+                database,
+                # Each statement stands alone: no BEGIN and COMMIT round trips around it.
+                kwargs={"autocommit": True},
+                min_size=_DEFAULT_MIN_SIZE if min_size is None else min_size,
+                max_size=_DEFAULT_MAX_SIZE if max_size is None else max_size,
+                timeout=_DEFAULT_TIMEOUT if timeout is None else timeout,
+                open=False,
+                name=f"stageware-sessions-{self._schema}",
+            )
+            self._owns_pool = True
+        self._where = f"{self._location.description} (schema {self._schema})"
+        self._sql: Statements = statements(self._schema)
+        self._lock = threading.Lock()
+        self._ready = False
+        self._closed = False
+
+    @property
+    def schema(self) -> str:
+        """The Postgres schema that holds the store's tables."""
+        return self._schema
+
+    def load(self, session_id: str) -> StoredSession | None:
+        """Return the session saved as *session_id*, or ``None`` if there is none."""
+
+        def read(cursor: Cursor[TupleRow]) -> _LoadRow:
+            return cast(_LoadRow, self._one(cursor, self._sql.load, {"session_id": session_id}))
+
+        found, version, document, owner, expires = self._run(session_id, "load", read)
+        self._check_format(found, session_id, "load")
+        if version is None:
+            return None
+        snapshot = decode_snapshot(document, session_id, self._where)
+        return StoredSession(snapshot=snapshot, version=version, lease=_lease(owner, expires))
+
+    def save(
+        self,
+        session_id: str,
+        snapshot: SessionSnapshot,
+        *,
+        expected_version: int,
+        owner: str,
+        lease_seconds: float | None,
+    ) -> int:
+        """Store *snapshot* if the session is still at *expected_version*, in one statement."""
+        check_session_id(session_id, self._where)
+        # Encode before touching the database: a value that is not JSON data fails here.
+        document = encode_snapshot(snapshot, session_id, self._where)
+        params = {
+            "session_id": session_id,
+            "version": expected_version,
+            "document": document,
+            "owner": owner,
+            "lease_owner": None if lease_seconds is None else owner,
+            "lease_seconds": lease_seconds,
+        }
+        statement = self._sql.create if expected_version == 0 else self._sql.update
+        self._write(session_id, "save", statement, params, expected_version, owner)
+        return expected_version + 1
+
+    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
+        """Extend *owner*'s lease on *session_id*, leaving its snapshot and version alone."""
+        check_session_id(session_id, self._where)
+        check_renewal(version)
+        params = {
+            "session_id": session_id,
+            "version": version,
+            "owner": owner,
+            "lease_owner": owner,
+            "lease_seconds": lease_seconds,
+        }
+        self._write(session_id, "renew the lease of", self._sql.renew, params, version, owner)
+
+    def delete(self, session_id: str) -> None:
+        """Forget *session_id*; deleting a session that does not exist is not an error."""
+
+        def remove(cursor: Cursor[TupleRow]) -> object:
+            return self._one(cursor, self._sql.delete, {"session_id": session_id})[0]
+
+        found = self._run(session_id, "delete", remove)
+        self._check_format(found, session_id, "delete")
+
+    def close(self) -> None:
+        """Close the store, and its pool if the store made it; later calls fail."""
+        with self._lock:
+            self._closed = True
+        if self._owns_pool:
+            self._pool.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresSessionStore({self._location.description!r}, schema={self._schema!r})"
+
+    # --- Statements ---------------------------------------------------------------------
+
+    def _write(
+        self,
+        session_id: str,
+        verb: str,
+        statement: sql.Composed,
+        params: Mapping[str, object],
+        version: int,
+        owner: str,
+    ) -> None:
+        """Run a conditional write; explain a refusal with ``check_write``'s errors."""
+
+        def attempt(cursor: Cursor[TupleRow]) -> None:
+            # Each pass that neither writes nor raises saw the session change in between
+            # (a lease expired, a deleted row), in a way that now allows the write.
+            while cursor.execute(statement, params).fetchone() is None:
+                row = cast(_InspectRow, self._one(cursor, self._sql.inspect, params))
+                found, found_version, lease_owner, expires, now = row
+                self._check_format(found, session_id, verb)
+                check_write(
+                    session_id,
+                    self._where,
+                    expected_version=version,
+                    owner=owner,
+                    found_version=found_version or 0,
+                    found_lease=_lease(lease_owner, expires),
+                    now=now.astimezone(UTC),
+                )
+
+        self._run(session_id, verb, attempt)
+
+    @staticmethod
+    def _one(
+        cursor: Cursor[TupleRow], statement: sql.Composed, params: Mapping[str, object]
+    ) -> TupleRow:
+        row = cursor.execute(statement, params).fetchone()
+        # No row means store_format is empty: the format check that follows refuses that.
+        return (None,) * 5 if row is None else row
+
+    def _run(self, session_id: str, verb: str, action: Callable[[Cursor[TupleRow]], _T]) -> _T:
+        """Run *action* on a pooled connection; psycopg errors become ``SessionError``."""
+        check_session_id(session_id, self._where)
+        try:
+            self._ensure_tables(session_id, verb)
+            # A pool's connection block commits at its end, for a pool whose connections
+            # are not in autocommit mode; each cursor reads rows as tuples, whatever row
+            # factory a caller's pool set.
+            with (
+                self._pool.connection() as connection,
+                connection.cursor(row_factory=tuple_row) as cursor,
+            ):
+                return action(cursor)
+        except PoolTimeout as exc:
+            raise self._failure(session_id, verb, self._timeout_problem()) from exc
+        except psycopg.Error as exc:
+            raise self._failure(session_id, verb, str(exc)) from exc
+
+    # --- The schema ---------------------------------------------------------------------
+
+    def _ensure_tables(self, session_id: str, verb: str) -> None:
+        """Open the pool and create (or check) the store's tables on first use."""
+        with self._lock:
+            if self._closed:
+                raise SessionError(
+                    f"cannot {verb} session {session_id!r}: the store for {self._where} is closed"
+                )
+            if self._ready:
+                return
+            if self._owns_pool:
+                self._pool.open(wait=False)
+            with (
+                self._pool.connection() as connection,
+                connection.transaction(),
+                connection.cursor(row_factory=tuple_row) as cursor,
+            ):
+                setup = create_tables(cursor, self._schema)
+            if setup.foreign:
+                raise SessionError(
+                    f"cannot {verb} session {session_id!r}: schema {self._schema!r} of "
+                    f"{self._location.description} has a table named sessions that this "
+                    "stageware did not write (no store_format table); use another schema"
+                )
+            self._check_format(setup.format, session_id, verb)
+            self._ready = True
+
+    def _check_format(self, found: object, session_id: str, verb: str) -> None:
+        if found == FORMAT:
+            return
+        if isinstance(found, int) and found > FORMAT:
+            detail = (
+                f"holds sessions in store format {found}, written by a newer stageware; "
+                f"this stageware reads format {FORMAT}. Upgrade stageware to use it"
+            )
+        else:
+            detail = (
+                f"has a store_format table that holds {found!r}, which is not a store "
+                f"format (this stageware reads format {FORMAT})"
+            )
+        raise SessionError(f"cannot {verb} session {session_id!r}: {self._where} {detail}")
+
+    def _timeout_problem(self) -> str:
+        """Say why the pool had no connection to give: the server's answer, or a full pool.
+
+        The pool only logs why its connections fail, so one more connection, outside the
+        pool, finds out for the message.
+        """
+        pool = self._pool
+        waited = f"no connection within the pool's timeout ({pool.timeout:g} s)"
+        conninfo, kwargs = pool.conninfo, pool.kwargs
+        if callable(conninfo) or callable(kwargs):
+            return f"{waited}; the psycopg.pool log says why"
+        try:
+            probe = pool.connection_class.connect(
+                conninfo, **{**(kwargs or {}), "connect_timeout": max(1, round(pool.timeout))}
+            )
+        except psycopg.Error as exc:
+            return f"{waited}: {exc}"
+        probe.close()
+        return f"{waited}: all {pool.max_size} of its connections stayed busy; raise max_size"
+
+    def _failure(self, session_id: str, verb: str, problem: str) -> SessionError:
+        message = f"cannot {verb} session {session_id!r} in {self._where}: {problem}"
+        return SessionError(self._location.scrub(message))
+
+
+def _check_schema_name(schema: str) -> str:
+    try:
+        size = len(schema.encode())
+    except UnicodeEncodeError:  # a lone surrogate
+        size = 0
+    if not 0 < size <= _MAX_IDENTIFIER_BYTES or "\x00" in schema:
+        raise ValueError(
+            f"schema must be a name PostgreSQL can keep, 1 to {_MAX_IDENTIFIER_BYTES} bytes "
+            f"of UTF-8 text without NUL; got {schema!r}"
+        )
+    return schema
+
+
+def _locate_pool(pool: ConnectionPool[Any]) -> Location:
+    conninfo, kwargs = pool.conninfo, pool.kwargs
+    if callable(conninfo) or callable(kwargs):
+        # Computed per connection (a rotating password, say): not called just to name it.
+        return Location(f"the database of pool {pool.name!r}", ())
+    return locate(conninfo, kwargs)
+
+
+def _lease(owner: str | None, expires: datetime | None) -> Lease | None:
+    if owner is None or expires is None:
+        return None
+    return Lease(owner=owner, expires_at=expires.astimezone(UTC))

@@ -1,0 +1,108 @@
+"""Fixtures: a store of every kind, and more stores on the same database.
+
+``store`` runs a test on the memory, SQLite and Postgres stores; ``reopen()`` makes
+another store on the same database, as another process would have one (for memory, the
+same store: nothing else can reach its sessions). ``shared_spec`` names an SQLite or
+Postgres database for tests that start worker processes.
+
+Without ``STAGEWARE_TEST_POSTGRES_URL`` the Postgres cases skip, saying how to run them;
+when ``CI`` is set they fail instead, so CI never passes without having run them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from stageware._host.sessions import SessionStore
+
+from .stores import (
+    HOW_TO_RUN_POSTGRES,
+    StoreSpec,
+    close_store,
+    fresh_schema_name,
+    open_store,
+    postgres_url,
+)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> str:
+    """The URL of the test server's database."""
+    url = postgres_url()
+    if url is None:
+        if _in_ci():
+            pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
+        pytest.skip(HOW_TO_RUN_POSTGRES)
+    return url
+
+
+@pytest.fixture
+def postgres_spec(postgres_server: str) -> Iterator[StoreSpec]:
+    """A schema of this test's own on the test server, dropped afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    spec = StoreSpec("postgres", postgres_server, fresh_schema_name())
+    yield spec
+    with psycopg.connect(postgres_server, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(spec.schema))
+        )
+
+
+def _spec(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    if kind == "memory":
+        return StoreSpec("memory")
+    if kind == "sqlite":
+        return StoreSpec("sqlite", str(tmp_path / "sessions.db"))
+    spec: StoreSpec = request.getfixturevalue("postgres_spec")
+    return spec
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    return _spec(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    """A database that several processes can share."""
+    return _spec(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def opener() -> Iterator[Callable[[StoreSpec], SessionStore]]:
+    """``opener(spec)``: a new store on *spec*'s database, closed after the test."""
+    opened: list[SessionStore] = []
+
+    def open_(spec: StoreSpec) -> SessionStore:
+        store = open_store(spec)
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        close_store(store)
+
+
+@pytest.fixture
+def store(spec: StoreSpec, opener: Callable[[StoreSpec], SessionStore]) -> SessionStore:
+    return opener(spec)
+
+
+@pytest.fixture
+def reopen(
+    spec: StoreSpec, store: SessionStore, opener: Callable[[StoreSpec], SessionStore]
+) -> Callable[[], SessionStore]:
+    """Another store on ``store``'s database (the same one for memory)."""
+    if spec.kind == "memory":
+        return lambda: store
+    return lambda: opener(spec)

@@ -1,0 +1,152 @@
+"""How the store tests reach a database, and the snapshots they save.
+
+A ``StoreSpec`` names one database (a memory store, an SQLite file, a Postgres schema);
+``open_store(spec)`` makes a store on it. Two stores opened from one spec are what two
+processes would have: separate connections to the same data. A spec travels to a worker
+process as JSON (``worker.py``).
+
+Postgres: the tests find the server through ``STAGEWARE_TEST_POSTGRES_URL``. Each test
+gets a schema of its own, so runs and tests never see each other's sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Final, Literal
+
+from stageware._host.sessions import (
+    SNAPSHOT_VERSION,
+    MemorySessionStore,
+    SessionSnapshot,
+    SessionStore,
+    SQLiteSessionStore,
+)
+
+POSTGRES_URL_VARIABLE: Final = "STAGEWARE_TEST_POSTGRES_URL"
+
+HOW_TO_RUN_POSTGRES: Final = (
+    f"the Postgres store tests need a server: set {POSTGRES_URL_VARIABLE}="
+    "postgresql://USER@HOST/DATABASE (the tests create and drop schemas in it), or let "
+    "a throwaway server be started for them: "
+    ".ci/postgres run python -m pytest tests/host/sessions"
+)
+
+Kind = Literal["memory", "sqlite", "postgres"]
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """Where a store's sessions live.
+
+    Attributes:
+        kind: Which store.
+        target: The SQLite file, or the Postgres URL; empty for memory.
+        schema: The Postgres schema; empty otherwise.
+    """
+
+    kind: Kind
+    target: str = ""
+    schema: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> StoreSpec:
+        return cls(**json.loads(text))
+
+
+def open_store(spec: StoreSpec) -> SessionStore:
+    """A new store on *spec*'s database (for memory, a new, empty store)."""
+    if spec.kind == "memory":
+        return MemorySessionStore()
+    if spec.kind == "sqlite":
+        return SQLiteSessionStore(spec.target)
+    from stageware.postgres import PostgresSessionStore
+
+    return PostgresSessionStore(spec.target, schema=spec.schema)
+
+
+def close_store(store: SessionStore) -> None:
+    close: Callable[[], None] | None = getattr(store, "close", None)
+    if close is not None:
+        close()
+
+
+def fresh_schema_name() -> str:
+    return f"stageware_test_{uuid.uuid4().hex[:12]}"
+
+
+def postgres_url() -> str | None:
+    return os.environ.get(POSTGRES_URL_VARIABLE) or None
+
+
+def make_snapshot(turn: int = 0) -> SessionSnapshot:
+    """A snapshot with every kind of field, and text the databases find awkward."""
+    return {
+        "version": SNAPSHOT_VERSION,
+        "messages": [
+            {"role": "user", "content": [{"text": f"question {turn}"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"text": "let me check"},
+                    {"toolUse": {"toolUseId": "t1", "name": "lookup", "input": {"q": [1, 2.5]}}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": "t1",
+                            "status": "success",
+                            "content": [{"json": {"when": "2024-01-01", "ok": True}}],
+                        }
+                    }
+                ],
+            },
+        ],
+        # A lone surrogate and a NUL: valid in a Python str, refused by Postgres in text
+        # and in jsonb unless the store escapes them.
+        "state": {"turn": turn, "nested": {"list": [None, "é", "\ud800", "a\x00b"]}},
+        "model_state": {"response_id": "r-1"},
+        "interrupt_state": {"pending": [{"id": "i1", "name": "approve", "reason": None}]},
+    }
+
+
+def counter_snapshot(count: int, log: list[str] | None = None) -> SessionSnapshot:
+    """A snapshot that keeps a counter, and a log of who counted, in its state."""
+    return {
+        "version": SNAPSHOT_VERSION,
+        "messages": [],
+        "state": {"count": count, "log": log or []},
+        "model_state": {},
+        "interrupt_state": {},
+    }
+
+
+def run_threads(count: int, work: Callable[[int], None]) -> None:
+    """Run *work(index)* on *count* threads that start together; re-raise any failure."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(count)
+
+    def run(index: int) -> None:
+        try:
+            start.wait()
+            work(index)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]

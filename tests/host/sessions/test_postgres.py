@@ -1,0 +1,435 @@
+"""What only the Postgres store does: its schema, formats, pools, and hiding passwords.
+
+Tests that need a server take ``postgres_spec`` (a fresh schema on the test server); the
+others run everywhere.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any, LiteralString
+from urllib.parse import quote
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from stageware._host.sessions import SessionError, SessionStore, StoredSession
+from stageware.postgres import PostgresSessionStore
+
+from .stores import StoreSpec, make_snapshot, run_threads
+
+SECRET = "hunter2-s3cr3t"
+
+
+def execute(
+    spec: StoreSpec, statement: sql.SQL | sql.Composed, *params: object
+) -> list[tuple[Any, ...]]:
+    """Run *statement* on the test server, outside any store; return its rows."""
+    with psycopg.connect(spec.target, autocommit=True) as connection:
+        cursor = connection.execute(statement, params or None)
+        return cursor.fetchall() if cursor.description else []
+
+
+def in_schema(spec: StoreSpec, text: LiteralString) -> sql.Composed:
+    """*text* with ``{schema}`` replaced by the spec's schema, quoted."""
+    return sql.SQL(text).format(schema=sql.Identifier(spec.schema))
+
+
+def formats(spec: StoreSpec) -> list[tuple[Any, ...]]:
+    return execute(spec, in_schema(spec, "SELECT format FROM {schema}.store_format"))
+
+
+def table_names(spec: StoreSpec) -> list[str]:
+    rows = execute(
+        spec,
+        sql.SQL(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = %s ORDER BY table_name"
+        ),
+        spec.schema,
+    )
+    return [name for (name,) in rows]
+
+
+def save(store: SessionStore, session_id: str, version: int, turn: int = 0) -> int:
+    return store.save(
+        session_id, make_snapshot(turn), expected_version=version, owner="w", lease_seconds=None
+    )
+
+
+def every_call(store: SessionStore) -> list[Callable[[], object]]:
+    return [
+        lambda: store.load("s1"),
+        lambda: save(store, "s1", 1, 2),
+        lambda: store.renew("s1", version=1, owner="w", lease_seconds=1),
+        lambda: store.delete("s1"),
+    ]
+
+
+@pytest.fixture
+def open_postgres(
+    opener: Callable[[StoreSpec], SessionStore],
+) -> Callable[[StoreSpec], PostgresSessionStore]:
+    def open_(spec: StoreSpec) -> PostgresSessionStore:
+        store = opener(spec)
+        assert isinstance(store, PostgresSessionStore)
+        return store
+
+    return open_
+
+
+# --- The schema ----------------------------------------------------------------------------
+
+
+def test_creates_its_schema_tables_and_format_on_first_use(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    store = open_postgres(postgres_spec)
+    assert store.schema == postgres_spec.schema
+    assert table_names(postgres_spec) == []  # made on first use
+
+    save(store, "s1", 0)
+
+    assert table_names(postgres_spec) == ["sessions", "store_format"]
+    assert formats(postgres_spec) == [(1,)]
+    [(version, document, owner)] = execute(
+        postgres_spec,
+        in_schema(postgres_spec, "SELECT version, document, lease_owner FROM {schema}.sessions"),
+    )
+    assert (version, owner) == (1, None)
+    assert isinstance(document, str)
+
+
+def test_the_lease_expiry_is_the_servers_clock_plus_the_lease(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    store = open_postgres(postgres_spec)
+    store.save("s1", make_snapshot(), expected_version=0, owner="w", lease_seconds=12.5)
+
+    [(written, expires)] = execute(
+        postgres_spec,
+        in_schema(postgres_spec, "SELECT updated_at, lease_expires_at FROM {schema}.sessions"),
+    )
+
+    # Both instants come from one reading of the server's clock, never from this process.
+    assert expires - written == timedelta(seconds=12.5)
+    loaded = store.load("s1")
+    assert loaded is not None
+    assert loaded.lease is not None
+    assert loaded.lease.expires_at == expires
+
+
+def test_schemas_keep_their_sessions_apart(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    odd = StoreSpec("postgres", postgres_spec.target, f'{postgres_spec.schema} "Odd"; --')
+    try:
+        plain, quoted = open_postgres(postgres_spec), open_postgres(odd)
+        save(plain, "s1", 0, 1)
+        save(quoted, "s1", 0, 2)
+
+        assert plain.load("s1") == StoredSession(make_snapshot(1), 1, None)
+        assert quoted.load("s1") == StoredSession(make_snapshot(2), 1, None)
+    finally:
+        execute(odd, in_schema(odd, "DROP SCHEMA IF EXISTS {schema} CASCADE"))
+
+
+def test_stores_that_start_together_create_the_schema_once(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    stores = [open_postgres(postgres_spec) for _ in range(8)]
+
+    def create(index: int) -> None:
+        save(stores[index], f"s{index}", 0, index)
+
+    run_threads(len(stores), create)
+
+    for index, store in enumerate(stores):
+        assert store.load(f"s{index}") == StoredSession(make_snapshot(index), 1, None)
+    assert formats(postgres_spec) == [(1,)]
+
+
+def test_a_role_that_may_not_create_schemas_uses_tables_set_up_for_it(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    save(open_postgres(postgres_spec), "s1", 0)
+    role = f"stageware_test_{uuid.uuid4().hex[:12]}"
+    names = {"role": sql.Identifier(role), "schema": sql.Identifier(postgres_spec.schema)}
+    # Not granted CREATE on the database: this role cannot create a schema, even one that
+    # exists already (Postgres checks the privilege before IF NOT EXISTS).
+    grants: list[LiteralString] = [
+        "CREATE ROLE {role} LOGIN",
+        "GRANT USAGE ON SCHEMA {schema} TO {role}",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}",
+    ]
+    for grant in grants:
+        execute(postgres_spec, sql.SQL(grant).format(**names))
+    try:
+        conninfo = make_conninfo(postgres_spec.target, user=role)
+        with PostgresSessionStore(conninfo, schema=postgres_spec.schema) as store:
+            assert save(store, "s1", 1, 1) == 2
+            assert store.load("s1") == StoredSession(make_snapshot(1), 2, None)
+    finally:
+        drops: list[LiteralString] = ["DROP OWNED BY {role}", "DROP ROLE {role}"]
+        for statement in drops:
+            execute(postgres_spec, sql.SQL(statement).format(**names))
+
+
+# --- Formats -------------------------------------------------------------------------------
+
+
+def set_format(spec: StoreSpec, value: LiteralString) -> None:
+    execute(spec, in_schema(spec, f"UPDATE {{schema}}.store_format SET format = {value}"))
+
+
+def test_refuses_a_newer_store_format(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    save(open_postgres(postgres_spec), "s1", 0)
+    set_format(postgres_spec, "2")
+
+    store = open_postgres(postgres_spec)
+    for call in every_call(store):
+        with pytest.raises(
+            SessionError, match=r"store format 2, written by a newer stageware.*Upgrade"
+        ) as caught:
+            call()
+        assert f"(schema {postgres_spec.schema})" in str(caught.value)
+
+    set_format(postgres_spec, "1")
+    assert open_postgres(postgres_spec).load("s1") == StoredSession(make_snapshot(), 1, None)
+
+
+def test_an_open_store_notices_a_newer_format_and_writes_nothing(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    store = open_postgres(postgres_spec)
+    save(store, "s1", 0)
+    set_format(postgres_spec, "2")
+
+    calls: list[Callable[[], object]] = [*every_call(store), lambda: save(store, "s3", 0)]
+    for call in calls:
+        with pytest.raises(SessionError, match="store format 2"):
+            call()
+
+    set_format(postgres_spec, "1")
+    assert store.load("s1") == StoredSession(make_snapshot(), 1, None)
+    assert store.load("s3") is None
+
+
+def test_an_empty_format_table_is_refused(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    save(open_postgres(postgres_spec), "s1", 0)
+    execute(postgres_spec, in_schema(postgres_spec, "DELETE FROM {schema}.store_format"))
+
+    for call in every_call(open_postgres(postgres_spec)):
+        with pytest.raises(SessionError, match="holds None, which is not a store format"):
+            call()
+
+
+def test_a_schema_with_a_foreign_sessions_table_is_left_alone(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    execute(postgres_spec, in_schema(postgres_spec, "CREATE SCHEMA {schema}"))
+    execute(postgres_spec, in_schema(postgres_spec, "CREATE TABLE {schema}.sessions (x int)"))
+
+    with pytest.raises(SessionError, match="has a table named sessions that this stageware did"):
+        open_postgres(postgres_spec).load("s1")
+
+    assert table_names(postgres_spec) == ["sessions"]
+
+
+# --- Pools and the store's life ------------------------------------------------------------
+
+
+@pytest.fixture
+def caller_pool(postgres_spec: StoreSpec) -> Iterator[ConnectionPool[Any]]:
+    # Not in autocommit mode, and reading rows as dicts: the store must cope with both.
+    with ConnectionPool(
+        postgres_spec.target, kwargs={"row_factory": dict_row}, min_size=1, max_size=2
+    ) as pool:
+        yield pool
+
+
+def test_a_pool_you_pass_is_used_and_stays_yours(
+    postgres_spec: StoreSpec, caller_pool: ConnectionPool[Any]
+) -> None:
+    with PostgresSessionStore(caller_pool, schema=postgres_spec.schema) as store:
+        save(store, "s1", 0)
+        save(store, "s1", 1, 1)
+        store.renew("s1", version=2, owner="w", lease_seconds=5)
+        loaded = store.load("s1")
+        store.delete("s2")
+
+    assert not caller_pool.closed
+    with caller_pool.connection() as connection:
+        row = connection.execute(
+            in_schema(postgres_spec, "SELECT version, lease_owner FROM {schema}.sessions")
+        ).fetchone()
+    assert row == {"version": 2, "lease_owner": "w"}  # committed, seen on another connection
+    assert loaded is not None
+    assert (loaded.snapshot, loaded.version) == (make_snapshot(1), 2)
+    assert loaded.lease is not None
+    assert loaded.lease.owner == "w"
+
+
+def test_a_pool_you_pass_is_sized_where_you_make_it(caller_pool: ConnectionPool[Any]) -> None:
+    with pytest.raises(TypeError, match="give min_size, max_size and timeout to the pool"):
+        PostgresSessionStore(caller_pool, max_size=8)
+
+
+def test_a_closed_store_refuses_calls(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    with PostgresSessionStore(postgres_spec.target, schema=postgres_spec.schema) as store:
+        save(store, "s1", 0)
+
+    store.close()  # closing twice is fine
+    for call in every_call(store):
+        with pytest.raises(SessionError, match=r"session 's1': the store for .* is closed"):
+            call()
+    assert open_postgres(postgres_spec).load("s1") == StoredSession(make_snapshot(), 1, None)
+
+
+def test_a_store_never_used_closes_without_connecting() -> None:
+    store = PostgresSessionStore("postgresql://nobody@127.0.0.1:1/none")
+    store.close()
+
+    with pytest.raises(SessionError, match="closed"):
+        store.load("s1")
+
+
+@pytest.mark.parametrize("schema", ["", "a\x00b", "x" * 64, "\ud800"])
+def test_a_schema_name_postgres_cannot_keep_is_refused(schema: str) -> None:
+    with pytest.raises(ValueError, match="schema"):
+        PostgresSessionStore("postgresql://nobody@127.0.0.1:1/none", schema=schema)
+
+
+# --- Passwords -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("conninfo", "shown"),
+    [
+        pytest.param(
+            f"postgresql://app:{SECRET}@db.example:6543/orders?sslmode=require",
+            "postgresql://app:***@db.example:6543/orders",
+            id="url",
+        ),
+        pytest.param(
+            f"postgresql://app:{quote(SECRET + '@:/ ', safe='')}@db.example/orders",
+            "postgresql://app:***@db.example/orders",
+            id="url, escaped",
+        ),
+        pytest.param(
+            f"host=db.example dbname=orders user=app password='{SECRET}'",
+            "postgresql://app:***@db.example/orders",
+            id="key-value",
+        ),
+        pytest.param(
+            f"host=/run/pg dbname=orders password={SECRET}",
+            "postgresql://:***@/orders?host=/run/pg",
+            id="socket",
+        ),
+        pytest.param(
+            "host=db.example dbname=orders user=app",
+            "postgresql://app@db.example/orders",
+            id="no password",
+        ),
+    ],
+)
+def test_repr_names_the_database_without_its_password(conninfo: str, shown: str) -> None:
+    store = PostgresSessionStore(conninfo, schema="sessions")
+
+    assert repr(store) == f"PostgresSessionStore({shown!r}, schema='sessions')"
+    assert SECRET not in repr(store)
+    store.close()
+
+
+def test_a_conninfo_that_cannot_be_parsed_is_not_echoed() -> None:
+    with pytest.raises(ValueError, match="cannot be parsed") as caught:
+        PostgresSessionStore(f"host=db password={SECRET} garbage")
+
+    assert SECRET not in "".join(traceback.format_exception(caught.value))
+
+
+def test_an_unreachable_server_is_a_session_error_without_the_password() -> None:
+    store = PostgresSessionStore(
+        f"postgresql://app:{SECRET}@127.0.0.1:1/orders", schema="sessions", timeout=0.3
+    )
+
+    with pytest.raises(SessionError) as caught:
+        store.save("s1", make_snapshot(), expected_version=0, owner="w", lease_seconds=None)
+    store.close()
+
+    message = str(caught.value)
+    assert message.startswith(
+        "cannot save session 's1' in postgresql://app:***@127.0.0.1:1/orders (schema sessions): "
+        "no connection within the pool's timeout (0.3 s): connection failed:"
+    )
+    assert "Connection refused" in message
+    assert isinstance(caught.value.__cause__, psycopg.OperationalError)
+    assert SECRET not in "".join(traceback.format_exception(caught.value))
+
+
+def test_a_server_error_is_scrubbed_of_the_password(postgres_spec: StoreSpec) -> None:
+    # The database's name is the password, so the server's own error quotes it.
+    conninfo = make_conninfo(postgres_spec.target, dbname=SECRET, password=SECRET)
+    with (
+        PostgresSessionStore(conninfo, timeout=0.3) as store,
+        pytest.raises(SessionError) as caught,
+    ):
+        store.load("s1")
+
+    message = str(caught.value)
+    assert 'database "***" does not exist' in message
+    assert SECRET not in message
+    assert SECRET not in repr(store)
+
+
+def test_a_pool_you_pass_is_named_without_its_password() -> None:
+    pool: ConnectionPool[Any] = ConnectionPool(
+        "host=db.example dbname=orders", kwargs={"password": SECRET, "user": "app"}, open=False
+    )
+
+    assert repr(PostgresSessionStore(pool)) == (
+        "PostgresSessionStore('postgresql://app:***@db.example/orders', schema='stageware')"
+    )
+
+
+def test_a_pool_with_computed_conninfo_is_named_by_the_pool() -> None:
+    pool: ConnectionPool[Any] = ConnectionPool(
+        lambda: f"host=db.example password={SECRET}", open=False, name="orders-pool"
+    )
+
+    assert repr(PostgresSessionStore(pool)) == (
+        "PostgresSessionStore(\"the database of pool 'orders-pool'\", schema='stageware')"
+    )
+
+
+# --- The extra -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("missing", ["psycopg", "psycopg_pool"])
+def test_without_the_extra_the_import_says_what_to_install(missing: str) -> None:
+    code = f"import sys; sys.modules[{missing!r}] = None; import stageware.postgres"
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+
+    assert completed.returncode == 1
+    last = completed.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: stageware.postgres needs the 'psycopg' and 'psycopg_pool' packages: "
+        "pip install 'stageware[postgres]'"
+    )

@@ -1,0 +1,279 @@
+"""What only the SQLite store does: its file, its tables, other applications' files, formats."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from stageware._host.sessions import SessionError, SQLiteSessionStore, StoredSession
+
+from .stores import make_snapshot
+
+
+def sql(path: Path, *statements: str) -> list[tuple[object, ...]]:
+    """Run *statements* on the file as another program would; return the last one's rows."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        rows: list[tuple[object, ...]] = []
+        for statement in statements:
+            rows = connection.execute(statement).fetchall()
+        return rows
+    finally:
+        connection.close()
+
+
+def write(path: Path, statement: str, value: object) -> None:
+    """Write *value* into the file directly, as a damaged or hand-edited row would be."""
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute(statement, (value,))
+    connection.close()
+
+
+def save(store: SQLiteSessionStore, session_id: str, version: int, turn: int = 0) -> int:
+    return store.save(
+        session_id, make_snapshot(turn), expected_version=version, owner="w", lease_seconds=None
+    )
+
+
+def every_call(store: SQLiteSessionStore) -> list[Callable[[], object]]:
+    return [
+        lambda: store.load("s1"),
+        lambda: save(store, "s1", 1, 2),
+        lambda: store.renew("s1", version=1, owner="w", lease_seconds=1),
+        lambda: store.delete("s1"),
+    ]
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "sessions.db"
+
+
+# --- The file ------------------------------------------------------------------------------
+
+
+def test_survives_a_restart(path: Path) -> None:
+    save(SQLiteSessionStore(path), "s1", 0, 1)
+
+    restarted = SQLiteSessionStore(path)
+
+    assert restarted.load("s1") == StoredSession(make_snapshot(1), 1, None)
+    assert restarted.path == path
+
+
+def test_a_new_file_gets_the_store_tables_in_wal_mode(path: Path) -> None:
+    save(SQLiteSessionStore(path), "s1", 0)
+
+    assert sql(path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == [
+        ("stageware_sessions",),
+        ("stageware_store_format",),
+    ]
+    assert sql(path, "PRAGMA journal_mode") == [("wal",)]
+    assert sql(path, "PRAGMA user_version") == [(0,)]  # the file owner's, left alone
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(2,)]
+    [(version, document, owner, updated_at)] = sql(
+        path, "SELECT version, document, lease_owner, updated_at FROM stageware_sessions"
+    )
+    assert (version, owner) == (1, None)
+    assert isinstance(document, str)
+    assert json.loads(document) == make_snapshot()
+    assert isinstance(updated_at, str)
+
+
+def test_relative_path_is_fixed_at_construction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteSessionStore("sessions.db")
+    monkeypatch.chdir(tmp_path.parent)
+
+    save(store, "s1", 0)
+
+    assert (tmp_path / "sessions.db").exists()
+
+
+@pytest.mark.parametrize("name", ["", ":memory:"])
+def test_refuses_an_in_memory_database(name: str) -> None:
+    with pytest.raises(ValueError, match="MemorySessionStore"):
+        SQLiteSessionStore(name)
+
+
+def test_failure_to_open_is_a_session_error(tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "missing-dir" / "sessions.db")
+
+    with pytest.raises(SessionError, match=r"cannot load session 's1' in .*missing-dir"):
+        store.load("s1")
+
+
+# --- Another application's file ------------------------------------------------------------
+
+
+def test_keeps_the_journal_mode_of_a_file_it_did_not_create(path: Path) -> None:
+    sql(
+        path,
+        "PRAGMA journal_mode = DELETE",
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)",
+        "INSERT INTO orders (item) VALUES ('tea')",
+    )
+
+    store = SQLiteSessionStore(path)
+    save(store, "s1", 0)
+    save(store, "s1", 1, 1)
+
+    assert sql(path, "PRAGMA journal_mode") == [("delete",)]
+    assert sql(path, "SELECT id, item FROM orders") == [(1, "tea")]
+    assert store.load("s1") == StoredSession(make_snapshot(1), 2, None)
+
+
+def test_another_applications_user_version_is_its_own(path: Path) -> None:
+    sql(path, "CREATE TABLE settings (key TEXT)", "PRAGMA user_version = 7")
+
+    store = SQLiteSessionStore(path)
+    save(store, "s1", 0)
+
+    assert SQLiteSessionStore(path).load("s1") == StoredSession(make_snapshot(), 1, None)
+    assert sql(path, "PRAGMA user_version") == [(7,)]
+
+
+def test_a_foreign_table_named_like_the_store_is_refused(path: Path) -> None:
+    sql(path, "CREATE TABLE stageware_sessions (x)", "PRAGMA user_version = 7")
+
+    with pytest.raises(SessionError, match="stageware_sessions that this stageware did not"):
+        SQLiteSessionStore(path).load("s1")
+
+    assert sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'") == [
+        ("stageware_sessions",)
+    ]
+
+
+# --- Formats -------------------------------------------------------------------------------
+
+
+def test_a_format_1_file_is_migrated(path: Path) -> None:
+    # The layout of stageware before versioned sessions, marked through user_version.
+    sql(
+        path,
+        "CREATE TABLE stageware_sessions (session_id TEXT PRIMARY KEY NOT NULL, "
+        "document TEXT NOT NULL, updated_at TEXT NOT NULL)",
+        "PRAGMA user_version = 1",
+    )
+    write(
+        path,
+        "INSERT INTO stageware_sessions VALUES ('old', ?, '2024-01-01T00:00:00Z')",
+        json.dumps(make_snapshot(5)),
+    )
+
+    store = SQLiteSessionStore(path)
+
+    assert store.load("old") == StoredSession(make_snapshot(5), 1, None)
+    assert save(store, "old", 1, 6) == 2
+    assert store.load("old") == StoredSession(make_snapshot(6), 2, None)
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(2,)]
+    assert sql(path, "PRAGMA user_version") == [(0,)]
+
+
+def test_refuses_a_newer_store_format(path: Path) -> None:
+    save(SQLiteSessionStore(path), "s1", 0)
+    sql(path, "UPDATE stageware_store_format SET format = 3")
+
+    store = SQLiteSessionStore(path)
+    for call in every_call(store):
+        with pytest.raises(SessionError, match="store format 3, written by a newer stageware"):
+            call()
+
+    sql(path, "UPDATE stageware_store_format SET format = 2")
+    assert SQLiteSessionStore(path).load("s1") == StoredSession(make_snapshot(), 1, None)
+
+
+def test_an_open_store_notices_a_newer_format(path: Path) -> None:
+    store = SQLiteSessionStore(path)
+    save(store, "s1", 0)
+    sql(path, "UPDATE stageware_store_format SET format = 3")
+
+    with pytest.raises(SessionError, match=r"store format 3.*Upgrade stageware"):
+        save(store, "s1", 1, 2)
+
+    sql(path, "UPDATE stageware_store_format SET format = 2")
+    assert store.load("s1") == StoredSession(make_snapshot(), 1, None)
+
+
+def test_a_format_marker_that_is_no_format_is_refused(path: Path) -> None:
+    save(SQLiteSessionStore(path), "s1", 0)
+    sql(path, "UPDATE stageware_store_format SET format = 'two'")
+
+    with pytest.raises(SessionError, match="holds 'two', which is not a store format"):
+        SQLiteSessionStore(path).load("s1")
+
+
+# --- Damaged rows --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        pytest.param("{not json", "is not valid JSON", id="bad json"),
+        pytest.param(b"\xff\xfe", "is not valid JSON", id="bad utf-8 blob"),
+        # TEXT affinity stores the number as the text "42", which is JSON, but not an object.
+        pytest.param(42, "the snapshot is an int, not a JSON object", id="a number"),
+        pytest.param("[]", "the snapshot is a list, not a JSON object", id="not an object"),
+        pytest.param('{"version": NaN}', "NaN is not a JSON number", id="nan"),
+        pytest.param(
+            json.dumps({**make_snapshot(), "version": 7}),
+            "snapshot format version 7 (written by a newer stageware?); "
+            "this stageware reads version 1",
+            id="newer version",
+        ),
+        pytest.param(
+            json.dumps({**make_snapshot(), "version": 0}),
+            "snapshot format version 0; this stageware reads version 1",
+            id="older version",
+        ),
+        pytest.param(
+            json.dumps({**make_snapshot(), "version": "1"}),
+            "field version: Input should be a valid integer, got a str",
+            id="version as text",
+        ),
+        pytest.param(
+            json.dumps({k: v for k, v in make_snapshot().items() if k != "model_state"}),
+            "field model_state: Field required",
+            id="missing field",
+        ),
+        pytest.param(
+            json.dumps({**make_snapshot(), "state": []}),
+            "field state: Input should be a valid dictionary, got a list",
+            id="wrong type",
+        ),
+        pytest.param(
+            json.dumps(
+                {
+                    **make_snapshot(),
+                    "messages": [
+                        {"role": "user", "content": [{"text": "a"}]},
+                        {"role": "user", "content": [{"toolUse": {"toolUseId": "t"}}]},
+                    ],
+                }
+            ),
+            "field messages[1].content[0].toolUse.name: Field required (and 1 more)",
+            id="deep field",
+        ),
+    ],
+)
+def test_a_damaged_row_names_store_session_and_field(
+    path: Path, document: object, expected: str
+) -> None:
+    store = SQLiteSessionStore(path)
+    save(store, "s1", 0)
+    write(path, "UPDATE stageware_sessions SET document = ?", document)
+
+    with pytest.raises(SessionError) as caught:
+        store.load("s1")
+
+    message = str(caught.value)
+    assert f"session 's1' in {path} is damaged" in message
+    assert expected in message
+    assert "lookup" not in message  # the type of a bad value is named, never its content

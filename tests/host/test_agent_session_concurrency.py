@@ -1,0 +1,358 @@
+"""Two agents on one session, in one process: conditional saves, claims and leases.
+
+The same guarantees across real processes, on SQLite and PostgreSQL, are in
+``test_agent_session_processes``; here each "worker" is an ``Agent`` of its own, which is
+all a store can tell apart.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from stageware import (
+    Agent,
+    MemorySessionStore,
+    ScriptedModel,
+    SessionConflictError,
+    SessionError,
+    SessionLeasedError,
+    SessionSnapshot,
+    SessionStore,
+    SQLiteSessionStore,
+    StoredSession,
+    ToolContext,
+    tool,
+)
+
+from .agent_helpers import answer, calls, stored_snapshot
+
+SESSION = "shared"
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    if request.param == "memory":
+        return MemorySessionStore()
+    return SQLiteSessionStore(tmp_path / "sessions.db")
+
+
+def user_texts(snapshot: SessionSnapshot) -> list[str]:
+    return [
+        block["text"]
+        for message in snapshot["messages"]
+        if message["role"] == "user"
+        for block in message["content"]
+        if "text" in block
+    ]
+
+
+class Ledger:
+    """An approval-gated refund tool that records every payout."""
+
+    def __init__(self) -> None:
+        self.payouts: list[str] = []
+
+        @tool
+        def refund(amount: int, context: ToolContext) -> str:
+            """Refund an amount, once a human approved it.
+
+            Args:
+                amount: How much.
+            """
+            approval = context.interrupt("approve", reason=amount)
+            self.payouts.append(f"refunded {amount} ({approval})")
+            return "refunded"
+
+        self.refund = refund
+
+
+# --- Conditional saves ------------------------------------------------------------------
+
+
+def test_a_stale_agent_is_refused_before_it_calls_the_model(store: SessionStore) -> None:
+    first = Agent(ScriptedModel(["A done"]), session_store=store, session_id=SESSION)
+    stale_model = ScriptedModel(["B done", "B again"])
+    stale = Agent(stale_model, session_store=store, session_id=SESSION)
+
+    first("turn A")
+    with pytest.raises(SessionConflictError) as raised:
+        stale("turn B")
+
+    error = raised.value
+    assert (error.session_id, error.expected_version, error.found_version) == (SESSION, 0, 2)
+    assert "'shared'" in str(error)
+    assert "another worker created it first" in str(error)
+    assert stale_model.requests == []  # refused before anything ran
+    assert user_texts(stored_snapshot(store, SESSION)) == ["turn A"]
+
+    # The documented recovery: reload, then retry the invocation.
+    stale.reload_session()
+    stale("turn B")
+    assert user_texts(stored_snapshot(store, SESSION)) == ["turn A", "turn B"]
+    assert stale.session_version == 4
+
+
+def test_each_save_names_the_loaded_and_the_stored_version(store: SessionStore) -> None:
+    Agent(ScriptedModel(["one"]), session_store=store, session_id=SESSION)("first")
+    a = Agent(ScriptedModel(["a"]), session_store=store, session_id=SESSION)
+    b = Agent(ScriptedModel(["b"]), session_store=store, session_id=SESSION)
+    assert a.session_version == b.session_version == 2
+
+    a("from a")
+    with pytest.raises(SessionConflictError, match="loaded version 2, the store holds version 4"):
+        b("from b")
+
+
+def test_a_conflict_leaves_the_agent_as_it_was(store: SessionStore) -> None:
+    Agent(ScriptedModel(["one"]), session_store=store, session_id=SESSION)("first")
+    stale = Agent(ScriptedModel(["never"]), session_store=store, session_id=SESSION)
+    Agent(ScriptedModel(["two"]), session_store=store, session_id=SESSION)("second")
+    before = [dict(m) for m in stale.messages]
+
+    with pytest.raises(SessionConflictError):
+        stale("third")
+
+    assert stale.messages == before
+
+
+def test_a_deleted_session_is_a_conflict_for_an_agent_that_held_it(store: SessionStore) -> None:
+    agent = Agent(ScriptedModel(["one", "two"]), session_store=store, session_id=SESSION)
+    agent("first")
+    store.delete(SESSION)
+
+    with pytest.raises(SessionConflictError, match="no longer exists"):
+        agent("second")
+
+
+# --- Exactly-once resume ----------------------------------------------------------------
+
+
+def test_two_workers_resume_one_interrupt_and_the_tool_runs_once(store: SessionStore) -> None:
+    ledger = Ledger()
+    model = ScriptedModel([calls(("refund", {"amount": 5}, "t1")), "Refunded."])
+    asking = Agent(model, tools=[ledger.refund], session_store=store, session_id=SESSION)
+    stopped = asking("refund me")
+    approval = answer((stopped.interrupts[0].id, "yes"))
+
+    # Two workers load the session while it waits, and both get the human's answer.
+    workers = [
+        Agent(
+            ScriptedModel(["Refunded."]),
+            tools=[ledger.refund],
+            session_store=store,
+            session_id=SESSION,
+        )
+        for _ in range(2)
+    ]
+    assert workers[0](approval).text == "Refunded."
+    with pytest.raises(SessionConflictError):
+        workers[1](approval)
+
+    assert ledger.payouts == ["refunded 5 (yes)"]
+    # The loser's answer went back to waiting: it did not silently count as given.
+    assert [i.id for i in workers[1].pending_interrupts] == [stopped.interrupts[0].id]
+
+
+@pytest.mark.anyio
+async def test_a_running_invocation_holds_the_session(store: SessionStore) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def slow() -> str:
+        """Work that takes a while."""
+        started.set()
+        release.wait(10)
+        return "done"
+
+    holder = Agent(
+        ScriptedModel([calls(("slow", {}, "t1")), "finished"]),
+        tools=[slow],
+        session_store=store,
+        session_id=SESSION,
+        session_lease=0.3,
+    )
+    other_model = ScriptedModel(["other"])
+    refused: list[SessionLeasedError] = []
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(holder.invoke_async, "go")
+        await anyio.to_thread.run_sync(started.wait, 10)
+        # Longer than the lease: the heartbeat must have renewed it.
+        await anyio.sleep(0.8)
+        other = Agent(other_model, session_store=store, session_id=SESSION)
+        try:
+            await other.invoke_async("me too")
+        except SessionLeasedError as error:
+            refused.append(error)
+        finally:
+            release.set()
+
+    [leased] = refused
+    assert f":{os.getpid()}:" in leased.lease.owner
+    assert other_model.requests == []
+    assert "is in use by worker" in str(leased)
+    stored = store.load(SESSION)
+    assert stored is not None
+    assert stored.lease is None  # released by the final save
+
+
+# --- A lost lease stops the run ---------------------------------------------------------
+
+
+class TakeoverStore:
+    """A store in which, at the first renewal, another worker has taken the session over.
+
+    As if this worker's lease had lapsed (a long pause, say) and another worker had saved
+    the session: the renewal and every later save of this worker are refused.
+    """
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+
+    def load(self, session_id: str) -> StoredSession | None:
+        return self.inner.load(session_id)
+
+    def save(
+        self,
+        session_id: str,
+        snapshot: SessionSnapshot,
+        *,
+        expected_version: int,
+        owner: str,
+        lease_seconds: float | None,
+    ) -> int:
+        return self.inner.save(
+            session_id,
+            snapshot,
+            expected_version=expected_version,
+            owner=owner,
+            lease_seconds=lease_seconds,
+        )
+
+    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
+        stored = self.inner.load(session_id)
+        assert stored is not None
+        if stored.version == version:
+            # The takeover's save; it reuses the owner name only because the inner store
+            # would otherwise (rightly) refuse it while the lease is live.
+            self.inner.save(
+                session_id,
+                stored.snapshot,
+                expected_version=version,
+                owner=owner,
+                lease_seconds=None,
+            )
+        self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
+
+    def delete(self, session_id: str) -> None:
+        self.inner.delete(session_id)
+
+
+def test_a_lost_lease_cancels_the_run_and_its_save_is_refused() -> None:
+    inner = MemorySessionStore()
+    finished: list[str] = []
+
+    @tool
+    async def wait_a_while(context: ToolContext) -> str:
+        """Waits, checking for a cancel."""
+        for _ in range(300):
+            if context.cancel_signal.is_set():
+                return "stopped"
+            await anyio.sleep(0.01)
+        finished.append("finished")
+        return "finished"
+
+    agent = Agent(
+        ScriptedModel([calls(("wait_a_while", {}, "t1")), "never"]),
+        tools=[wait_a_while],
+        session_store=TakeoverStore(inner),
+        session_id=SESSION,
+        session_lease=0.15,
+    )
+    with pytest.raises(SessionConflictError):
+        agent("go")
+
+    assert finished == []  # the tool saw the cancel long before its 3 s were up
+    # Nothing of the cut-short run overwrote what the other worker saved.
+    assert stored_snapshot(inner, SESSION)["messages"] == []
+
+
+# --- Problems surface before side effects -----------------------------------------------
+
+
+def test_a_non_json_state_value_is_refused_when_it_is_set() -> None:
+    agent = Agent(ScriptedModel(["hi"]))
+    with pytest.raises(ValueError, match=r"agent.state\['tags'\].*\[1\] is a set"):
+        agent.state["tags"] = ["ok", {"a", "b"}]
+    with pytest.raises(ValueError, match=r"agent.state\['when'\]"):
+        agent.state.set("when", threading.Event())
+    assert "tags" not in agent.state
+
+    agent.state.set("plan", {"tier": "pro"})
+    assert agent.state.get() == {"plan": {"tier": "pro"}}
+    assert agent.state.get("plan") == {"tier": "pro"}
+    agent.state.delete("plan")
+    agent.state.delete("plan")  # as in Strands: no error for a missing key
+    assert agent.state == {}
+
+
+def test_a_non_json_constructor_state_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"agent.state\['at'\]"):
+        Agent(ScriptedModel([]), state={"at": object()})
+
+
+def test_state_changed_in_place_is_caught_before_the_model_is_called(store: SessionStore) -> None:
+    model = ScriptedModel(["hi"])
+    agent = Agent(model, session_store=store, session_id=SESSION, state={"cart": []})
+    cart: list[Any] = agent.state["cart"]
+    cart.append({1, 2})
+
+    with pytest.raises(SessionError, match=r"state\.cart\[0\]"):
+        agent("buy")
+    assert model.requests == []
+
+
+def test_an_answer_that_cannot_be_stored_is_refused_when_given(store: SessionStore) -> None:
+    ledger = Ledger()
+    model = ScriptedModel([calls(("refund", {"amount": 5}, "t1")), "Refunded."])
+    agent = Agent(model, tools=[ledger.refund], session_store=store, session_id=SESSION)
+    interrupt_id = agent("refund").interrupts[0].id
+
+    with pytest.raises(ValueError, match=rf"interrupt '{interrupt_id}' must be JSON data"):
+        agent(answer((interrupt_id, {"approved_at": threading.Lock()})))
+    assert ledger.payouts == []
+    assert [i.id for i in agent.pending_interrupts] == [interrupt_id]
+
+    assert agent(answer((interrupt_id, "yes"))).text == "Refunded."
+    assert ledger.payouts == ["refunded 5 (yes)"]
+
+
+def test_answering_one_interrupt_twice_in_a_resume_is_an_error() -> None:
+    ledger = Ledger()
+    model = ScriptedModel([calls(("refund", {"amount": 5}, "t1")), "Refunded."])
+    agent = Agent(model, tools=[ledger.refund])
+    interrupt_id = agent("refund").interrupts[0].id
+
+    with pytest.raises(ValueError, match="answered twice in one resume"):
+        agent(answer((interrupt_id, "no"), (interrupt_id, "yes")))
+    assert ledger.payouts == []
+    assert agent.pending_interrupts
+
+
+@pytest.mark.parametrize("bad", ["\ud800", "a\x00b", ""])
+def test_a_session_id_no_store_can_keep_is_a_session_error(bad: str, tmp_path: Path) -> None:
+    for store in (MemorySessionStore(), SQLiteSessionStore(tmp_path / "s.db")):
+        with pytest.raises(SessionError, match="session id"):
+            Agent(ScriptedModel([]), session_store=store, session_id=bad)
+
+
+def test_reload_without_a_store_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="no session store"):
+        Agent(ScriptedModel([])).reload_session()
