@@ -243,11 +243,12 @@ class ToolExecutor:
             if not after.retry:
                 final = _for_call(after.result, tool_use_id)
                 round_.results[tool_use_id] = final
-                await self._record_resumed(tool_use_id, final)
+                # Shielded: a cancel cut must not come between the result and its record
+                # (which keeps an approved tool from running twice) or its one event.
+                with anyio.CancelScope(shield=True):
+                    await self._record_resumed(tool_use_id, final)
                 if final is not result.tool_result:
                     result = ToolResultEvent(tool_result=final, exception=result.exception)
-                # Recorded and sent with no checkpoint between: a cut cannot come after
-                # the one and before the other.
                 send.send_nowait(result)
                 return
 
