@@ -305,6 +305,7 @@ StopReason: TypeAlias = Literal[
     "guardrail_intervened",
     "interrupt",
     "cancelled",
+    "limit_model_calls",
 ]
 """
 Why the model, or the agent loop, stopped.

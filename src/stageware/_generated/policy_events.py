@@ -309,6 +309,7 @@ StopReason = TypeAliasType(
         "guardrail_intervened",
         "interrupt",
         "cancelled",
+        "limit_model_calls",
     ],
 )
 """

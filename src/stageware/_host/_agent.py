@@ -6,6 +6,7 @@ import concurrent.futures
 import copy
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from contextlib import aclosing
 from typing import Any, Literal, TypeVar, cast, final
 
 import anyio
@@ -22,10 +23,12 @@ from ._event_loop import EventLoop
 from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
 from ._invocation import Invocation
+from ._limits import DEFAULT_MAX_MODEL_CALLS, checked_max_model_calls
 from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt, prompt_messages
 from ._running_loop import running_loop
 from ._session import DEFAULT_LEASE_SECONDS, AgentSession
+from ._task_stream import in_own_task
 from .models import Model
 from .sessions import SessionError, SessionStore, StoredSession
 from .sessions._store import check_session_id
@@ -74,14 +77,17 @@ class Agent(MiddlewareHost):
         retry_strategy: How a model call that raised ``ModelThrottledError`` is retried
             (by default up to 6 attempts, backing off from 4 s to at most 240 s, and
             honouring ``Retry-After``); ``None`` never retries it.
+        max_model_calls: How many model calls one invocation may make, retries included
+            (50 by default); then it stops with ``stop_reason="limit_model_calls"``.
+            ``None`` for no limit.
 
     Raises:
-        TypeError: If *model* has no ``stream()`` method, or an item of *tools* is not a
-            tool (an undecorated function, say).
+        TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
+            tool (an undecorated function, say), or ``max_model_calls`` is not an int.
         ValueError: For duplicate tool names, a session store without an id (or the
             reverse), a ``state`` value that is not JSON data, a ``session_lease`` that is
-            not positive, or ``messages`` / ``state`` given for a stored session that
-            already has them.
+            not positive, ``messages`` / ``state`` given for a stored session that
+            already has them, or a ``max_model_calls`` below 1.
         SessionError: If the session id cannot be stored, or the stored session cannot
             be read.
     """
@@ -101,6 +107,7 @@ class Agent(MiddlewareHost):
         session_lease: float = DEFAULT_LEASE_SECONDS,
         backend: Literal["asyncio", "trio"] = "asyncio",
         retry_strategy: ModelRetryStrategy | None = _DEFAULT_RETRY_STRATEGY,
+        max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS,
     ) -> None:
         # Checked now, like the tools: a model name passed instead of a model would
         # otherwise fail only at the first call.
@@ -129,6 +136,7 @@ class Agent(MiddlewareHost):
             state=AgentState(state),
             model_state={},
             retry_strategy=retry_strategy,
+            max_model_calls=checked_max_model_calls(max_model_calls),
         )
         self._event_loop = EventLoop(self._core)
         if session_store is not None and session_id is not None:
@@ -172,6 +180,20 @@ class Agent(MiddlewareHost):
         self._core.system_prompt = system_prompt
 
     @property
+    def max_model_calls(self) -> int | None:
+        """How many model calls one invocation may make, retries included; ``None``: no limit.
+
+        Raises:
+            TypeError: When set to something other than an int or ``None``.
+            ValueError: When set below 1.
+        """
+        return self._core.max_model_calls
+
+    @max_model_calls.setter
+    def max_model_calls(self, max_model_calls: int | None) -> None:
+        self._core.max_model_calls = checked_max_model_calls(max_model_calls)
+
+    @property
     def state(self) -> AgentState:
         """JSON key-value state that travels with the session; a value must be JSON data."""
         return self._core.state
@@ -210,8 +232,11 @@ class Agent(MiddlewareHost):
 
         Safe to call from another thread, a hook, middleware or a tool. Calls that have
         not started are not run; running tools see ``cancel_signal.is_set()`` and should
-        stop early. Called between invocations, it cancels the next one (as in Strands
-        1.62): the signal is cleared only when an invocation finishes.
+        stop early. Whatever has not stopped within 0.5 s (a stalled model stream, a tool
+        or middleware awaiting) is cancelled, so the invocation ends within about 1 s;
+        a sync tool's thread cannot be stopped, and its late result is discarded. Called
+        between invocations, it cancels the next one (as in Strands 1.62): the signal is
+        cleared only when an invocation finishes.
         """
         self._core.cancel.set()
 
@@ -246,26 +271,36 @@ class Agent(MiddlewareHost):
     ) -> AgentResult:
         """Run the agent on *prompt* and return its result."""
         result: AgentResult | None = None
-        async for event in self.stream_async(prompt, invocation_state=invocation_state):
-            if isinstance(event, AgentResultEvent):
-                result = event.result
-        assert result is not None  # stream_async always ends with its result or raises
+        # Read to the end here, or closed here: the run may stay in this task.
+        events = self._invocation(prompt, invocation_state, own_task=False)
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, AgentResultEvent):
+                    result = event.result
+        assert result is not None  # an invocation always ends with its result or raises
         return result
 
-    async def stream_async(
+    def stream_async(
         self, prompt: Prompt = None, *, invocation_state: dict[str, Any] | None = None
     ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
         """Run the agent on *prompt*, yielding the AgentStream events as they happen.
 
         The last event is an ``AgentResultEvent`` built from the last
         ``EventLoopStopEvent`` the chain yielded. Consume the stream to the end, or close
-        it (``contextlib.aclosing``) when stopping early, so the run is cleaned up in the
-        task that ran it.
+        it (``contextlib.aclosing``) when stopping early, so the invocation has finished
+        (and the next one may start) when you go on. The run itself goes on in a task of
+        its own, advanced as you read, so a stream left to the garbage collector is still
+        cleaned up properly.
 
         Raises:
             ConcurrentInvocationError: If the agent is already running.
             RuntimeError: If middleware dropped the stop event.
         """
+        return self._invocation(prompt, invocation_state, own_task=True)
+
+    async def _invocation(
+        self, prompt: Prompt, invocation_state: dict[str, Any] | None, *, own_task: bool
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
         if not self._running.acquire(blocking=False):
             raise ConcurrentInvocationError(
                 f"agent {self.name!r} is already running an invocation; an agent runs one "
@@ -277,6 +312,10 @@ class Agent(MiddlewareHost):
             state = {} if invocation_state is None else invocation_state
             invocation = Invocation(self._core, self._event_loop)
             events = invocation.stream(prompt, state)
+            if own_task:
+                # The run's scopes must not be left in another task, which is where the
+                # garbage collector closes a stream its reader abandoned.
+                events = in_own_task(events)
             try:
                 async for event in events:
                     yield event

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Final, final
 
 import anyio
@@ -16,17 +17,43 @@ class CancelToken:
     """A one-way flag: once set it stays set.
 
     Backed by a ``threading.Event`` so ``agent.cancel()`` may be called from another thread
-    (a UI, a signal handler) while the run goes on in an event loop.
+    (a UI, a signal handler) while the run goes on in an event loop. The host listens for
+    it being set (``add_listener``) to bound how long the run goes on afterwards.
     """
 
-    __slots__ = ("_event",)
+    __slots__ = ("_event", "_listeners", "_lock")
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
 
     def set(self) -> None:
         """Ask the run to stop."""
-        self._event.set()
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call *listener* once the token is set: at once if it is, else from ``set()``.
+
+        It runs in the thread that sets the token, so it must be quick and thread-safe.
+        """
+        with self._lock:
+            if not self._event.is_set():
+                self._listeners.append(listener)
+                return
+        listener()
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        """Stop calling *listener*; nothing happens if it is not registered."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
 
     def is_set(self) -> bool:
         """Whether cancellation was requested."""

@@ -24,9 +24,11 @@ from stageware._runtime import AgentHandle, MiddlewareRegistry
 from ._agent_result import AgentMetrics
 from ._agent_state import AgentState
 from ._cancel import CancelToken
+from ._cancel_watch import CancelWatch
 from ._hook_events import MessageAddedEvent
 from ._hooks import HookRegistry
 from ._interrupt_state import InterruptState
+from ._limits import DEFAULT_MAX_MODEL_CALLS
 from ._model_retry import ModelRetryStrategy
 from .models import Model
 from .tools import AgentTool
@@ -56,6 +58,7 @@ class AgentCore:
     interrupts: InterruptState = field(default_factory=InterruptState)
     cancel: CancelToken = field(default_factory=CancelToken)
     retry_strategy: ModelRetryStrategy | None = field(default_factory=ModelRetryStrategy)
+    max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of the agent's tools, in registration order."""
@@ -81,6 +84,14 @@ class AgentCore:
         self.messages.append(message)
         await self.hooks.fire(MessageAddedEvent(agent=self.handle, message=message))
 
+    async def merge_into_last(self, message: Message) -> None:
+        """Replace the history's last message with *message*, which holds it and more.
+
+        ``MessageAddedEvent`` fires with *message*: what was added is now part of it.
+        """
+        self.messages[-1] = message
+        await self.hooks.fire(MessageAddedEvent(agent=self.handle, message=message))
+
 
 @final
 @dataclass(eq=False)
@@ -91,6 +102,8 @@ class PassState:
         input: The pass's input as the host built it; the AgentStream context carries a
             copy, and a gate that stops the pass before the terminal keeps this for the
             resume.
+        cancel_watch: Cuts the parts of the pass that overrun a ``cancel()``.
+        max_model_calls: How many model calls the pass may make; ``None`` for no limit.
         input_appended: Whether the terminal has appended the (context's) input to the
             history.
         started: When the pass started (``time.monotonic()``).
@@ -98,10 +111,23 @@ class PassState:
         last_stop: The stop event the pass produced, as the terminal yielded it. Once it is
             set, an agent-stream interrupt is refused, unless it is the ``interrupt`` stop
             of a tool round (replayed on resume, so it may be gated on top).
+        model_call_refused: Whether :meth:`refuse_model_call` refused a call, which ends
+            the pass with the limit's stop.
     """
 
     input: Messages
+    cancel_watch: CancelWatch
+    max_model_calls: int | None
     input_appended: bool = False
     started: float = field(default_factory=time.monotonic)
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     last_stop: EventLoopStopEvent | None = None
+    model_call_refused: bool = False
+
+    def refuse_model_call(self) -> bool:
+        """Whether the next model call is over the limit (retries count); notes a refusal."""
+        limit = self.max_model_calls
+        if limit is None or self.metrics.model_calls < limit:
+            return False
+        self.model_call_refused = True
+        return True

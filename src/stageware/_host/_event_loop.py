@@ -5,15 +5,21 @@ history (as in Strands 1.62: a replaced input is what the history gets). Then it
 alternates model calls and tool rounds, starting with the tool round an interrupt
 halted, when there is one, so a resume replays the tools without asking the model again.
 It ends with exactly one ``EventLoopStopEvent``: the model's own stop, an ``interrupt``
-(tools are waiting for a human), or ``cancelled``.
+(tools are waiting for a human), ``cancelled``, or ``limit_model_calls`` when the
+invocation has made all the model calls it may.
 
-Before the input is appended, tool calls an earlier invocation left without results
-(it failed, was cancelled from outside or was closed by its consumer in the middle of a
-tool round) get error results, so the history stays one a provider accepts.
+The input joins the history as ``_history`` describes, so that what an earlier
+invocation left behind (a user turn the model never answered, tool calls without
+results) does not make the history one a provider rejects.
+
+Each model call runs in a ``CutRegion``: a call still running ``GRACE_SECONDS`` after
+``cancel()`` (a stalled stream, stuck InvokeModel middleware or hooks) is cut, and the
+pass ends ``cancelled`` as if the call had seen the signal itself.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -27,16 +33,20 @@ from stageware._generated.events import (
     ModelStopReason,
     ToolResultMessageEvent,
 )
-from stageware._generated.payloads import ContentBlock, Message, Messages, StopReason, ToolUse
+from stageware._generated.payloads import Message, Messages, StopReason, ToolUse
 from stageware._runtime import Interrupt
 
+from ._cancel_watch import GRACE_SECONDS, CutRegion
 from ._core import AgentCore, PassState
+from ._history import join_input
 from ._interrupt_state import PendingToolExecution
+from ._limits import MODEL_CALL_LIMIT_STOP
 from ._model_call import ModelCall
 from ._tool_executor import ToolExecutor, ToolRound
-from .tools import error_result
 
 __all__ = ["EventLoop", "build_stop_event", "empty_assistant_message"]
+
+logger = logging.getLogger(__name__)
 
 
 def empty_assistant_message() -> Message:
@@ -106,20 +116,29 @@ class EventLoop:
                 if core.cancel.is_set():
                     yield self.stop("cancelled", empty_assistant_message(), invocation_state)
                     return
+                if self._pass.refuse_model_call():
+                    yield self._limit_stop(invocation_state)
+                    return
                 self._pass.metrics.cycles += 1
                 result: ModelStopReason | None = None
+                region = CutRegion(self._pass.cancel_watch, GRACE_SECONDS)
+                model_call = region.guard(self._model_call.run(self._pass, invocation_state))
                 # Every nested stream is closed here, in this task, if the pass is closed
                 # early: left to the garbage collector, it would be finalised in another
                 # task, outside the cancel scopes it opened.
-                async with aclosing(self._model_call.run(self._pass, invocation_state)) as call:
+                async with aclosing(model_call) as call:
                     async for event in call:
                         # The stop reason is the model call's result, not a pass event.
                         if isinstance(event, ModelStopReason):
                             result = event
                         else:
                             yield event
+                if self._pass.model_call_refused and not core.cancel.is_set():
+                    # The limit refused a retry: the response a hook retried is not used.
+                    yield self._limit_stop(invocation_state)
+                    return
                 if result is None or core.cancel.is_set():
-                    # Cancelled mid-stream: the partial turn never enters the history.
+                    # Cancelled or cut mid-stream: the partial turn never enters the history.
                     yield self.stop("cancelled", empty_assistant_message(), invocation_state)
                     return
                 message = result.message
@@ -173,10 +192,12 @@ class EventLoop:
             "role": "user",
             "content": [{"toolResult": results[use["toolUseId"]]} for use in tool_uses],
         }
-        await core.append_message(reply)
         # The cycle is over once its results are in the history, whether or not the
-        # consumer ever pulls the next event.
+        # consumer ever pulls the next event; ended first, so that a MessageAddedEvent
+        # hook that fails cannot leave the round stored for a replay that would answer
+        # its calls a second time.
         core.interrupts.end_tool_cycle()
+        await core.append_message(reply)
         yield ToolResultMessageEvent(message=reply)
         if core.cancel.is_set():
             yield self.stop("cancelled", reply, invocation_state)
@@ -193,45 +214,31 @@ class EventLoop:
         self._pass.last_stop = event
         return event
 
-    async def _append_input(self, messages: Messages) -> None:
-        """Append the pass's input to the history, each message with its MessageAddedEvent.
+    def _limit_stop(self, invocation_state: dict[str, Any]) -> EventLoopStopEvent:
+        """The stop of a pass out of model calls: the history's last message, as in Strands."""
+        history = self._core.messages
+        logger.warning(
+            "agent pass stopped after %d model calls, the limit (max_model_calls); the "
+            "history is complete, and calling the agent again continues from it",
+            self._pass.metrics.model_calls,
+        )
+        message = history[-1] if history else empty_assistant_message()
+        return self.stop(MODEL_CALL_LIMIT_STOP, message, invocation_state)
 
-        Results for tool calls an earlier invocation left unanswered lead the input's first
-        user message (so user turns keep alternating with assistant turns), or form a user
-        message of their own. A round an interrupt stored for replay is not unfinished: the
-        resume runs it.
-        """
+    async def _append_input(self, messages: Messages) -> None:
+        """Join the pass's input to the history (see ``_history``), firing MessageAddedEvent."""
         core = self._core
         self._pass.input_appended = True
         core.interrupts.pending_input = []
-        messages = list(messages)
-        results = self._unfinished_tool_results()
-        if results and messages and messages[0]["role"] == "user":
-            first = messages[0]
-            # A new message: the context's own dict may be a middleware's constant.
-            messages[0] = {**first, "content": [*results, *first["content"]]}
-        elif results:
-            messages.insert(0, {"role": "user", "content": results})
-        for message in messages:
+        joined = join_input(
+            core.messages,
+            messages,
+            round_stored=core.interrupts.pending_tool_execution is not None,
+        )
+        if joined.merged_last is not None:
+            await core.merge_into_last(joined.merged_last)
+        for message in joined.appended:
             await core.append_message(message)
-
-    def _unfinished_tool_results(self) -> list[ContentBlock]:
-        core = self._core
-        if not core.messages or core.interrupts.pending_tool_execution is not None:
-            return []
-        last = core.messages[-1]
-        if last["role"] != "assistant":
-            return []
-        return [
-            {
-                "toolResult": error_result(
-                    block["toolUse"]["toolUseId"],
-                    "The tool call did not finish: the run ended before it produced a result.",
-                )
-            }
-            for block in last["content"]
-            if "toolUse" in block
-        ]
 
 
 def _tool_uses(message: Message) -> list[ToolUse]:

@@ -18,7 +18,10 @@ In order:
    it is kept for the resume. An interrupt after the pass produced its stop event is
    refused, because a resume would call the model a second time.
 5. The stop event the invocation reports is the last ``EventLoopStopEvent`` the chain
-   yielded; a chain that dropped it is an error.
+   yielded; a chain that dropped it is an error. The chain runs in a ``CutRegion`` under
+   the invocation's ``CancelWatch``: a pass still running ``PASS_CUTOFF_SECONDS`` after
+   ``cancel()`` (stuck AgentStream middleware, say) is cut, and without a stop event of
+   its own it ends with a ``cancelled`` one built here.
 6. However the invocation ends (its stop event, an error, the caller closing the stream),
    an invocation with nothing owed a resume ends the interrupt cycle, releasing every
    answer; then the session is saved, releasing the lease, and ``AfterInvocationEvent``
@@ -40,8 +43,9 @@ from stageware._generated.stages import AgentStreamStage
 from stageware._runtime import Interrupt, InterruptException
 
 from ._agent_result import AgentResult, AgentResultEvent
+from ._cancel_watch import PASS_CUTOFF_SECONDS, CancelWatch, CutRegion
 from ._core import AgentCore, PassState
-from ._event_loop import EventLoop, build_stop_event
+from ._event_loop import EventLoop, build_stop_event, empty_assistant_message
 from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
 from ._interrupt_state import InterruptState, parse_interrupt_responses
 from ._prompt import prompt_messages
@@ -83,7 +87,10 @@ class Invocation:
                 assert before is not None
                 core.interrupts = InterruptState.from_dict(before)
                 raise
-        pass_state = PassState(input=messages)
+        watch = CancelWatch(core.cancel)
+        pass_state = PassState(
+            input=messages, cancel_watch=watch, max_model_calls=core.max_model_calls
+        )
         stop: EventLoopStopEvent | None = None
         result: AgentResult | None = None
         try:
@@ -99,17 +106,26 @@ class Invocation:
                 interrupts=core.interrupts.pass_snapshot(),
             )
             self._loop.begin(pass_state)
-            events = core.registry.invoke(AgentStreamStage, context, self._loop.run)
-            try:
-                async for event in events:
-                    if isinstance(event, EventLoopStopEvent):
-                        stop = event
-                    yield event
-            except InterruptException as raised:
-                stop = self._interrupted(raised.interrupt, pass_state, invocation_state)
+            region = CutRegion(watch, PASS_CUTOFF_SECONDS)
+            chain = core.registry.invoke(AgentStreamStage, context, self._loop.run)
+            events = region.guard(chain)
+            with watch.watching():
+                try:
+                    async for event in events:
+                        if isinstance(event, EventLoopStopEvent):
+                            stop = event
+                        yield event
+                except InterruptException as raised:
+                    stop = self._interrupted(raised.interrupt, pass_state, invocation_state)
+                    yield stop
+                finally:
+                    await events.aclose()
+            if stop is None and region.cut:
+                # The partial model turn, if any, never entered the history.
+                stop = build_stop_event(
+                    "cancelled", empty_assistant_message(), invocation_state, pass_state
+                )
                 yield stop
-            finally:
-                await events.aclose()
             if stop is None:
                 raise RuntimeError(
                     "the AgentStreamStage chain finished without yielding an "

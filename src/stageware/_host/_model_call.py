@@ -63,7 +63,8 @@ class ModelCall:
         """Yield the call's events; the last ``ModelStopReason`` is the one to act on.
 
         Stops early, without a ``ModelStopReason``, when the run is cancelled mid-stream
-        or while it waits to retry a throttled call.
+        or while it waits to retry a throttled call, or before a retry the invocation has
+        no model calls left for.
 
         Raises:
             Exception: What the chain raised, unless an ``AfterModelCallEvent`` hook retried
@@ -73,6 +74,8 @@ class ModelCall:
         throttling = ThrottleRetries(core.retry_strategy)
         attempt = 0
         while True:
+            if pass_state.refuse_model_call():  # the loop reports the limit
+                return
             attempt += 1
             await core.hooks.fire(
                 BeforeModelCallEvent(

@@ -25,6 +25,12 @@ middleware retried) are held back; everything else the chain yields streams live
 The chain's terminal runs the tool with the executor's own cancel signal and produces
 the "unknown tool" result when the model asked for a tool the agent does not have (the
 chain still runs, with ``tool=None``, so middleware can observe or mock it).
+
+After ``cancel()``, calls that have not started get a cancelled result without running.
+A call still running ``GRACE_SECONDS`` later (a tool, a middleware or a hook that did not
+stop) is cut: its task is cancelled, or, for a sync tool, its worker thread abandoned,
+and it gets a cancelled result too, without ``AfterToolCallEvent``. Whatever the call
+would have produced afterwards goes nowhere. The round then ends as usual.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, final
 
 import anyio
-from anyio.abc import ObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 
 from stageware._generated.contexts import ExecuteToolContext
 from stageware._generated.events import (
@@ -55,6 +61,7 @@ from stageware._runtime import (
     close_all,
 )
 
+from ._cancel_watch import GRACE_SECONDS, CutRegion
 from ._core import AgentCore, PassState
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from .tools import ToolContext, error_result, exception_result, invalid_result_reason
@@ -71,7 +78,8 @@ class ToolRound:
 
     Attributes:
         results: Results of the calls that ran to the end, by toolUseId.
-        skipped: Results of calls that were never run because the run was cancelled.
+        skipped: Results of calls the cancellation stopped: never run, or cut while
+            running.
         interrupts: Interrupts raised by this round (already registered).
         errors: Exceptions that failed the round (from a hook, or the host itself).
     """
@@ -154,18 +162,28 @@ class ToolExecutor:
         if round_.errors:
             raise round_.errors[0]
 
-    async def _run_call(self, call: _Call, send: ObjectSendStream[AgentStreamEvent]) -> None:
+    async def _run_call(self, call: _Call, send: MemoryObjectSendStream[AgentStreamEvent]) -> None:
         async with send:
-            with anyio.CancelScope() as scope:
-                call.round_.add_scope(scope)
+            round_ = call.round_
+            with CutRegion(call.pass_state.cancel_watch, GRACE_SECONDS) as region:
+                round_.add_scope(region.scope)
                 try:
                     await self._call(
-                        call.tool_use, call.round_, call.pass_state, call.invocation_state, send
+                        call.tool_use, round_, call.pass_state, call.invocation_state, send
                     )
                 except Exception as error:
                     # Kept for run() to re-raise as itself (a task group would wrap it in
                     # an exception group); the other calls are cancelled, not waited for.
-                    call.round_.fail(error)
+                    round_.fail(error)
+            tool_use_id = call.tool_use["toolUseId"]
+            if region.cut and not round_.errors and tool_use_id not in round_.results:
+                cut = error_result(
+                    tool_use_id,
+                    "The tool call was cancelled: it was still running when the run was cancelled.",
+                )
+                round_.skipped[tool_use_id] = cut
+                # Without a checkpoint: nothing may stop the call's one result now.
+                send.send_nowait(ToolResultEvent(tool_result=cut))
 
     async def _call(
         self,
@@ -173,7 +191,7 @@ class ToolExecutor:
         round_: ToolRound,
         pass_state: PassState,
         invocation_state: dict[str, Any],
-        send: ObjectSendStream[AgentStreamEvent],
+        send: MemoryObjectSendStream[AgentStreamEvent],
     ) -> None:
         core = self._core
         tool_use_id = tool_use["toolUseId"]
@@ -225,10 +243,13 @@ class ToolExecutor:
             if not after.retry:
                 final = _for_call(after.result, tool_use_id)
                 round_.results[tool_use_id] = final
-                await self._record_resumed(tool_use_id, final)
+                # Shielded: a cancel cut must not come between the result and its record
+                # (which keeps an approved tool from running twice) or its one event.
+                with anyio.CancelScope(shield=True):
+                    await self._record_resumed(tool_use_id, final)
                 if final is not result.tool_result:
                     result = ToolResultEvent(tool_result=final, exception=result.exception)
-                await send.send(result)
+                send.send_nowait(result)
                 return
 
     async def _record_resumed(self, tool_use_id: str, result: ToolResult) -> None:
@@ -249,7 +270,7 @@ class ToolExecutor:
         self,
         before: BeforeToolCallEvent,
         pass_state: PassState,
-        send: ObjectSendStream[AgentStreamEvent],
+        send: MemoryObjectSendStream[AgentStreamEvent],
     ) -> tuple[ToolResultEvent | None, list[Interrupt]]:
         """Run the chain once: its result (held back, not sent), or the interrupts that halted it.
 
@@ -294,7 +315,7 @@ class ToolExecutor:
         tool_use: ToolUse,
         interrupts: list[Interrupt],
         round_: ToolRound,
-        send: ObjectSendStream[AgentStreamEvent],
+        send: MemoryObjectSendStream[AgentStreamEvent],
     ) -> None:
         self._register(interrupts, round_)
         await send.send(ToolInterruptEvent(tool_use=tool_use, interrupts=interrupts))
@@ -308,7 +329,7 @@ class ToolExecutor:
         self,
         before: BeforeToolCallEvent,
         round_: ToolRound,
-        send: ObjectSendStream[AgentStreamEvent],
+        send: MemoryObjectSendStream[AgentStreamEvent],
     ) -> None:
         tool_use_id = before.tool_use["toolUseId"]
         message = (
@@ -328,7 +349,7 @@ class ToolExecutor:
         )
         final = _for_call(after.result, tool_use_id)
         round_.results[tool_use_id] = final
-        await send.send(ToolResultEvent(tool_result=final))
+        send.send_nowait(ToolResultEvent(tool_result=final))
 
     async def _terminal(self, context: ExecuteToolContext) -> AsyncIterator[ExecuteToolEvent]:
         core = self._core

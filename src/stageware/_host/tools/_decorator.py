@@ -127,7 +127,7 @@ class FunctionTool(Generic[P, R]):
         the result. What the function returns becomes a ``ToolResultEvent``; an exception
         it raises becomes an error result with ``exception`` set, except
         ``InterruptException``, which becomes a ``ToolInterruptEvent``. Cancellation
-        propagates.
+        propagates, without waiting for a sync function's thread.
 
         Typed as an async generator (a kind of ``AsyncIterator``, as ``AgentTool`` asks)
         so a caller that stops early can ``aclose()`` it and the function's own generator
@@ -163,9 +163,11 @@ class FunctionTool(Generic[P, R]):
                     result = await self._call(*args, **kwargs)
                 else:
                     # A worker thread, so a blocking tool neither stalls the event loop
-                    # nor serialises tools the host runs concurrently.
+                    # nor serialises tools the host runs concurrently. A thread cannot be
+                    # killed: cancelled, the call stops waiting for it and whatever the
+                    # function returns later is dropped.
                     result = await anyio.to_thread.run_sync(
-                        functools.partial(self._call, *args, **kwargs)
+                        functools.partial(self._call, *args, **kwargs), abandon_on_cancel=True
                     )
             except Exception as exc:
                 yield _failure_event(tool_use, exc)
