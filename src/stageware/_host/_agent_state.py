@@ -42,11 +42,10 @@ class AgentState(MutableMapping[str, Any]):
     def __setitem__(self, key: str, value: Any) -> None:
         if not isinstance(key, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"agent state keys are strings, got {type(key).__qualname__} {key!r}")
-        problem = json_problem(value)
+        problem = json_problem(value, f"agent.state[{key!r}]")
         if problem is not None:
             raise ValueError(
-                f"agent.state[{key!r}] must be JSON data, so that it can be kept with the "
-                f"session: {problem}"
+                f"{problem}; agent state must be JSON data, to be kept with the session"
             )
         self._values[key] = copy.deepcopy(value)
 

@@ -201,11 +201,11 @@ class InterruptState:
                     f"the response for interrupt {interrupt_id!r} is None; an answer must be a "
                     "value (None means unanswered)"
                 )
-            problem = json_problem(response)
+            problem = json_problem(response, "the response")
             if problem is not None:
                 raise ValueError(
-                    f"the response for interrupt {interrupt_id!r} must be JSON data, so that "
-                    f"it can be kept with the session: {problem}"
+                    f"cannot answer interrupt {interrupt_id!r}: {problem}; an answer must be "
+                    "JSON data, to be kept with the session"
                 )
         for interrupt_id, response in responses:
             self.interrupts[interrupt_id].response = response

@@ -22,11 +22,12 @@ from ._store import SNAPSHOT_VERSION, SessionError, SessionSnapshot
 __all__ = ["decode_snapshot", "encode_snapshot", "json_problem"]
 
 
-def json_problem(value: object) -> str | None:
+def json_problem(value: object, name: str) -> str | None:
     """Say why *value* is not faithful JSON data, or return ``None`` if it is.
 
-    The answer names the path of the first offending value (``"['a'][0] is a set, ..."``),
-    so an error raised where the value is set can say exactly what to change.
+    *name* is how the caller writes *value* (``agent.state['tags']``); the answer names
+    the first offending value below it (``"agent.state['tags'][1] is a set, ..."``), so an
+    error raised where the value is set can say exactly what to change.
     """
     try:
         document = json.dumps(value, allow_nan=False, default=_refuse_object)
@@ -34,7 +35,7 @@ def json_problem(value: object) -> str | None:
             return None
     except (TypeError, ValueError, RecursionError):
         pass
-    return _explain_non_json(value, root="the value")
+    return _explain_non_json(value, root=name, inside=True)
 
 
 def encode_snapshot(snapshot: SessionSnapshot, session_id: str, where: str) -> str:
@@ -155,10 +156,11 @@ def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _explain_non_json(value: object, root: str = "the snapshot") -> str:
+def _explain_non_json(value: object, root: str = "the snapshot", *, inside: bool = False) -> str:
     """Say where the first value that is not faithful JSON data sits in *value*.
 
-    *root* names *value* itself when the problem is the value as a whole.
+    *root* names *value* itself when the problem is the value as a whole; with *inside*,
+    it also leads the path of a value below it.
     """
     try:
         found = _find_non_json(value, [], set())
@@ -167,7 +169,10 @@ def _explain_non_json(value: object, root: str = "the snapshot") -> str:
     if found is None:  # Only if the walk and json.dumps disagree; keep the message useful.
         return f"{root} is not JSON data"
     path, problem = found
-    return f"{format_path(path) or root} {problem}"
+    where = format_path(path)
+    if inside and where:
+        where = root + (where if where.startswith("[") else f".{where}")
+    return f"{where or root} {problem}"
 
 
 def _find_non_json(
