@@ -4,17 +4,25 @@ Implementation modules are private; ``stageware`` re-exports the names listed he
 
 The core loop, from the outside in:
 
-- ``_agent``: ``Agent``, its configuration, the sync/async entry points and sessions.
-- ``_invocation``: one ``agent(...)`` call; the AgentStream chain and its run loop.
-- ``_event_loop``: one pass, the AgentStream terminal: model turns and tool rounds.
+- ``_agent``: ``Agent``, its configuration and the sync/async entry points;
+  ``_agent_state``: ``AgentState``, its JSON key-value state.
+- ``_session``: the agent's side of a stored session: the claim under a lease, the
+  heartbeat, checkpoints of a resumed round, the release.
+- ``_invocation``: one ``agent(...)`` call; the AgentStream chain and its run loop;
+  ``_task_stream``: the task a ``stream_async`` run lives in.
+- ``_event_loop``: one pass, the AgentStream terminal: model turns and tool rounds;
+  ``_history``: how a pass's input joins a history an earlier ending left; ``_limits``:
+  the model-call limit.
 - ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks;
   ``_model_retry``: when a throttled model call is tried again.
 - ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
 - ``_interrupt_state``: what waits for a human, and how long answers live.
+- ``_cancel``: the cancel signal; ``_cancel_watch``: the deadlines that cut what does not
+  stop after ``cancel()``.
 - ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks
   (``agent.add_hook``).
-- ``_prompt``, ``_agent_result``, ``_cancel``: small pieces they use; ``_running_loop``
-  (asyncio or trio) and ``_shorten`` (quoting in error messages), shared by them and the
+- ``_prompt``, ``_agent_result``: small pieces they use; ``_running_loop`` (asyncio or
+  trio) and ``_shorten`` (quoting in error messages), shared by them and the
   sub-packages.
 
 What the loop plugs in, each in its own sub-package:
