@@ -27,8 +27,7 @@ from stageware import (
     ToolContext,
     tool,
 )
-
-from .agent_helpers import (
+from tests.host.agent_helpers import (
     ModelStateCounter,
     agent_stream_interrupt_id,
     answer,

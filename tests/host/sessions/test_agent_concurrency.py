@@ -1,8 +1,8 @@
 """Two agents on one session, in one process: conditional saves, claims and leases.
 
-The same guarantees across real processes, on SQLite and PostgreSQL, are in
-``test_agent_session_processes``; here each "worker" is an ``Agent`` of its own, which is
-all a store can tell apart.
+Each test runs on the memory, SQLite and Postgres stores (the ``store`` fixture). The same
+guarantees across real processes are in ``test_agent_processes``; here each "worker" is
+an ``Agent`` of its own, which is all a store can tell apart.
 """
 
 from __future__ import annotations
@@ -30,17 +30,9 @@ from stageware import (
     ToolContext,
     tool,
 )
-
-from .agent_helpers import answer, calls, stored_snapshot
+from tests.host.agent_helpers import answer, calls, stored_snapshot
 
 SESSION = "shared"
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
-    if request.param == "memory":
-        return MemorySessionStore()
-    return SQLiteSessionStore(tmp_path / "sessions.db")
 
 
 def user_texts(snapshot: SessionSnapshot) -> list[str]:
