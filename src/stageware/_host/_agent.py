@@ -68,7 +68,10 @@ class Agent(MiddlewareHost):
         session_store: Where to persist the conversation and interrupt state; with
             ``session_id``, a stored session is loaded now, claimed at the start of every
             invocation and saved at its end, so a restarted process, or another worker,
-            can resume an interrupted run. See ``AgentSession`` for the guarantees.
+            can resume an interrupted run. A save is refused with
+            ``SessionConflictError`` if another worker saved the session since this agent
+            loaded it, and an invocation holds a lease on the session while it runs (the
+            README's "Sessions across workers" has the guarantees).
         session_id: The session's key in ``session_store``.
         session_lease: Seconds a worker's hold on the session lasts without renewal; it is
             renewed while an invocation runs, so this is how long a worker that died
