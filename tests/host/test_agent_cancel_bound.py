@@ -32,6 +32,7 @@ from stageware import (
     AgentStreamResult,
     AgentStreamStage,
     AgentTool,
+    BeforeInvocationEvent,
     BeforeModelCallEvent,
     BeforeToolCallEvent,
     ExecuteToolContext,
@@ -423,6 +424,46 @@ async def test_a_stuck_async_hook(hook: type[Any]) -> None:
     result, elapsed = await cancelled_from_a_thread(run, stuck)
 
     await assert_ended_and_recovers(run, result, elapsed)
+
+
+async def test_a_stuck_before_invocation_hook() -> None:
+    stuck = Stuck()
+    run = build(stuck)
+
+    async def hang(event: BeforeInvocationEvent) -> None:
+        if stuck.first():
+            await stuck.forever()
+
+    run.agent.add_hook(hang, BeforeInvocationEvent)
+
+    result, elapsed = await cancelled_from_a_thread(run, stuck)
+
+    await assert_ended_and_recovers(run, result, elapsed)
+    # The cancelled run recorded its input and never called the model.
+    assert texts(run.model.requests[0].messages[-1]) == ["start", "again"]
+
+
+async def test_a_stuck_after_invocation_hook_does_not_hold_the_caller() -> None:
+    stuck = Stuck()
+    run = build(stuck, ["done", "done"])
+
+    async def hang(event: AfterInvocationEvent) -> None:
+        if stuck.first():
+            await stuck.forever()
+
+    run.agent.add_hook(hang, AfterInvocationEvent)
+
+    result, elapsed = await cancelled_from_a_thread(run, stuck)
+
+    # The run had ended before the hook got stuck; the cut only lets the caller go.
+    assert result.stop_reason == "end_turn"
+    assert elapsed < BOUND, f"the run went on {elapsed:.2f} s after cancel()"
+    stored = run.store.load("s")
+    assert stored is not None
+    assert stored.lease is None
+    with anyio.fail_after(GUARD):
+        again = await run.agent.invoke_async("again")
+    assert again.stop_reason == "end_turn"
 
 
 # -- where cancel() comes from ------------------------------------------------------------

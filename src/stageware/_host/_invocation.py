@@ -43,7 +43,7 @@ from stageware._generated.stages import AgentStreamStage
 from stageware._runtime import Interrupt, InterruptException
 
 from ._agent_result import AgentResult, AgentResultEvent
-from ._cancel_watch import PASS_CUTOFF_SECONDS, CancelWatch, CutRegion
+from ._cancel_watch import GRACE_SECONDS, PASS_CUTOFF_SECONDS, CancelWatch, CutRegion
 from ._core import AgentCore, PassState
 from ._event_loop import EventLoop, build_stop_event, empty_assistant_message
 from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
@@ -93,23 +93,28 @@ class Invocation:
         )
         stop: EventLoopStopEvent | None = None
         result: AgentResult | None = None
-        try:
-            await core.hooks.fire(
-                BeforeInvocationEvent(
-                    agent=core.handle, invocation_state=invocation_state, messages=messages
+        # Listening from the first hook to the last, so a stuck BeforeInvocationEvent or
+        # AfterInvocationEvent hook is cut like any other part of the run.
+        with watch.watching():
+            try:
+                with CutRegion(watch, GRACE_SECONDS):
+                    # Cut, the run goes on with the signal set: the pass records its input and
+                    # ends "cancelled" before calling the model.
+                    await core.hooks.fire(
+                        BeforeInvocationEvent(
+                            agent=core.handle, invocation_state=invocation_state, messages=messages
+                        )
+                    )
+                context = AgentStreamContext.from_host(
+                    agent=core.handle,
+                    messages=messages,
+                    invocation_state=invocation_state,
+                    interrupts=core.interrupts.pass_snapshot(),
                 )
-            )
-            context = AgentStreamContext.from_host(
-                agent=core.handle,
-                messages=messages,
-                invocation_state=invocation_state,
-                interrupts=core.interrupts.pass_snapshot(),
-            )
-            self._loop.begin(pass_state)
-            region = CutRegion(watch, PASS_CUTOFF_SECONDS)
-            chain = core.registry.invoke(AgentStreamStage, context, self._loop.run)
-            events = region.guard(chain)
-            with watch.watching():
+                self._loop.begin(pass_state)
+                region = CutRegion(watch, PASS_CUTOFF_SECONDS)
+                chain = core.registry.invoke(AgentStreamStage, context, self._loop.run)
+                events = region.guard(chain)
                 try:
                     async for event in events:
                         if isinstance(event, EventLoopStopEvent):
@@ -120,43 +125,49 @@ class Invocation:
                     yield stop
                 finally:
                     await events.aclose()
-            if stop is None and region.cut:
-                # The partial model turn, if any, never entered the history.
-                stop = build_stop_event(
-                    "cancelled", empty_assistant_message(), invocation_state, pass_state
-                )
-                yield stop
-            if stop is None:
-                raise RuntimeError(
-                    "the AgentStreamStage chain finished without yielding an "
-                    "EventLoopStopEvent; a Wrap handler must yield the stop event its next_fn "
-                    "produced (it may yield more events after it)"
-                )
-            pass_state.metrics.latency_ms = round((time.monotonic() - pass_state.started) * 1000)
-            result = AgentResult(
-                stop_reason=stop.stop_reason,
-                message=stop.message,
-                interrupts=list(stop.interrupts or ()),
-                metrics=pass_state.metrics,
-                state=stop.request_state,
-                structured_output=stop.structured_output,
-            )
-        finally:
-            # However the invocation ended (its stop event, an error, the caller closing the
-            # stream or cancelling), the interrupt state is settled, the session stores
-            # what is in memory and the hooks hear of it; shielded, so a cancelled run
-            # still gets there, and the hooks fire even if saving fails.
-            self._settle_interrupts(stop)
-            with anyio.CancelScope(shield=True):
-                try:
-                    if core.session is not None:
-                        await core.session.release(core)
-                finally:
-                    await core.hooks.fire(
-                        AfterInvocationEvent(
-                            agent=core.handle, invocation_state=invocation_state, result=result
-                        )
+                if stop is None and region.cut:
+                    # The partial model turn, if any, never entered the history.
+                    stop = build_stop_event(
+                        "cancelled", empty_assistant_message(), invocation_state, pass_state
                     )
+                    yield stop
+                if stop is None:
+                    raise RuntimeError(
+                        "the AgentStreamStage chain finished without yielding an "
+                        "EventLoopStopEvent; a Wrap handler must yield the stop event its next_fn "
+                        "produced (it may yield more events after it)"
+                    )
+                pass_state.metrics.latency_ms = round(
+                    (time.monotonic() - pass_state.started) * 1000
+                )
+                result = AgentResult(
+                    stop_reason=stop.stop_reason,
+                    message=stop.message,
+                    interrupts=list(stop.interrupts or ()),
+                    metrics=pass_state.metrics,
+                    state=stop.request_state,
+                    structured_output=stop.structured_output,
+                )
+            finally:
+                # However the invocation ended (its stop event, an error, the caller closing the
+                # stream or cancelling), the interrupt state is settled, the session stores
+                # what is in memory and the hooks hear of it; shielded, so a cancelled run
+                # still gets there, and the hooks fire even if saving fails.
+                self._settle_interrupts(stop)
+                with anyio.CancelScope(shield=True):
+                    try:
+                        if core.session is not None:
+                            await core.session.release(core)
+                    finally:
+                        # The shield keeps out cancellation from outside, not this cut.
+                        with CutRegion(watch, GRACE_SECONDS):
+                            await core.hooks.fire(
+                                AfterInvocationEvent(
+                                    agent=core.handle,
+                                    invocation_state=invocation_state,
+                                    result=result,
+                                )
+                            )
         assert result is not None  # the try block either set it or raised
         yield AgentResultEvent(result=result)
 
