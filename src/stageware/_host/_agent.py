@@ -365,11 +365,18 @@ class Agent(MiddlewareHost):
                 core.messages, core.state, core.model_state = [], AgentState(), {}
                 core.interrupts = InterruptState()
             else:
-                self._adopt(stored, messages_given=False, state_given=False)
+                self._adopt(stored, messages_given=False, state_given=False, reload=True)
         finally:
             self._running.release()
 
-    def _adopt(self, stored: StoredSession, *, messages_given: bool, state_given: bool) -> None:
+    def _adopt(
+        self,
+        stored: StoredSession,
+        *,
+        messages_given: bool,
+        state_given: bool,
+        reload: bool = False,
+    ) -> None:
         session = self._core.session
         assert session is not None  # only agents with a session store adopt one
         snapshot = stored.snapshot
@@ -387,10 +394,16 @@ class Agent(MiddlewareHost):
         except InterruptStateError as error:
             raise SessionError(f"session {session.id!r} in {session.store!r}: {error}") from error
         core = self._core
-        # An empty stored history or state (a session whose first call failed early, say)
-        # gives way to what the constructor was given.
-        core.messages = snapshot["messages"] or core.messages
-        core.state = AgentState(snapshot["state"]) if snapshot["state"] else core.state
+        if reload:
+            # The store is the truth: an empty history or state there (another worker
+            # cleared it) replaces what this agent still holds.
+            core.messages = snapshot["messages"]
+            core.state = AgentState(snapshot["state"])
+        else:
+            # An empty stored history or state (a session whose first call failed early,
+            # say) gives way to what the constructor was given.
+            core.messages = snapshot["messages"] or core.messages
+            core.state = AgentState(snapshot["state"]) if snapshot["state"] else core.state
         core.model_state = snapshot["model_state"]
         core.interrupts = interrupts
 

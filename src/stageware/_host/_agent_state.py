@@ -21,8 +21,8 @@ class AgentState(MutableMapping[str, Any]):
     have already acted. Values are copied when set, so a later change to the caller's
     object does not slip past the check.
 
-    It also answers to the Strands ``AgentState`` methods: ``get()`` with no key returns
-    a copy of everything, ``set(key, value)`` and ``delete(key)``.
+    It also answers to the Strands ``AgentState`` methods: ``get(key)`` returns a copy of
+    the value (``get()``, of everything), ``set(key, value)`` and ``delete(key)``.
 
     A value changed in place (``state["cart"].append(item)``) is checked at the next
     session save; the save at the start of every invocation catches it before anything
@@ -59,10 +59,14 @@ class AgentState(MutableMapping[str, Any]):
         return len(self._values)
 
     def get(self, key: str | None = None, default: Any = None) -> Any:
-        """``get(key)`` as on a dict; ``get()`` returns a copy of the whole state."""
+        """A deep copy of the value of *key* (or *default*); with no key, of the whole state.
+
+        A copy, as in Strands: changing what ``get`` returned changes nothing until it is
+        ``set`` back, where it is checked. ``state[key]`` is the live value.
+        """
         if key is None:
             return self.to_dict()
-        return self._values.get(key, default)
+        return copy.deepcopy(self._values.get(key, default))
 
     def set(self, key: str, value: Any) -> None:
         """Set *key* to a copy of *value* (Strands' spelling of ``state[key] = value``)."""

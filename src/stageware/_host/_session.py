@@ -23,6 +23,7 @@ load the session and continue (``agent()`` with no prompt, if a resume was under
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import secrets
@@ -90,11 +91,22 @@ class AgentSession:
         await self._save(core, lease=True)
 
     async def release(self, core: AgentCore) -> None:
-        """Save the invocation's outcome and release the lease."""
+        """Save the invocation's outcome and release the lease.
+
+        If the outcome cannot be saved (a value that is not JSON data got into the state
+        in place, a store failure), the lease is still let go, so that the session is not
+        blocked for the rest of its length; the error is raised.
+        """
         heartbeat, self._heartbeat = self._heartbeat, None
         if heartbeat is not None:
             await anyio.to_thread.run_sync(heartbeat.stop)
-        await self._save(core, lease=False)
+        try:
+            await self._save(core, lease=False)
+        except SessionConflictError:
+            raise  # another worker holds the session now: the lease is not ours to drop
+        except SessionError:
+            await anyio.to_thread.run_sync(self._let_go)
+            raise
 
     async def _save(self, core: AgentCore, *, lease: bool) -> None:
         # Copied here, in the loop's thread, so the worker thread never reads live objects.
@@ -106,7 +118,25 @@ class AgentSession:
             "interrupt_state": core.interrupts.to_dict(),
         }
         lease_seconds = self._lease_seconds if lease else None
-        await anyio.to_thread.run_sync(self._write, snapshot, lease_seconds)
+        written = threading.Event()
+
+        def write() -> None:
+            try:
+                self._write(snapshot, lease_seconds)
+            finally:
+                written.set()
+
+        try:
+            await anyio.to_thread.run_sync(write)
+        except BaseException:
+            # Cancelled while the thread writes (a native asyncio cancel goes through the
+            # shield anyio puts around the thread): the write may still commit, taking a
+            # lease nobody would release. Wait for it, then let that lease go.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(written.wait)
+                if lease:
+                    await anyio.to_thread.run_sync(self._let_go)
+            raise
 
     def _write(self, snapshot: SessionSnapshot, lease_seconds: float | None) -> None:
         with self._lock:
@@ -117,6 +147,16 @@ class AgentSession:
                 owner=self._owner,
                 lease_seconds=lease_seconds,
             )
+
+    def _let_go(self) -> None:
+        """Let the lease lapse now, if this agent still holds it; best effort."""
+        with self._lock:
+            if self.version == 0:
+                return
+            # Refused (another worker holds it) or failed (the store is down): then it
+            # lapses on its own.
+            with contextlib.suppress(SessionError):
+                self.store.renew(self.id, version=self.version, owner=self._owner, lease_seconds=0)
 
     def renew(self) -> None:
         """Extend the lease (the heartbeat's call)."""

@@ -7,8 +7,11 @@ an ``Agent`` of its own, which is all a store can tell apart.
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -351,3 +354,107 @@ def test_a_session_id_no_store_can_keep_is_a_session_error(bad: str, tmp_path: P
 def test_reload_without_a_store_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="no session store"):
         Agent(ScriptedModel([])).reload_session()
+
+
+# --- Found by review: a reload, Strands' get(), a failed release, a cancelled claim ------
+
+
+def test_a_reload_takes_what_another_worker_cleared(store: SessionStore) -> None:
+    first = Agent(ScriptedModel(["one", "two"]), session_store=store, session_id=SESSION)
+    first.state["secret"] = "x"
+    first("remember")
+    other = Agent(ScriptedModel(["ok"]), session_store=store, session_id=SESSION)
+    del other.state["secret"]
+    other("forget it")
+
+    with pytest.raises(SessionConflictError):
+        first("again")
+    first.reload_session()
+
+    assert first.state == {}
+    first("again")
+    assert stored_snapshot(store, SESSION)["state"] == {}
+
+
+def test_get_returns_a_copy_as_in_strands() -> None:
+    agent = Agent(ScriptedModel([]), state={"log": ["a"]})
+    log = agent.state.get("log")
+    log.append(datetime.date(2024, 1, 1))
+
+    assert agent.state["log"] == ["a"]  # nothing changed until it is set back
+    with pytest.raises(ValueError, match=r"agent.state\['log'\]\[1\] is a date"):
+        agent.state.set("log", log)
+    assert agent.state["log"] == ["a"]
+
+
+def test_a_save_that_fails_at_the_end_lets_the_lease_go(store: SessionStore) -> None:
+    model = ScriptedModel([calls(("note", {}, "t1")), "noted"])
+    agent: Agent
+
+    @tool
+    def note() -> str:
+        """Writes a note into the agent's state, in place."""
+        agent.state["notes"].append({"at": datetime.date(2024, 1, 1)})
+        return "noted"
+
+    agent = Agent(model, tools=[note], session_store=store, session_id=SESSION, state={"notes": []})
+    with pytest.raises(SessionError, match=r"state\.notes\[0\]\.at"):
+        agent("note it")
+
+    # The session is not blocked for the rest of the lease: another worker goes on.
+    other = Agent(ScriptedModel(["hello"]), session_store=store, session_id=SESSION)
+    assert other("hi").text == "hello"
+
+
+class SlowClaimStore:
+    """Commits a claim, then takes its time to return, as a slow network would."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+
+    def load(self, session_id: str) -> StoredSession | None:
+        return self.inner.load(session_id)
+
+    def save(
+        self,
+        session_id: str,
+        snapshot: SessionSnapshot,
+        *,
+        expected_version: int,
+        owner: str,
+        lease_seconds: float | None,
+    ) -> int:
+        version = self.inner.save(
+            session_id,
+            snapshot,
+            expected_version=expected_version,
+            owner=owner,
+            lease_seconds=lease_seconds,
+        )
+        if lease_seconds is not None:
+            time.sleep(0.4)
+        return version
+
+    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
+        self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
+
+    def delete(self, session_id: str) -> None:
+        self.inner.delete(session_id)
+
+
+def test_a_claim_cancelled_by_asyncio_lets_its_lease_go(store: SessionStore) -> None:
+    agent = Agent(ScriptedModel(["never"]), session_store=SlowClaimStore(store), session_id=SESSION)
+
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            # A native cancel, as an asyncio web server sends when a client goes away.
+            await asyncio.wait_for(agent.invoke_async("hi"), 0.1)
+
+    asyncio.run(main())
+
+    stored = store.load(SESSION)
+    assert stored is not None
+    assert stored.lease is None or stored.lease.expires_at <= datetime.datetime.now(datetime.UTC)
+    assert agent.session_version == stored.version
+    other = Agent(ScriptedModel(["hello"]), session_store=store, session_id=SESSION)
+    assert other("hi").text == "hello"
