@@ -274,3 +274,17 @@ async def test_a_429_with_retry_after_is_retried_by_the_agent(server: FakeOpenAI
     assert attempts == [1, 2]
     assert len(server.requests) == 2
     assert time.monotonic() - started >= 0.2
+
+
+@pytest.mark.parametrize("hint", [float("nan"), float("inf"), -1.0])
+async def test_a_hint_no_clock_can_wait_out_is_ignored_with_a_warning(
+    hint: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = ScriptedModel([throttled(retry_after=hint), "Hello"])
+    agent = Agent(model, retry_strategy=FAST)
+
+    result = await agent.invoke_async("Hi")
+
+    assert result.text == "Hello"
+    assert len(model.requests) == 2
+    assert "ignoring the retry_after" in caplog.text

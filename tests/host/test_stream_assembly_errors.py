@@ -121,6 +121,16 @@ async def test_a_malformed_event_is_one_error_naming_it_and_its_position(
             "the model stream carried no content (stop reason 'max_tokens')",
             id="an empty block",
         ),
+        pytest.param(
+            [
+                START,
+                {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": ""}}},
+                {"contentBlockStop": {"contentBlockIndex": 0}},
+                STOP,
+            ],
+            "the model stream carried no content (stop reason 'end_turn')",
+            id="a blank text block",
+        ),
     ],
 )
 async def test_an_empty_stream_is_an_error_and_nothing_is_appended(

@@ -10,6 +10,7 @@ agent, named and shaped after Strands 1.62's ``ModelRetryStrategy`` (``max_attem
 from __future__ import annotations
 
 import logging
+import math
 import random
 from dataclasses import dataclass, field
 from typing import final
@@ -93,16 +94,25 @@ class ThrottleRetries:
                     f"ModelRetryStrategy.max_attempts is {strategy.max_attempts}."
                 )
             return None
-        if error.retry_after is None:
+        retry_after = error.retry_after
+        if retry_after is not None and not (math.isfinite(retry_after) and retry_after >= 0):
+            # A hint no clock can wait out (NaN, infinite, negative): back off as if the
+            # model had given none, rather than fail the call over the hint.
+            logger.warning(
+                "ignoring the retry_after of %r on a ModelThrottledError: not a number of seconds",
+                retry_after,
+            )
+            retry_after = None
+        if retry_after is None:
             delay = strategy.backoff(self.throttled)
-        elif error.retry_after > strategy.max_delay:
+        elif retry_after > strategy.max_delay:
             error.add_note(
-                f"The server asked to wait {error.retry_after:g} s before retrying, longer "
+                f"The server asked to wait {retry_after:g} s before retrying, longer "
                 f"than ModelRetryStrategy.max_delay ({strategy.max_delay:g} s)."
             )
             return None
         else:
-            delay = error.retry_after
+            delay = retry_after
         # INFO, as `openai` logs its own retries: expected, and handled.
         logger.info(
             "model call throttled (attempt %d of %d), retrying in %.2f s: %s",

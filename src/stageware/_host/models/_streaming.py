@@ -194,7 +194,8 @@ class ResponseAssembler:
         content: list[ContentBlock] = []
         for index in sorted(self._blocks):
             built = _build_block(self._blocks[index])
-            if built is not None:
+            # A blank text block is no content: Converse providers refuse one in a request.
+            if built is not None and built != {"text": ""}:
                 content.append(built)
         if not content:
             raise StreamAssemblyError(
