@@ -74,10 +74,16 @@ def test_synchronous_calls_each_on_their_own_event_loop_keep_working(
     assert agent("second").text == "two"
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param('{"city": Oslo', id="not JSON: the model forgot the quotes"),
+        pytest.param('"Oslo"', id="a JSON string, not an object"),
+    ],
+)
 def test_invalid_tool_arguments_are_reported_once_and_replayed_as_the_model_sent_them(
-    server: FakeOpenAIServer,
+    server: FakeOpenAIServer, raw: str
 ) -> None:
-    raw = '{"city": Oslo'  # not JSON: the model forgot the quotes
     calls: list[str] = []
 
     @tool

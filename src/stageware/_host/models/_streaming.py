@@ -391,9 +391,12 @@ def _parse_tool_input(raw: str) -> Any:
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except json.JSONDecodeError:
         return raw
+    # A JSON string is no tool input either; kept as the raw text, quotes and all, so that
+    # it is replayed as sent, not mistaken for the raw text of invalid JSON.
+    return raw if isinstance(value, str) else value
 
 
 async def collect_response(events: AsyncIterable[StreamEvent]) -> CollectedResponse:
