@@ -70,11 +70,6 @@ class AgentSession:
         self._lock = threading.Lock()
         self._heartbeat: _Heartbeat | None = None
 
-    @property
-    def owner(self) -> str:
-        """The name this agent's leases are held under."""
-        return self._owner
-
     def load(self) -> StoredSession | None:
         """Read the session and remember its version (0 if there is none)."""
         stored = self.store.load(self.id)
@@ -181,13 +176,12 @@ class _Heartbeat:
     event loop, and it needs no task group around the invocation's stream.
     """
 
-    __slots__ = ("_cancel", "_session", "_stopped", "_thread", "lost")
+    __slots__ = ("_cancel", "_session", "_stopped", "_thread")
 
     def __init__(self, session: AgentSession, cancel: CancelToken) -> None:
         self._session = session
         self._cancel = cancel
         self._stopped = threading.Event()
-        self.lost: SessionConflictError | None = None
         self._thread = threading.Thread(
             target=self._run, name=f"stageware-lease-{session.id}", daemon=True
         )
@@ -198,10 +192,10 @@ class _Heartbeat:
         while not self._stopped.wait(interval):
             try:
                 self._session.renew()
-            except SessionConflictError as error:
+            except SessionConflictError:
                 # Another worker owns the session now: whatever this run does next would
-                # be refused at its save, so stop it rather than let it act.
-                self.lost = error
+                # be refused at its save (which reports the conflict), so stop it rather
+                # than let it act.
                 self._cancel.set()
                 return
             except SessionError:

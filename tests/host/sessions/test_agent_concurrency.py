@@ -201,12 +201,8 @@ async def test_a_running_invocation_holds_the_session(store: SessionStore) -> No
 # --- A lost lease stops the run ---------------------------------------------------------
 
 
-class TakeoverStore:
-    """A store in which, at the first renewal, another worker has taken the session over.
-
-    As if this worker's lease had lapsed (a long pause, say) and another worker had saved
-    the session: the renewal and every later save of this worker are refused.
-    """
+class DelegatingStore:
+    """A store that passes every call to *inner*; the test doubles below change one."""
 
     def __init__(self, inner: SessionStore) -> None:
         self.inner = inner
@@ -232,6 +228,20 @@ class TakeoverStore:
         )
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
+        self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
+
+    def delete(self, session_id: str) -> None:
+        self.inner.delete(session_id)
+
+
+class TakeoverStore(DelegatingStore):
+    """A store in which, at the first renewal, another worker has taken the session over.
+
+    As if this worker's lease had lapsed (a long pause, say) and another worker had saved
+    the session: the renewal and every later save of this worker are refused.
+    """
+
+    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
         stored = self.inner.load(session_id)
         assert stored is not None
         if stored.version == version:
@@ -245,9 +255,6 @@ class TakeoverStore:
                 lease_seconds=None,
             )
         self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
-
-    def delete(self, session_id: str) -> None:
-        self.inner.delete(session_id)
 
 
 def test_a_lost_lease_cancels_the_run_and_its_save_is_refused() -> None:
@@ -406,14 +413,8 @@ def test_a_save_that_fails_at_the_end_lets_the_lease_go(store: SessionStore) -> 
     assert other("hi").text == "hello"
 
 
-class SlowClaimStore:
+class SlowClaimStore(DelegatingStore):
     """Commits a claim, then takes its time to return, as a slow network would."""
-
-    def __init__(self, inner: SessionStore) -> None:
-        self.inner = inner
-
-    def load(self, session_id: str) -> StoredSession | None:
-        return self.inner.load(session_id)
 
     def save(
         self,
@@ -424,7 +425,7 @@ class SlowClaimStore:
         owner: str,
         lease_seconds: float | None,
     ) -> int:
-        version = self.inner.save(
+        version = super().save(
             session_id,
             snapshot,
             expected_version=expected_version,
@@ -434,12 +435,6 @@ class SlowClaimStore:
         if lease_seconds is not None:
             time.sleep(0.4)
         return version
-
-    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
-        self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
-
-    def delete(self, session_id: str) -> None:
-        self.inner.delete(session_id)
 
 
 def test_a_claim_cancelled_by_asyncio_lets_its_lease_go(store: SessionStore) -> None:
