@@ -8,6 +8,8 @@ from typing import Any, ClassVar, final
 from stageware._generated.payloads import Message, StopReason, Usage
 from stageware._runtime import Interrupt
 
+from ._halt import Decision, Halt
+
 __all__ = ["AgentMetrics", "AgentResult", "AgentResultEvent"]
 
 
@@ -73,6 +75,9 @@ class AgentResult:
         structured_output: Whatever structured output middleware put on the stop event;
             this host does not request structured output itself, so it is ``None``
             unless an AgentStream handler set it.
+        decisions: Every policy decision of the run, in order (empty without a policy).
+        halt: Which middleware blocked or escalated the run, at which hook and why, when
+            ``stop_reason`` is ``blocked`` or ``escalated``.
     """
 
     stop_reason: StopReason
@@ -81,6 +86,8 @@ class AgentResult:
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     state: dict[str, Any] = field(default_factory=dict[str, Any])
     structured_output: Any = None
+    decisions: list[Decision] = field(default_factory=list[Decision])
+    halt: Halt | None = None
 
     @property
     def text(self) -> str:

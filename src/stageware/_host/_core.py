@@ -8,6 +8,7 @@ without reaching into the agent's private attributes.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
@@ -25,6 +26,7 @@ from ._agent_result import AgentMetrics
 from ._agent_state import AgentState
 from ._cancel import CancelToken
 from ._cancel_watch import CancelWatch
+from ._halt import Decision, Halt
 from ._hook_events import MessageAddedEvent
 from ._hooks import HookRegistry
 from ._interrupt_state import InterruptState
@@ -59,6 +61,12 @@ class AgentCore:
     cancel: CancelToken = field(default_factory=CancelToken)
     retry_strategy: ModelRetryStrategy | None = field(default_factory=ModelRetryStrategy)
     max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS
+    current_pass: PassState | None = None
+    answer_checks: list[Callable[[str, Any], None]] = field(
+        default_factory=list[Callable[[str, Any], None]]
+    )
+    """Run on each answer of a resume before it is stored, by interrupt id and answer;
+    one raises ``ValueError`` to refuse the resume before anything runs."""
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of the agent's tools, in registration order."""
@@ -113,6 +121,8 @@ class PassState:
             of a tool round (replayed on resume, so it may be gated on top).
         model_call_refused: Whether :meth:`refuse_model_call` refused a call, which ends
             the pass with the limit's stop.
+        decisions: The policy decisions taken in the pass, in order.
+        halt: Why the pass was halted by a policy, once it was.
     """
 
     input: Messages
@@ -123,6 +133,8 @@ class PassState:
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     last_stop: EventLoopStopEvent | None = None
     model_call_refused: bool = False
+    decisions: list[Decision] = field(default_factory=list[Decision])
+    halt: Halt | None = None
 
     def refuse_model_call(self) -> bool:
         """Whether the next model call is over the limit (retries count); notes a refusal."""

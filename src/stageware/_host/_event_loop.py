@@ -38,11 +38,13 @@ from stageware._runtime import Interrupt
 
 from ._cancel_watch import GRACE_SECONDS, CutRegion
 from ._core import AgentCore, PassState
+from ._halt import Halt, HaltRun
 from ._history import join_input
 from ._interrupt_state import PendingToolExecution
 from ._limits import MODEL_CALL_LIMIT_STOP
 from ._model_call import ModelCall
 from ._tool_executor import ToolExecutor, ToolRound
+from .tools import error_result
 
 __all__ = ["EventLoop", "build_stop_event", "empty_assistant_message"]
 
@@ -126,13 +128,18 @@ class EventLoop:
                 # Every nested stream is closed here, in this task, if the pass is closed
                 # early: left to the garbage collector, it would be finalised in another
                 # task, outside the cancel scopes it opened.
-                async with aclosing(model_call) as call:
-                    async for event in call:
-                        # The stop reason is the model call's result, not a pass event.
-                        if isinstance(event, ModelStopReason):
-                            result = event
-                        else:
-                            yield event
+                try:
+                    async with aclosing(model_call) as call:
+                        async for event in call:
+                            # The stop reason is the model call's result, not a pass event.
+                            if isinstance(event, ModelStopReason):
+                                result = event
+                            else:
+                                yield event
+                except HaltRun as halted:
+                    # The response (if any) never enters the history.
+                    yield await self._halt(halted.halt, invocation_state)
+                    return
                 if self._pass.model_call_refused and not core.cancel.is_set():
                     # The limit refused a retry: the response a hook retried is not used.
                     yield self._limit_stop(invocation_state)
@@ -174,7 +181,7 @@ class EventLoop:
         async with aclosing(tools):
             async for event in tools:
                 yield event
-        if round_.interrupts:
+        if round_.interrupts and self._pass.halt is None:
             core.interrupts.pending_tool_execution = PendingToolExecution(
                 tool_use_message=message, completed=dict(round_.results)
             )
@@ -187,7 +194,17 @@ class EventLoop:
             pending.completed = dict(round_.results)
             yield self.stop("cancelled", message, invocation_state)
             return
+        halt = self._pass.halt
+        if halt is not None and round_.interrupts:
+            # A blocked call ends the run: the calls that asked a human never run.
+            core.interrupts.end_tool_cycle()
         results = {**round_.results, **round_.skipped}
+        if halt is not None:
+            for use in tool_uses:
+                results.setdefault(
+                    use["toolUseId"],
+                    error_result(use["toolUseId"], "The tool call was not run: the run halted."),
+                )
         reply: Message = {
             "role": "user",
             "content": [{"toolResult": results[use["toolUseId"]]} for use in tool_uses],
@@ -199,6 +216,9 @@ class EventLoop:
         core.interrupts.end_tool_cycle()
         await core.append_message(reply)
         yield ToolResultMessageEvent(message=reply)
+        if halt is not None:
+            yield await self._halt(halt, invocation_state)
+            return
         if core.cancel.is_set():
             yield self.stop("cancelled", reply, invocation_state)
 
@@ -213,6 +233,14 @@ class EventLoop:
         event = build_stop_event(stop_reason, message, invocation_state, self._pass, interrupts)
         self._pass.last_stop = event
         return event
+
+    async def _halt(self, halt: Halt, invocation_state: dict[str, Any]) -> EventLoopStopEvent:
+        """End the pass a policy halted: the halt's message closes the history's user turn."""
+        self._pass.halt = halt
+        history = self._core.messages
+        if history and history[-1]["role"] == "user":
+            await self._core.append_message(halt.message)
+        return self.stop(halt.stop_reason, halt.message, invocation_state)
 
     def _limit_stop(self, invocation_state: dict[str, Any]) -> EventLoopStopEvent:
         """The stop of a pass out of model calls: the history's last message, as in Strands."""

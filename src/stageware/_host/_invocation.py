@@ -46,6 +46,7 @@ from ._agent_result import AgentResult, AgentResultEvent
 from ._cancel_watch import GRACE_SECONDS, PASS_CUTOFF_SECONDS, CancelWatch, CutRegion
 from ._core import AgentCore, PassState
 from ._event_loop import EventLoop, build_stop_event, empty_assistant_message
+from ._halt import Halt, HaltRun
 from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
 from ._interrupt_state import InterruptState, parse_interrupt_responses
 from ._prompt import prompt_messages
@@ -91,6 +92,7 @@ class Invocation:
         pass_state = PassState(
             input=messages, cancel_watch=watch, max_model_calls=core.max_model_calls
         )
+        core.current_pass = pass_state
         stop: EventLoopStopEvent | None = None
         result: AgentResult | None = None
         # Listening from the first hook to the last, so a stuck BeforeInvocationEvent or
@@ -123,6 +125,9 @@ class Invocation:
                 except InterruptException as raised:
                     stop = self._interrupted(raised.interrupt, pass_state, invocation_state)
                     yield stop
+                except HaltRun as halted:
+                    stop = self._halted(halted.halt, pass_state, invocation_state)
+                    yield stop
                 finally:
                     await events.aclose()
                 if stop is None and region.cut:
@@ -147,6 +152,8 @@ class Invocation:
                     metrics=pass_state.metrics,
                     state=stop.request_state,
                     structured_output=stop.structured_output,
+                    decisions=pass_state.decisions,
+                    halt=pass_state.halt,
                 )
             finally:
                 # However the invocation ended (its stop event, an error, the caller closing the
@@ -180,6 +187,9 @@ class Invocation:
         interrupts = self._core.interrupts
         responses = parse_interrupt_responses(prompt)
         if responses is not None:
+            for interrupt_id, response in responses:
+                for check in self._core.answer_checks:
+                    check(interrupt_id, response)
             interrupts.resume(responses)
             return interrupts.pending_input
         if not interrupts.activated:
@@ -211,6 +221,25 @@ class Invocation:
         owed = stop is not None and stop.stop_reason == "interrupt"
         if not owed and interrupts.pending_tool_execution is None:
             interrupts.end_interrupt_cycle()
+
+    def _halted(
+        self, halt: Halt, pass_state: PassState, invocation_state: dict[str, Any]
+    ) -> EventLoopStopEvent:
+        """End the pass that AgentStream middleware halted, leaving the history valid.
+
+        Halted on the way in (before the input entered the history), the history is left
+        as it was: a blocked input is not recorded, and the halt's message is only the
+        result's. Halted on the way out, the pass's final message, already in the history,
+        is replaced by the halt's message, so what was blocked does not stay there.
+        """
+        pass_state.halt = halt
+        history = self._core.messages
+        last = pass_state.last_stop
+        if last is not None and history and history[-1] is last.message:
+            history[-1] = halt.message
+        elif pass_state.input_appended and history and history[-1]["role"] == "user":
+            history.append(halt.message)
+        return build_stop_event(halt.stop_reason, halt.message, invocation_state, pass_state)
 
     def _interrupted(
         self, interrupt: Interrupt, pass_state: PassState, invocation_state: dict[str, Any]

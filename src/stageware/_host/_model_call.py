@@ -22,9 +22,10 @@ from stageware._generated.contexts import InvokeModelContext
 from stageware._generated.events import InvokeModelEvent, ModelStopReason, ModelStreamChunkEvent
 from stageware._generated.payloads import SystemContentBlock
 from stageware._generated.stages import InvokeModelStage
-from stageware._runtime import close_all
+from stageware._runtime import InterruptException, close_all
 
 from ._core import AgentCore, PassState
+from ._halt import HaltRun, RedoStep
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
 from ._model_retry import ThrottleRetries
 from .models import ResponseAssembler
@@ -106,6 +107,11 @@ class ModelCall:
                             return
                 finally:
                     await events.aclose()
+            except (HaltRun, InterruptException):
+                # A policy decided: the loop ends the pass, or the run waits for a human.
+                raise
+            except RedoStep:
+                continue
             except Exception as error:
                 after = await core.hooks.fire(
                     AfterModelCallEvent(

@@ -63,6 +63,7 @@ from stageware._runtime import (
 
 from ._cancel_watch import GRACE_SECONDS, CutRegion
 from ._core import AgentCore, PassState
+from ._halt import HaltRun, RedoStep
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from .tools import ToolContext, error_result, exception_result, invalid_result_reason
 
@@ -229,7 +230,8 @@ class ToolExecutor:
             if interrupts:
                 self._register(interrupts, round_)
                 return
-            assert result is not None  # _run_chain has a result for every call it did not halt
+            if result is None:  # a policy Retry: the whole call again, hooks included
+                continue
             after = await core.hooks.fire(
                 AfterToolCallEvent(
                     agent=core.handle,
@@ -274,6 +276,8 @@ class ToolExecutor:
     ) -> tuple[ToolResultEvent | None, list[Interrupt]]:
         """Run the chain once: its result (held back, not sent), or the interrupts that halted it.
 
+        Neither, when a policy asked for the call to be redone (``RedoStep``).
+
         Whatever the chain raises, other than an interrupt or a cancellation, becomes the
         error result of the attempt.
         """
@@ -304,6 +308,17 @@ class ToolExecutor:
             await send.send(
                 ToolInterruptEvent(tool_use=before.tool_use, interrupts=[raised.interrupt])
             )
+        except HaltRun as halted:
+            # The call gets an error result; the round finishes and the loop ends the run.
+            if pass_state.halt is None:
+                pass_state.halt = halted.halt
+            result = ToolResultEvent(
+                tool_result=error_result(
+                    before.tool_use["toolUseId"], "The tool call was blocked by policy."
+                )
+            )
+        except RedoStep:
+            result = None
         except Exception as error:
             result = _failed(before.tool_use, error, "the ExecuteTool chain raised")
         finally:

@@ -1,0 +1,43 @@
+"""Timeouts as a policy author writes them: ``"250ms"``, ``"2s"``, ``1.5``, a ``timedelta``."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+
+__all__ = ["parse_timeout"]
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)\s*")
+
+
+def parse_timeout(value: object, where: str) -> timedelta | None:
+    """Return *value* as a positive ``timedelta``, or ``None`` for no limit.
+
+    Raises:
+        ValueError: For a non-positive, infinite or unparsable value, naming *where*.
+        TypeError: For a value of another type.
+    """
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(
+            f"{where}: a timeout is a timedelta, seconds (int or float) or a string such as "
+            f"'250ms', '2s', '1.5m', '1h'; got {value!r}"
+        )
+    elif isinstance(value, str):
+        match = _DURATION.fullmatch(value)
+        if match is None:
+            raise ValueError(
+                f"{where}: cannot read {value!r} as a duration; write a number and a unit, "
+                "ms, s, m or h: '250ms', '2s', '1.5m', '1h'"
+            )
+        seconds = float(match[1]) * _UNITS[match[2]]
+    else:
+        seconds = float(value)
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(f"{where}: a timeout must be a positive, finite duration, got {value!r}")
+    return timedelta(seconds=seconds)

@@ -1,0 +1,48 @@
+"""``SpecError``: a policy spec, or a middleware's settings, that cannot be used."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from stageware._data_paths import format_path
+
+__all__ = ["SpecError", "settings_error"]
+
+
+class SpecError(ValueError):
+    """A policy spec, a baseline profile or a middleware's settings are invalid.
+
+    The message names where: ``policy.yaml:12: middleware[1].settings.limit: ...`` for a
+    spec file, or the middleware for settings given in code.
+
+    Attributes:
+        middleware: The middleware the error concerns, if it concerns one.
+        locations: The pydantic error locations (``("limit",)``), one per problem.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        middleware: str | None = None,
+        locations: Sequence[tuple[str | int, ...]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.middleware = middleware
+        self.locations = tuple(locations)
+
+
+def settings_error(middleware: str, error: ValidationError, what: str = "settings") -> SpecError:
+    """A ``SpecError`` for *what* of *middleware* that failed validation, one line per problem."""
+    locations = [tuple(problem["loc"]) for problem in error.errors()]
+    lines = [
+        f"  {format_path(problem['loc']) or '(the settings as a whole)'}: {problem['msg']}"
+        for problem in error.errors()
+    ]
+    return SpecError(
+        f"invalid {what} for middleware {middleware!r}:\n" + "\n".join(lines),
+        middleware=middleware,
+        locations=locations,
+    )

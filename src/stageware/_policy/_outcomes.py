@@ -1,0 +1,114 @@
+"""What a policy middleware decides at a hook point: the five outcomes.
+
+An outcome is a plain frozen value; the engine interprets it (``_engine``), and the table
+in ``_rules`` says where each one is allowed. A handler that returns ``None`` means
+``Continue()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias, final
+
+from pydantic import BaseModel
+
+__all__ = ["Block", "Continue", "Escalate", "Outcome", "Retry", "Suspend", "outcome_name"]
+
+
+class _Outcome:
+    """Base of the outcomes; not meant to be subclassed outside this module."""
+
+    __slots__ = ()
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Continue(_Outcome):
+    """Proceed. With ``modified``, later middleware and the operation see the new payload.
+
+    Attributes:
+        modified: The hook's event with the changes applied (``event.model_copy(update=...)``)
+            or a mapping of its fields. It is validated against the hook's event model, and
+            only the fields the hook lets a policy change may differ (see the README's
+            outcome table); anything else is a middleware error.
+    """
+
+    modified: BaseModel | Mapping[str, Any] | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Block(_Outcome):
+    """Refuse. The step never executes and the run ends with stop reason ``blocked``.
+
+    Attributes:
+        reason: Why, for the trace, the log and the run's result (not shown to the user:
+            the user sees the policy's configured blocked message).
+    """
+
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Suspend(_Outcome):
+    """Pause the run durably until an approver answers.
+
+    The run ends with stop reason ``interrupt`` and an interrupt whose id is
+    ``v1:policy:<hook>:<middleware>:<step key>``; answered with an ``Approval``, the step
+    goes ahead (approved) or is blocked (denied).
+
+    Attributes:
+        reason: What the approver is asked to decide.
+        details: JSON data shown to the approver with the reason.
+    """
+
+    reason: str
+    details: Mapping[str, Any] | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Escalate(_Outcome):
+    """Stop the automated path and hand the run to a human queue.
+
+    The run ends with stop reason ``escalated``; an escalation record is written with the
+    session, which refuses new prompts until a human resolves it.
+
+    Attributes:
+        reason: Why a human must look.
+        queue: The queue the escalation goes to.
+    """
+
+    reason: str
+    queue: str = "default"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Retry(_Outcome):
+    """Redo the step, within the step's retry budget; once it is spent the run is blocked.
+
+    Attributes:
+        reason: Why the step is redone.
+    """
+
+    reason: str
+
+
+Outcome: TypeAlias = Continue | Block | Suspend | Escalate | Retry
+"""Any outcome a policy middleware may return."""
+
+_NAMES: dict[type[_Outcome], str] = {
+    Continue: "continue",
+    Block: "block",
+    Suspend: "suspend",
+    Escalate: "escalate",
+    Retry: "retry",
+}
+
+
+def outcome_name(outcome: Outcome) -> str:
+    """The outcome's name in traces and tables: ``continue``, ``block``, ..."""
+    return _NAMES[type(outcome)]
