@@ -25,8 +25,8 @@ from stageware.policy import (
     Retry,
     Suspend,
 )
+from tests.host.converse_history import assert_valid_converse
 
-from ..host.converse_history import assert_valid_converse
 from .policy_helpers import deciding, refund_agent, refund_script
 
 pytestmark = pytest.mark.anyio
@@ -154,7 +154,8 @@ async def test_an_outcome_the_hook_does_not_allow_is_a_middleware_error(
     result = await agent.invoke_async("Please refund my order")
     [decision] = [d for d in result.decisions if d.hook == point.value][:1]
     assert decision.outcome == "continue"  # fail open
-    assert decision.error is not None and "does not allow" in decision.error
+    assert decision.error is not None
+    assert "does not allow" in decision.error
     assert kind.__name__ in decision.error
     assert result.stop_reason == "end_turn"
 
@@ -174,7 +175,8 @@ async def test_a_denied_approval_blocks_the_step() -> None:
         ]
     )
     assert result.stop_reason == "blocked"
-    assert result.halt is not None and result.halt.reason == "denied by sam: not eligible"
+    assert result.halt is not None
+    assert result.halt.reason == "denied by sam: not eligible"
     assert ledger.payouts == []
     assert_valid_converse(agent.messages, for_request=False)
     # The cycle is over: the agent takes a new prompt.
