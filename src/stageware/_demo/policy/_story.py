@@ -20,9 +20,11 @@ refund tool did and what the SQLite session holds; a claim that does not hold ra
 from __future__ import annotations
 
 import asyncio
+import logging
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TextIO
@@ -73,22 +75,37 @@ def run_policy_demo(out: TextIO, session_dir: Path | None = None) -> None:
 
     Raises:
         DemoCheckError: If a check of the story's claims fails.
+        ImportError: If PyYAML, which reading a policy spec needs, is not installed.
     """
     trace = Trace(out)
     out.write(
         "stageware demo policy: a refund desk agent on a scripted model, under a policy spec\n"
     )
-    with tempfile.TemporaryDirectory() as scratch:
-        story = _Story(trace, (session_dir or Path(scratch)) / "sessions.sqlite")
-        story.show_policy()
-        story.baseline_redaction()
-        story.guardrail_block()
-        story.suspend_across_a_restart()
-        story.escalation()
-        story.retry()
-        story.stream_block()
-        story.open_middleware_crash()
-        story.summary()
+    # The trace prints every decision. The engine logs them too, at WARNING for all but
+    # Continue; with no handler configured, Python's last-resort handler would print
+    # those records to stderr a second time. A handler here stops that, and leaves the
+    # records to any handler the caller configured.
+    logger = logging.getLogger("stageware.policy")
+    quiet = logging.NullHandler()
+    logger.addHandler(quiet)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            story = _Story(trace, (session_dir or Path(scratch)) / "sessions.sqlite")
+            story.show_policy()
+            story.baseline_redaction()
+            story.guardrail_block()
+            story.suspend_across_a_restart()
+            story.escalation()
+            story.retry()
+            story.stream_block()
+            story.open_middleware_crash()
+            story.summary()
+    finally:
+        logger.removeHandler(quiet)
+
+
+def _seconds(limit: timedelta | None) -> str:
+    return "-" if limit is None else f"{limit.total_seconds():g}s"
 
 
 class _Story:
@@ -163,14 +180,17 @@ class _Story:
     def show_policy(self) -> None:
         self.trace.heading('the policy: load_policy("policy.yaml", baseline="org.yaml")')
         for entry in self.engine.entries:
-            timeout = entry.effective_timeout
-            limit = "-" if timeout is None else f"{timeout.total_seconds():g}s"
+            limit = _seconds(entry.effective_timeout)
             hooks = ", ".join(hook.value for hook in entry.effective_hooks)
             settings = ", ".join(f"{k}={v}" for k, v in (entry.settings or {}).items())
             self.trace.note(
-                f"  {entry.effective_band.value:<9} {entry.name:<17} "
+                f"  {entry.effective_band.value:<10}{entry.name:<17} "
                 f"{entry.effective_fail_mode.value:<6} {limit:<5} {hooks:<15} {settings}".rstrip()
             )
+        self.trace.note(
+            "each run below prints its decisions: hook point, middleware, band, outcome, the "
+            "slowest call, what the record says"
+        )
 
     def baseline_redaction(self) -> None:
         order, amount = ORDERS["teapot"]
@@ -215,7 +235,7 @@ class _Story:
         limit = next(e for e in self.engine.entries if e.name == "refund_limit")
         self.trace.heading(
             f"2. guardrail: refund_limit (fail_mode={limit.effective_fail_mode.value}, "
-            f"timeout {limit.effective_timeout}) blocks a refund over the limit"
+            f"timeout {_seconds(limit.effective_timeout)}) blocks a refund over the limit"
         )
         paid = len(self.desk.refunds)
         result = self.ask(f"Please also refund order {order}, the ${amount:,.0f} espresso machine.")
@@ -246,9 +266,9 @@ class _Story:
             f"expected refund_approval to suspend the run, got {first.stop_reason}",
         )
         self.trace.note(
-            "restart: this Agent is dropped; a new Agent with a newly loaded policy opens the "
-            f"same SQLite file, as a restarted process would ({self.database.name})"
+            f"restart: a new Agent, with the policy loaded again, on the same {self.database.name}"
         )
+        self.trace.note("         (as a restarted process would build it; the first is dropped)")
         self.engine = _load()
         self.agent = self._agent()
         pending = self.agent.pending_interrupts
@@ -369,6 +389,7 @@ class _Story:
         )
 
     def summary(self) -> None:
+        self.trace.heading("summary")
         self.check(
             self.model.remaining == 0,
             f"the model was called {len(self.model.requests)} times, as scripted",
@@ -386,7 +407,6 @@ class _Story:
             "no model call ever saw the e-mail address or the card number",
             "a model call was sent the customer's e-mail address or card number",
         )
-        self.trace.heading("summary")
         refunds = ", ".join(f"${r.amount:.2f} on order {r.order_id}" for r in self.desk.refunds)
         self.trace.note(f"refunds paid: {refunds}")
         self.trace.note(f"model calls {len(self.model.requests)}; every check passed")
