@@ -20,23 +20,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # One line per claim the brief makes, as the trace prints it.
 KEY_LINES = (
-    "input.received  redact_pii        baseline  continue (modified)",
+    "input.received  redact_pii        baseline   continue (modified)",
     "masked 1 email, 1 card",
     "checked: the model saw [email] and [card], never the address or the card number",
-    "tool.before     refund_limit      guardrail block",
+    "tool.before     refund_limit      guardrail  block",
     "refund of $1,250.00 on order 2001 is over the $1,000.00 limit",
     "checked: the refund tool never ran, and refund_approval was never asked",
-    "tool.before     refund_approval   platform  suspend",
+    "tool.before     refund_approval   platform   suspend",
     "restart: a new Agent, with the policy loaded again, on the same sessions.sqlite",
     "checked: the $420.00 refund ran exactly once after the approval",
-    "input.received  legal_escalation  app       escalate",
+    "input.received  legal_escalation  app        escalate",
     "-> stop_reason=escalated",
-    "model.response  plain_answers     platform  retry",
-    "model.response  plain_answers     platform  continue (attempt 2)",
-    "stream.chunk    stream_guard      guardrail block",
+    "model.response  plain_answers     platform   retry",
+    "model.response  plain_answers     platform   continue (attempt 2)",
+    "stream.chunk    stream_guard      guardrail  block",
     'the caller received: "One moment, Jane. Let me check. "',
-    "error: raised ConnectionError: survey service https://surveys.example.com/v1 is "
-    "unreachable",
+    "error: raised ConnectionError: survey service https://surveys.example.com/v1 is unreachable",
     "checked: the customer got an answer anyway",
 )
 

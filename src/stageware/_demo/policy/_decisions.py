@@ -75,6 +75,6 @@ def _format(row: _Row) -> str:
     said.extend(record.notes)
     detail = "; ".join(said)
     return (
-        f"{record.hook:<15} {record.middleware:<17} {record.band:<10}{outcome:<22} "
+        f"{record.hook:<15} {record.middleware:<16}  {record.band:<9}  {outcome:<20} "
         f"{duration:>5}  {detail}"
     ).rstrip()

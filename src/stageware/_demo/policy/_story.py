@@ -184,8 +184,8 @@ class _Story:
             hooks = ", ".join(hook.value for hook in entry.effective_hooks)
             settings = ", ".join(f"{k}={v}" for k, v in (entry.settings or {}).items())
             self.trace.note(
-                f"  {entry.effective_band.value:<10}{entry.name:<17} "
-                f"{entry.effective_fail_mode.value:<6} {limit:<5} {hooks:<15} {settings}".rstrip()
+                f"  {entry.effective_band.value:<9}  {entry.name:<16}  "
+                f"{entry.effective_fail_mode.value:<6}  {limit:<5}  {hooks:<14}  {settings}".rstrip()
             )
         self.trace.note(
             "each run below prints its decisions: hook point, middleware, band, outcome, the "
