@@ -33,8 +33,10 @@ from stageware import (
     Agent,
     AgentResult,
     AgentResultEvent,
+    Escalation,
     ModelStreamChunkEvent,
     ScriptedModel,
+    SessionEscalatedError,
     SQLiteSessionStore,
 )
 from stageware._demo._errors import DemoCheckError
@@ -316,11 +318,61 @@ class _Story:
             f"expected legal_escalation to escalate the run, got {result.stop_reason} "
             f"(halt: {halt})",
         )
+        waiting = self.store.escalations("legal")
+        for escalation in waiting:
+            self.trace.note(
+                f"store.escalations('legal'): {escalation.status}, session "
+                f"{escalation.session_id!r}, {escalation.middleware} at {escalation.hook}: "
+                f"{escalation.reason}"
+            )
+        self.check(
+            len(waiting) == 1
+            and halt is not None
+            and waiting[0].id == halt.escalation_id
+            and (waiting[0].session_id, waiting[0].status) == (SESSION_ID, "open"),
+            "the escalation was written with the session, and waits in the legal queue",
+            f"expected one open escalation of {SESSION_ID!r} in the legal queue, got {waiting}",
+        )
+        (escalation,) = waiting
+        prompt = "Hello? Is anyone there?"
+        try:
+            self.agent(prompt)
+        except SessionEscalatedError as error:
+            refused: Escalation | None = error.escalation
+        else:
+            refused = None
+        self.trace.note(f'user: "{prompt}"  -> SessionEscalatedError')
+        self.check(
+            refused is not None and refused.id == escalation.id,
+            "the session refused the prompt while the escalation was open",
+            f"expected the session to refuse a prompt, waiting on {escalation.id}",
+        )
+        self.store.claim_escalation(escalation.id, by=LEGAL_REVIEWER)
+        resolved = self.store.resolve_escalation(
+            escalation.id,
+            by=LEGAL_REVIEWER,
+            resolution="called the customer: no legal matter",
+            comment="the refunds stand as paid",
+        )
+        self.trace.note(
+            f"{LEGAL_REVIEWER} claims it, then resolves it: {resolved.resolution!r} "
+            f"({resolved.status})"
+        )
+        self.check(
+            resolved.status == "resolved" and self.store.open_escalation(SESSION_ID) is None,
+            "nothing holds the session any more",
+            f"the escalation is still {resolved.status}",
+        )
 
     def retry(self) -> None:
         self.trace.heading("5. retry: a malformed model answer is asked for again")
         before = len(self.model.requests)
         result = self.ask("OK. When will the refunds reach my card?")
+        self.check(
+            result.stop_reason != "escalated" and self.model_calls(before) > 0,
+            "the session took the prompt, now that the escalation is resolved",
+            f"the session did not take a prompt after the escalation: {result.stop_reason}",
+        )
         retried = [d for d in result.decisions if d.outcome == "retry"]
         self.check(
             [(d.middleware, d.hook, d.attempt) for d in retried]
