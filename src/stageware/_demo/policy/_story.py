@@ -185,10 +185,9 @@ class _Story:
             limit = _seconds(entry.effective_timeout)
             hooks = ", ".join(hook.value for hook in entry.effective_hooks)
             settings = ", ".join(f"{k}={v}" for k, v in (entry.settings or {}).items())
-            self.trace.note(
-                f"  {entry.effective_band.value:<9}  {entry.name:<16}  "
-                f"{entry.effective_fail_mode.value:<6}  {limit:<5}  {hooks:<14}  {settings}".rstrip()
-            )
+            band, mode = entry.effective_band.value, entry.effective_fail_mode.value
+            row = f"{band:<9}  {entry.name:<16}  {mode:<6}  {limit:<5}  {hooks:<14}  {settings}"
+            self.trace.note(f"  {row.rstrip()}")
         self.trace.note(
             "each run below prints its decisions: hook point, middleware, band, outcome, the "
             "slowest call, what the record says"
