@@ -93,8 +93,8 @@ def test_a_claim_that_stops_holding_fails_the_demo(
             return None
 
     # The spec names the module attribute, so the demo loads the lenient one.
-    lenient: MiddlewareDef = dataclasses.replace(_middleware.RefundLimit, target=NoLimit)
-    monkeypatch.setattr(_middleware, "RefundLimit", lenient)
+    lenient = dataclasses.replace(_middleware.refund_limit, target=NoLimit)
+    monkeypatch.setattr(_middleware, "refund_limit", lenient)
 
     assert main(["demo", "policy"]) == 2
 

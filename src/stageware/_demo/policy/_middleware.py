@@ -20,15 +20,23 @@ None of them says where it runs: the bands and settings come from the demo's pol
 Every middleware copes with any event its hook points can carry (the conformance suite
 feeds them generated ones): an input that is not an object, or an amount that is not a
 number, is not a refund to judge.
+
+The middleware classes are declared apart from their definitions
+(``refund_limit = middleware(...)(RefundLimit)``) rather than with a class decorator:
+mypy ignores what a class decorator returns, and would take ``refund_limit`` for the
+class rather than the ``MiddlewareDef`` it is.
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from typing import Any, Final, Literal
+from collections.abc import Sequence
+from typing import Final, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stageware import Message
 from stageware.policy import (
     Block,
     Continue,
@@ -54,8 +62,12 @@ __all__ = [
     "RefundLimit",
     "RefundLimitSettings",
     "SurveySettings",
+    "csat_survey",
     "legal_escalation",
     "plain_answers",
+    "redact_pii",
+    "refund_approval",
+    "refund_limit",
     "stream_guard",
 ]
 
@@ -70,14 +82,8 @@ STAFF_ONLY: Final = "STAFF-ONLY"
 """The marker of notes the model may read and the customer must not."""
 
 
-def _texts(messages: list[dict[str, Any]]) -> list[str]:
+def _texts(messages: Sequence[Message]) -> list[str]:
     return [block["text"] for m in messages for block in m["content"] if "text" in block]
-
-
-def _input_messages(event: InputEvent) -> list[dict[str, Any]]:
-    # A copy to read and edit as plain data: the event itself must stay as it came.
-    messages: list[dict[str, Any]] = event.model_dump(by_alias=True, exclude_none=True)["messages"]
-    return messages
 
 
 class _Settings(BaseModel):
@@ -91,14 +97,6 @@ class RedactionSettings(_Settings):
     """The kinds of personal data to mask."""
 
 
-@middleware(
-    hooks=["input.received"],
-    fail_mode="closed",
-    timeout="1s",
-    name="redact_pii",
-    config=RedactionSettings,
-    sample={"kinds": ["email", "card"]},
-)
 class RedactPii:
     """E-mail addresses and card numbers in the input are masked before anything sees them.
 
@@ -109,7 +107,8 @@ class RedactPii:
         self._patterns = {kind: _PATTERNS[kind] for kind in settings.kinds}
 
     async def __call__(self, event: InputEvent, env: PolicyEnv) -> Continue | None:
-        messages = _input_messages(event)
+        # A copy to edit: the event itself must stay as it came.
+        messages = copy.deepcopy(event.messages)
         found: dict[str, int] = {}
         for message in messages:
             for block in message["content"]:
@@ -125,15 +124,26 @@ class RedactPii:
         return Continue(modified={"messages": messages})
 
 
+redact_pii = middleware(
+    hooks=["input.received"],
+    fail_mode="closed",
+    timeout="1s",
+    name="redact_pii",
+    config=RedactionSettings,
+    sample={"kinds": ["email", "card"]},
+)(RedactPii)
+
+
 def _refund(event: ToolCallEvent, tool: str) -> tuple[object, float] | None:
     """The order and amount of a refund call to *tool*, or ``None`` for anything else."""
-    if event.tool_name != tool or not isinstance(event.input, dict):
+    arguments: object = event.input
+    if event.tool_name != tool or not isinstance(arguments, dict):
         return None
-    arguments: dict[str, object] = event.input
-    amount = arguments.get("amount")
+    # The model's JSON: an object's keys are strings; its values are anything.
+    amount = cast("dict[str, object]", arguments).get("amount")
     if isinstance(amount, bool) or not isinstance(amount, int | float):
         return None
-    return arguments.get("order_id"), float(amount)
+    return cast("dict[str, object]", arguments).get("order_id"), float(amount)
 
 
 class RefundLimitSettings(_Settings):
@@ -145,14 +155,6 @@ class RefundLimitSettings(_Settings):
     """The tool that pays refunds."""
 
 
-@middleware(
-    hooks=["tool.before"],
-    fail_mode="closed",
-    timeout="2s",
-    name="refund_limit",
-    config=RefundLimitSettings,
-    sample={"limit": 500},
-)
 class RefundLimit:
     """A refund over the limit never runs.
 
@@ -173,6 +175,16 @@ class RefundLimit:
         )
 
 
+refund_limit = middleware(
+    hooks=["tool.before"],
+    fail_mode="closed",
+    timeout="2s",
+    name="refund_limit",
+    config=RefundLimitSettings,
+    sample={"limit": 500},
+)(RefundLimit)
+
+
 class ApprovalSettings(_Settings):
     """Which refunds need a person's approval."""
 
@@ -182,14 +194,6 @@ class ApprovalSettings(_Settings):
     """The tool that pays refunds."""
 
 
-@middleware(
-    hooks=["tool.before"],
-    fail_mode="closed",
-    timeout="2s",
-    name="refund_approval",
-    config=ApprovalSettings,
-    sample={"threshold": 100},
-)
 class RefundApproval:
     """A refund over the threshold waits for a person's approval; it runs once approved."""
 
@@ -207,10 +211,20 @@ class RefundApproval:
         )
 
 
+refund_approval = middleware(
+    hooks=["tool.before"],
+    fail_mode="closed",
+    timeout="2s",
+    name="refund_approval",
+    config=ApprovalSettings,
+    sample={"threshold": 100},
+)(RefundApproval)
+
+
 @middleware(hooks=["input.received"], fail_mode="closed", timeout="1s")
 async def legal_escalation(event: InputEvent, env: PolicyEnv) -> Escalate | None:
     """A legal threat is for the legal team: the run stops and goes to their queue."""
-    for text in _texts(_input_messages(event)):
+    for text in _texts(event.messages):
         threat = _LEGAL.search(text)
         if threat is not None:
             return Escalate(f"legal threat in the input ({threat.group(0)!r})", queue="legal")
@@ -222,8 +236,7 @@ async def plain_answers(event: ModelResponseEvent, env: PolicyEnv) -> Retry | No
     """A final answer must be sentences for the customer, not raw JSON or code."""
     if event.stop_reason != "end_turn":
         return None
-    message: dict[str, Any] = event.model_dump(by_alias=True, exclude_none=True)["message"]
-    text = " ".join(_texts([message])).strip()
+    text = " ".join(_texts([event.message])).strip()
     if text.startswith(("{", "[", "```")):
         return Retry("the answer is raw JSON, not sentences for the customer")
     return None
@@ -232,9 +245,8 @@ async def plain_answers(event: ModelResponseEvent, env: PolicyEnv) -> Retry | No
 @middleware(hooks=["stream.chunk"], fail_mode="closed", timeout="250ms")
 async def stream_guard(event: StreamChunkEvent, env: PolicyEnv) -> Block | None:
     """A staff-only note never reaches the customer: the stream stops at its first chunk."""
-    chunk: dict[str, Any] = event.model_dump(by_alias=True, exclude_none=True)["chunk"]
-    text = chunk.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
-    if isinstance(text, str) and STAFF_ONLY in text:
+    delta = event.chunk.get("contentBlockDelta")
+    if delta is not None and STAFF_ONLY in delta["delta"].get("text", ""):
         return Block(f"the response started a {STAFF_ONLY} note")
     return None
 
@@ -248,14 +260,6 @@ class SurveySettings(_Settings):
     there fails as it would while the service is down."""
 
 
-@middleware(
-    hooks=["input.received"],
-    fail_mode="open",
-    timeout="500ms",
-    name="csat_survey",
-    config=SurveySettings,
-    sample={"endpoint": "memory:surveys"},
-)
 class CsatSurvey:
     """When the customer says thanks, a satisfaction survey is sent.
 
@@ -267,7 +271,7 @@ class CsatSurvey:
         self.sent: list[str] = []
 
     async def __call__(self, event: InputEvent, env: PolicyEnv) -> None:
-        if not any(_THANKS.search(text) for text in _texts(_input_messages(event))):
+        if not any(_THANKS.search(text) for text in _texts(event.messages)):
             return
         if not self._endpoint.startswith("memory:"):
             raise ConnectionError(f"survey service {self._endpoint} is unreachable")
@@ -275,13 +279,22 @@ class CsatSurvey:
         env.note(f"survey sent to {self._endpoint}")
 
 
+csat_survey = middleware(
+    hooks=["input.received"],
+    fail_mode="open",
+    timeout="500ms",
+    name="csat_survey",
+    config=SurveySettings,
+    sample={"endpoint": "memory:surveys"},
+)(CsatSurvey)
+
 DEMO_MIDDLEWARE: Final = (
-    RedactPii,
-    RefundLimit,
-    RefundApproval,
+    redact_pii,
+    refund_limit,
+    refund_approval,
     legal_escalation,
     plain_answers,
     stream_guard,
-    CsatSurvey,
+    csat_survey,
 )
 """Every middleware of the demo, for the conformance suite."""

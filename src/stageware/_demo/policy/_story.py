@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from importlib import resources
@@ -58,9 +58,9 @@ LEGAL_REVIEWER = "lee"
 
 
 @contextmanager
-def _policy_files() -> Iterator[tuple[Path, Path]]:
+def _policy_files() -> Generator[tuple[Path, Path]]:
     """The shipped ``policy.yaml`` and ``org.yaml`` as files, wherever the package lives."""
-    here = resources.files(__package__)
+    here = resources.files("stageware._demo.policy")
     with ExitStack() as stack:
         policy = stack.enter_context(resources.as_file(here / "policy.yaml"))
         org = stack.enter_context(resources.as_file(here / "org.yaml"))
