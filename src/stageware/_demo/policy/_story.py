@@ -189,8 +189,8 @@ class _Story:
             row = f"{band:<9}  {entry.name:<16}  {mode:<6}  {limit:<5}  {hooks:<14}  {settings}"
             self.trace.note(f"  {row.rstrip()}")
         self.trace.note(
-            "each run below prints its decisions: hook point, middleware, band, outcome, the "
-            "slowest call, what the record says"
+            "each run below prints its result.decisions: hook point, middleware, band, outcome, "
+            "the slowest call, what the record says"
         )
 
     def baseline_redaction(self) -> None:
@@ -458,6 +458,11 @@ class _Story:
             "no model call ever saw the e-mail address or the card number",
             "a model call was sent the customer's e-mail address or card number",
         )
+        allowed = [Refund(*ORDERS["teapot"]), Refund(*ORDERS["jacket"])]
         refunds = ", ".join(f"${r.amount:.2f} on order {r.order_id}" for r in self.desk.refunds)
-        self.trace.note(f"refunds paid: {refunds}")
-        self.trace.note(f"model calls {len(self.model.requests)}; every check passed")
+        self.check(
+            self.desk.refunds == allowed,
+            f"the desk paid exactly the refunds the policy allowed: {refunds}",
+            f"the desk paid {refunds}; the policy allowed {allowed}",
+        )
+        self.trace.note(f"{self.checks} checks; every check passed")
