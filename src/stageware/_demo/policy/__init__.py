@@ -5,7 +5,9 @@
 - ``policy.yaml`` and ``org.yaml``: the policy spec and the org baseline profile that
   place them in bands and give their settings (package data).
 - ``_desk``: the refund tool and the scripted model.
-- ``_story``: the scenes, each checking its claims; ``_decisions`` prints the trace.
+- ``_story``: ``run_policy_demo``, which plays the scenes of ``_scenes`` in order; each
+  scene tells its run and checks its claims through ``_cast``, and ``_decisions`` turns
+  the decision records into the trace's rows.
 """
 
 from ._middleware import DEMO_MIDDLEWARE
