@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from stageware._demo import STORIES
 from stageware._demo.policy import DEMO_MIDDLEWARE, _middleware
 from stageware._demo.policy._middleware import RefundLimitSettings
 from stageware.policy import MiddlewareDef, PolicyEnv, ToolCallEvent
@@ -103,6 +104,13 @@ def test_a_claim_that_stops_holding_fails_the_demo(
         "stageware demo policy: check failed: expected the $1,250.00 refund to be blocked by "
         "refund_limit, got stop_reason=interrupt (halt: None)\n"
     )
+
+
+def test_the_command_line_offers_every_story(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+
+    assert "{" + ",".join(STORIES) + "}" in capsys.readouterr().out
 
 
 def test_every_demo_middleware_is_declared_and_configured_with_a_sample() -> None:
