@@ -5,9 +5,9 @@ arguments, so a new subcommand is one function and one entry.
 
 It lives in the generator's package, outside the ``stageware`` package, on purpose: the
 command that regenerates ``stageware._generated`` must work when that package is broken,
-so it must not depend on importing it. Only ``demo`` imports the agent (and with it the
-generated code), when it runs; ``--version`` reads ``stageware.__version__``, which
-loads nothing else. The generator itself is imported on first use too: it needs the
+so it must not depend on importing it. Only ``demo`` and ``policy`` import the agent (and
+with it the generated code), when they run; ``--version`` reads ``stageware.__version__``,
+which loads nothing else. The generator itself is imported on first use too: it needs the
 ``codegen`` extra, and ``stageware demo`` must run with the runtime's dependencies alone.
 Importing this module loads none of the extra's packages.
 """
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stageware import __version__
+from stageware._cli import policy_check
 
 from ._errors import InvalidSchemaError, OutputError, SchemaError
 from ._project import ConfigError, ProjectConfig, find_config, relative_path
@@ -233,6 +234,22 @@ def _run_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _policy_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check", help=policy_check.HELP, description=policy_check.DESCRIPTION
+    )
+    policy_check.configure(check)
+
+
+def _run_policy(args: argparse.Namespace) -> int:
+    # Each action's work is in a module of stageware._cli: it needs the runtime only.
+    action: str = args.action
+    if action == "check":
+        return policy_check.run(args)
+    raise AssertionError(f"argparse accepted an unknown policy action {action!r}")
+
+
 _COMMANDS: tuple[_Command, ...] = (
     _Command(
         "demo",
@@ -257,6 +274,12 @@ _COMMANDS: tuple[_Command, ...] = (
         "the shipped stage schema: `schema export DIR` writes it out to extend",
         _schema_command_arguments,
         _run_schema_command,
+    ),
+    _Command(
+        "policy",
+        "policy specs: `policy check POLICY_YAML [--baseline ORG_YAML]` validates one",
+        _policy_arguments,
+        _run_policy,
     ),
 )
 

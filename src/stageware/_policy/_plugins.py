@@ -185,10 +185,17 @@ class PluginIndex:
             except SpecError:
                 continue
         namespaces = sorted({plugin.namespace for plugin in self._plugins})
+        hint = _did_you_mean(name, known)
+        close = difflib.get_close_matches(name.split(".")[0], namespaces, n=1, cutoff=0.6)
+        if not hint and close:
+            hint = f" (did you mean the namespace {close[0]!r}?)"
+        if "." in name:
+            why = f"no installed plugin has the namespace {name.split('.')[0]!r}"
+        else:
+            why = "a plugin's middleware is named with the plugin's namespace first"
         return (
-            f"no middleware {name!r}{_did_you_mean(name, known)}: no installed plugin has "
-            f"its namespace (plugins: {', '.join(namespaces)}); to import one from a module, "
-            "write 'package.module:attribute'"
+            f"no middleware {name!r}{hint}: {why} (plugins: {', '.join(namespaces)}); to "
+            "import one from a module, write 'package.module:attribute'"
         )
 
 

@@ -6,6 +6,6 @@ The steps, one module each: ``_yaml`` parses a file keeping lines, ``_model`` an
 parsed file and how its problems are written.
 """
 
-from ._read import PolicySpec, read_policy
+from ._read import PolicySpec, load_policy, read_policy
 
-__all__ = ["PolicySpec", "read_policy"]
+__all__ = ["PolicySpec", "load_policy", "read_policy"]

@@ -74,8 +74,7 @@ class SpecEntry(BaseModel):
     band: Annotated[Band | None, BeforeValidator(_band)] = None
     """The band to run in; ``baseline`` only in the org baseline profile."""
     hooks: (
-        Annotated[list[Annotated[HookPoint, BeforeValidator(_hook)]], Field(min_length=1)]
-        | None
+        Annotated[list[Annotated[HookPoint, BeforeValidator(_hook)]], Field(min_length=1)] | None
     ) = None
     """A subset of the declared hook points."""
     settings: dict[str, Any] | None = None
@@ -101,3 +100,5 @@ class SpecFile(BaseModel):
     """How many times a step may be redone at a hook point that allows Retry."""
     blocked_message: Annotated[str, Field(min_length=1)] | None = None
     """What the user reads when a middleware blocks the run."""
+    escalated_message: Annotated[str, Field(min_length=1)] | None = None
+    """What the user reads when a middleware hands the run to a person."""

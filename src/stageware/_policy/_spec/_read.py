@@ -23,7 +23,9 @@ from types import MappingProxyType
 from typing import final
 
 from stageware._generated.policy_points import HookPoint
+from stageware._host.models import Model
 from stageware._policy._declare import MiddlewareDef
+from stageware._policy._engine import PolicyEngine
 from stageware._policy._entries import PolicyEntry
 from stageware._policy._errors import SpecError
 from stageware._policy._outcomes import Retry
@@ -35,7 +37,7 @@ from ._model import SpecEntry, SpecFile
 from ._references import resolve
 from ._validation import validate_settings, validate_spec
 
-__all__ = ["PolicySpec", "read_policy"]
+__all__ = ["PolicySpec", "load_policy", "read_policy"]
 
 
 @final
@@ -43,19 +45,79 @@ __all__ = ["PolicySpec", "read_policy"]
 class PolicySpec:
     """A policy spec and its baseline profile, read, resolved and built.
 
+    Settings of the run (budgets, messages) come from the spec where it gives them, else
+    from the profile; ``None`` leaves the engine's default.
+
     Attributes:
         entries: The middleware to install: the baseline profile's entries, then the
             spec's, each in file order (within a band, the order they run in).
         retry_budgets: Retries allowed per hook point: the profile's, overridden per hook
             point by the spec's.
-        blocked_message: The spec's blocked message, else the profile's, else ``None``.
+        blocked_message: The text a blocked run ends with.
+        escalated_message: The text an escalated run ends with.
         sources: Where each entry was written (``policy.yaml:4``), by middleware name.
     """
 
     entries: tuple[PolicyEntry, ...]
     retry_budgets: Mapping[HookPoint, int]
     blocked_message: str | None
+    escalated_message: str | None
     sources: Mapping[str, str]
+
+    def engine(
+        self,
+        *,
+        retry_budgets: Mapping[HookPoint | str, int] | None = None,
+        blocked_message: str | None = None,
+        escalated_message: str | None = None,
+        models: Mapping[str, Model] | None = None,
+    ) -> PolicyEngine:
+        """The engine that installs these entries; arguments given here win over the files.
+
+        ``retry_budgets`` given here override the files' per hook point.
+
+        Raises:
+            ValueError: For a retry budget given here that the engine refuses.
+        """
+        # A HookPoint is equal to its string value, so a key given either way overrides.
+        budgets: dict[HookPoint | str, int] = dict(self.retry_budgets.items())
+        budgets.update(retry_budgets or {})
+        messages: dict[str, str] = {}
+        blocked = blocked_message if blocked_message is not None else self.blocked_message
+        if blocked is not None:
+            messages["blocked_message"] = blocked
+        escalated = escalated_message if escalated_message is not None else self.escalated_message
+        if escalated is not None:
+            messages["escalated_message"] = escalated
+        return PolicyEngine(self.entries, retry_budgets=budgets, models=models, **messages)
+
+
+def load_policy(
+    path: str | os.PathLike[str],
+    *,
+    baseline: str | os.PathLike[str] | None = None,
+    retry_budgets: Mapping[HookPoint | str, int] | None = None,
+    blocked_message: str | None = None,
+    escalated_message: str | None = None,
+    models: Mapping[str, Model] | None = None,
+) -> PolicyEngine:
+    """The policy engine for the spec at *path*, after the org baseline profile *baseline*.
+
+    ``Agent(model, policy=load_policy("policy.yaml", baseline="org.yaml"))``. Keyword
+    arguments are the engine's (see ``PolicyEngine``) and win over what the files say.
+
+    Raises:
+        SpecError: For every problem in either file, one ``file:line: path: message`` line
+            each.
+        OSError: If a file cannot be read.
+        ImportError: If PyYAML is not installed (``pip install 'stageware[policy]'``).
+    """
+    return read_policy(path, baseline=baseline).engine(
+        retry_budgets=retry_budgets,
+        blocked_message=blocked_message,
+        escalated_message=escalated_message,
+        models=models,
+    )
 
 
 def read_policy(
@@ -119,6 +181,7 @@ class _Builder:
         self._installed: dict[str, _Installed] = {}
         self._budgets: dict[HookPoint, int] = {}
         self._blocked_message: str | None = None
+        self._escalated_message: str | None = None
         self._problems: list[Problem] = []
 
     def add(self, document: Document, spec: SpecFile, *, baseline: bool) -> None:
@@ -139,6 +202,8 @@ class _Builder:
                 )
         if spec.blocked_message is not None:
             self._blocked_message = spec.blocked_message
+        if spec.escalated_message is not None:
+            self._escalated_message = spec.escalated_message
 
     def result(self) -> PolicySpec:
         if self._problems:
@@ -147,6 +212,7 @@ class _Builder:
             entries=tuple(self._entries),
             retry_budgets=MappingProxyType(dict(self._budgets)),
             blocked_message=self._blocked_message,
+            escalated_message=self._escalated_message,
             sources=MappingProxyType(
                 {name: f"{at.file}:{at.line}" for name, at in self._installed.items()}
             ),
@@ -174,9 +240,7 @@ class _Builder:
         if entry is not None:
             self._entries.append(entry)
 
-    def _first_time(
-        self, document: Document, path: DocPath, name: str, *, baseline: bool
-    ) -> bool:
+    def _first_time(self, document: Document, path: DocPath, name: str, *, baseline: bool) -> bool:
         first = self._installed.get(name)
         if first is None:
             self._installed[name] = _Installed(document.file, document.line_of(path), baseline)
