@@ -44,10 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
     """Check the spec named in *args*; return the exit status."""
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
     from stageware._policy._errors import SpecError
     from stageware._policy._spec import read_policy
 
@@ -59,12 +57,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         spec = read_policy(spec_path, baseline=baseline)
     except SpecError as exc:
-        print(exc, file=err)
+        print(exc, file=sys.stderr)
         return EXIT_INVALID
     except (OSError, ImportError) as exc:
-        print(f"stageware policy check: {_reason(exc)}", file=err)
+        print(f"stageware policy check: {_reason(exc)}", file=sys.stderr)
         return EXIT_INVALID
-    _show(spec, spec_path, baseline, out)
+    _show(spec, spec_path, baseline, sys.stdout)
     return EXIT_OK
 
 

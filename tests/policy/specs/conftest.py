@@ -28,11 +28,11 @@ PLUGIN_MODULES = ("acme_policies", "odd_policies", "acme_clash")
 
 def pip_install(*packages: Path, target: Path | None = None, python: Path | None = None) -> None:
     """Build and install *packages* offline: into *target*, or into *python*'s environment."""
+    into = ["--python", str(python)] if python is not None else []
     where = ["--target", str(target)] if target is not None else []
-    if python is not None:
-        where = ["--python", str(python)]
     offline = ["--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
-    command = [sys.executable, "-m", "pip", "install", *offline, *where, *map(str, packages)]
+    pip = [sys.executable, "-m", "pip", *into, "install"]
+    command = [*pip, *offline, *where, *map(str, packages)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
 

@@ -35,7 +35,9 @@ def validate_spec(document: Document) -> SpecFile | list[Problem]:
     try:
         return SpecFile.model_validate(document.data)
     except ValidationError as error:
-        return [document.problem(*_explain(detail)) for detail in error.errors()]
+        found = [document.problem(*_explain(detail)) for detail in error.errors()]
+        # pydantic reports by field, unknown keys last; a reader goes down the file.
+        return sorted(found, key=lambda problem: problem.line)
 
 
 def validate_settings(
