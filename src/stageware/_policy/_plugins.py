@@ -70,8 +70,8 @@ class Plugin:
             check_name(self.namespace)
         except ValueError:
             raise self._error(
-                "has a name that is not a dotted identifier such as 'acme', so it cannot "
-                "qualify the names of its middleware"
+                "its name is not a dotted identifier such as 'acme', so it cannot qualify "
+                "the names of its middleware"
             ) from None
         try:
             target = self._entry_point.load()
@@ -112,7 +112,7 @@ class Plugin:
         )
 
     def _error(self, problem: str) -> SpecError:
-        return SpecError(f"plugin {self.description} {problem}")
+        return SpecError(f"plugin {self.description}: {problem}")
 
 
 def installed_plugins() -> tuple[Plugin, ...]:

@@ -266,7 +266,7 @@ def test_a_broken_plugin_is_reported_at_the_entry_that_needs_it(write: WriteFile
 
     assert problems(path) == [
         "policy.yaml:4: middleware[1].use: plugin entry point 'broken = odd_policies.broken' "
-        "of odd-policies 0.3.0 cannot be loaded: ModuleNotFoundError: No module named "
+        "of odd-policies 0.3.0: cannot be loaded: ModuleNotFoundError: No module named "
         "'acme_missing_dependency'"
     ]
 
