@@ -44,8 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Check the spec named in *args*; return the exit status."""
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Check the spec named in *args*, reporting on *out* and *err*; return the exit status."""
     from stageware._policy._errors import SpecError
     from stageware._policy._spec import read_policy
 
@@ -57,12 +57,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = read_policy(spec_path, baseline=baseline)
     except SpecError as exc:
-        print(exc, file=sys.stderr)
+        print(exc, file=err)
         return EXIT_INVALID
     except (OSError, ImportError) as exc:
-        print(f"stageware policy check: {_reason(exc)}", file=sys.stderr)
+        print(f"stageware policy check: {_reason(exc)}", file=err)
         return EXIT_INVALID
-    _show(spec, spec_path, baseline, sys.stdout)
+    _show(spec, spec_path, baseline, out)
     return EXIT_OK
 
 
