@@ -77,7 +77,8 @@ class Plugin:
             target = self._entry_point.load()
         except Exception as exc:  # a plugin's import runs its authors' code
             raise self._error(f"cannot be loaded: {type(exc).__name__}: {exc}") from exc
-        found = self._middleware_in(target)
+        # The same object exported twice (an alias in a module's __all__) is one middleware.
+        found = list({id(declared): declared for declared in self._middleware_in(target)}.values())
         if not found:
             raise self._error("contributes no middleware")
         qualified: dict[str, MiddlewareDef] = {}

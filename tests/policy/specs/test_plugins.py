@@ -64,7 +64,8 @@ def test_a_qualified_middleware_keeps_its_declaration() -> None:
 def test_an_entry_point_may_name_a_module_a_middleware_or_a_tuple() -> None:
     index = _index()
 
-    # The module's __all__ says which of its middleware it contributes.
+    # The module's __all__ says which of its middleware it contributes; it exports shout
+    # twice (as shout_again too), which is still one middleware.
     assert index.find("odd.shout").name == "odd.shout"
     assert index.find("odd.whisper").name == "odd.whisper"
     with pytest.raises(SpecError, match=r"no middleware 'odd.hidden'"):
@@ -100,6 +101,11 @@ def test_a_spec_that_uses_one_plugin_never_imports_a_broken_one() -> None:
             "empty.x",
             "plugin entry point 'empty = odd_policies:NOTHING' of odd-policies 0.3.0: "
             "contributes no middleware",
+        ),
+        (
+            "twins.x",
+            "plugin entry point 'twins = odd_policies:TWINS' of odd-policies 0.3.0: "
+            "contributes two middleware named 'twins.shout'",
         ),
         (
             "mixed.x",

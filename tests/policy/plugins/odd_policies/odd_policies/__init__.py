@@ -6,7 +6,7 @@ from typing import Any
 
 from stageware.policy import Continue, PolicyEnv, middleware
 
-__all__ = ["shout", "whisper"]
+__all__ = ["shout", "shout_again", "whisper"]
 
 
 @middleware(hooks=["output.final"], fail_mode="open")
@@ -25,6 +25,16 @@ async def hidden(event: Any, env: PolicyEnv) -> None:
     """Not in __all__, so the module entry point does not contribute it."""
 
 
+shout_again = shout
+"""The same middleware exported twice: contributed once."""
+
+
+@middleware(hooks=["output.final"], fail_mode="closed", name="shout")
+async def loud(event: Any, env: PolicyEnv) -> None:
+    """Another middleware named ``shout``."""
+
+
 NOT_MIDDLEWARE = {"name": "not a middleware"}
 NOTHING: tuple[object, ...] = ()
 MIXED = [shout, "whisper"]
+TWINS = (shout, loud)
