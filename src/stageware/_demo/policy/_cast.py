@@ -21,6 +21,7 @@ from stageware import (
     AgentResultEvent,
     ModelStreamChunkEvent,
     ScriptedModel,
+    SessionEscalatedError,
     SQLiteSessionStore,
 )
 from stageware._demo._errors import DemoCheckError
@@ -102,9 +103,17 @@ class Cast:
         self.trace.note(f"checked: {claim}")
 
     def ask(self, prompt: str) -> AgentResult:
-        """Run *prompt* and tell the run."""
+        """Run *prompt* and tell the run.
+
+        Raises:
+            DemoCheckError: If the session refuses the prompt for an escalation.
+        """
         self.trace.note(f'user: "{prompt}"')
-        return self.report(self.agent(prompt))
+        try:
+            result = self.agent(prompt)
+        except SessionEscalatedError as error:
+            raise DemoCheckError(f"the session refused {prompt!r}: {error}") from error
+        return self.report(result)
 
     def report(self, result: AgentResult) -> AgentResult:
         """Print *result*'s decisions, its stop reason and what the customer read."""
