@@ -23,7 +23,7 @@ from .conftest import Cli, Project, write_package
 
 STAGE_DOC = "      Wraps one call to the model. Middleware"
 CHANGED = {"contexts.py", "stages.py"}
-REMOVED = {"policy_events.py", "policy_points.py"}
+REMOVED = {"policy_decorator.py", "policy_events.py", "policy_points.py"}
 
 
 class Killed(BaseException):

@@ -106,6 +106,7 @@ def test_without_hooks_the_policy_modules_are_removed(project: Project, cli: Cli
     assert (project.output / "contexts.py").exists()
     assert not (project.output / "policy_points.py").exists()
     assert not (project.output / "policy_events.py").exists()
+    assert not (project.output / "policy_decorator.py").exists()
     init = (project.output / "__init__.py").read_text(encoding="utf-8")
     assert "policy" not in init
     assert "HookPoint" not in init
