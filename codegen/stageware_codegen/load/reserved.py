@@ -32,9 +32,7 @@ __all__ = [
 RUNTIME_MODULE: Final = "stageware.runtime"
 
 TEMPLATE_IMPORTS: Final[Mapping[str, frozenset[str]]] = {
-    "collections.abc": frozenset(
-        {"Callable", "Coroutine", "Iterable", "Iterator", "Mapping", "Sequence"}
-    ),
+    "collections.abc": frozenset({"Callable", "Coroutine", "Iterator", "Mapping", "Sequence"}),
     "dataclasses": frozenset({"dataclass", "field"}),
     "datetime": frozenset({"timedelta"}),
     "enum": frozenset({"StrEnum"}),
@@ -100,6 +98,7 @@ TEMPLATE_DEFINITIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "HookPointSpec",
     ),
     "policy_decorator.py": (
+        "HookCollection",
         "MiddlewareDeclaration",
         "MiddlewareTarget",
         "PolicyCallable",
@@ -112,6 +111,7 @@ TEMPLATE_DEFINITIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "_OutT",
         "_OutT_co",
         "_OutT_contra",
+        "_PointT_co",
     ),
 }
 """Names the templates define whatever the schema says, by generated module."""

@@ -130,7 +130,7 @@ def policy_decorator_view(hooks: _ir.Hooks) -> dict[str, Any]:
     takes any hooks and any event, for several points or points known only at run time.
     """
     imports = Imports()
-    for name in ("Callable", "Coroutine", "Iterable", "Mapping"):
+    for name in ("Callable", "Coroutine", "Iterator", "Mapping"):
         imports.add("collections.abc", name)
     imports.add("datetime", "timedelta")
     for name in ("Any", "Literal", "Protocol", "TypeAlias", "TypeVar", "overload"):

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, Literal, overload, Protocol, TypeAlias, TypeVar
 
@@ -32,6 +32,7 @@ from .policy_points import Band, HookPoint
 # the handler's env, its outcome) enters as type parameters; the layer binds them:
 # `middleware: MiddlewareDeclaration[MiddlewareDef, PolicyEnv, Outcome | None]`.
 # Each variance is the one its position demands, which both checkers verify.
+_PointT_co = TypeVar("_PointT_co", covariant=True)
 _EventT = TypeVar("_EventT")
 _EnvT = TypeVar("_EnvT")
 _OutT = TypeVar("_OutT")
@@ -41,6 +42,18 @@ _OutT_co = TypeVar("_OutT_co", covariant=True)
 _DefT_co = TypeVar("_DefT_co", covariant=True)
 _EnvT_co = TypeVar("_EnvT_co", covariant=True)
 _OutT_contra = TypeVar("_OutT_contra", contravariant=True)
+
+
+class HookCollection(Protocol[_PointT_co]):
+    """Hook points as a list, tuple, set or the like: any collection but a string.
+
+    A string is iterable too, by character; its `__contains__` takes only strings, which
+    is what keeps it out.
+    """
+
+    def __iter__(self) -> Iterator[_PointT_co]: ...
+
+    def __contains__(self, value: object, /) -> bool: ...
 
 
 class PolicyCallable(Protocol[_EventT_contra, _EnvT_contra, _OutT_co]):
@@ -72,11 +85,16 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     union of its hooks' events, or `HookEvent`.
     """
 
+    # `| tuple[...]` adds nothing a HookCollection lacks; it is there because mypy infers
+    # the items of a tuple display (`hooks=("tool.before",)`) as literals only against a
+    # tuple, Sequence or Iterable, not against a protocol of ours.
+
     @overload
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["run.start", HookPoint.RUN_START]],
+        hooks: HookCollection[Literal["run.start", HookPoint.RUN_START]]
+        | tuple[Literal["run.start", HookPoint.RUN_START], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -89,7 +107,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["input.received", HookPoint.INPUT_RECEIVED]],
+        hooks: HookCollection[Literal["input.received", HookPoint.INPUT_RECEIVED]]
+        | tuple[Literal["input.received", HookPoint.INPUT_RECEIVED], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -102,7 +121,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["approval.resolved", HookPoint.APPROVAL_RESOLVED]],
+        hooks: HookCollection[Literal["approval.resolved", HookPoint.APPROVAL_RESOLVED]]
+        | tuple[Literal["approval.resolved", HookPoint.APPROVAL_RESOLVED], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -115,7 +135,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["route.select", HookPoint.ROUTE_SELECT]],
+        hooks: HookCollection[Literal["route.select", HookPoint.ROUTE_SELECT]]
+        | tuple[Literal["route.select", HookPoint.ROUTE_SELECT], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -128,7 +149,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["context.assemble", HookPoint.CONTEXT_ASSEMBLE]],
+        hooks: HookCollection[Literal["context.assemble", HookPoint.CONTEXT_ASSEMBLE]]
+        | tuple[Literal["context.assemble", HookPoint.CONTEXT_ASSEMBLE], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -141,7 +163,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["model.request", HookPoint.MODEL_REQUEST]],
+        hooks: HookCollection[Literal["model.request", HookPoint.MODEL_REQUEST]]
+        | tuple[Literal["model.request", HookPoint.MODEL_REQUEST], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -154,7 +177,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["stream.chunk", HookPoint.STREAM_CHUNK]],
+        hooks: HookCollection[Literal["stream.chunk", HookPoint.STREAM_CHUNK]]
+        | tuple[Literal["stream.chunk", HookPoint.STREAM_CHUNK], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -167,7 +191,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["model.response", HookPoint.MODEL_RESPONSE]],
+        hooks: HookCollection[Literal["model.response", HookPoint.MODEL_RESPONSE]]
+        | tuple[Literal["model.response", HookPoint.MODEL_RESPONSE], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -180,7 +205,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["tool.before", HookPoint.TOOL_BEFORE]],
+        hooks: HookCollection[Literal["tool.before", HookPoint.TOOL_BEFORE]]
+        | tuple[Literal["tool.before", HookPoint.TOOL_BEFORE], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -193,7 +219,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["tool.after", HookPoint.TOOL_AFTER]],
+        hooks: HookCollection[Literal["tool.after", HookPoint.TOOL_AFTER]]
+        | tuple[Literal["tool.after", HookPoint.TOOL_AFTER], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -206,7 +233,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["output.final", HookPoint.OUTPUT_FINAL]],
+        hooks: HookCollection[Literal["output.final", HookPoint.OUTPUT_FINAL]]
+        | tuple[Literal["output.final", HookPoint.OUTPUT_FINAL], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -219,7 +247,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["run.error", HookPoint.RUN_ERROR]],
+        hooks: HookCollection[Literal["run.error", HookPoint.RUN_ERROR]]
+        | tuple[Literal["run.error", HookPoint.RUN_ERROR], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -232,7 +261,8 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[Literal["run.end", HookPoint.RUN_END]],
+        hooks: HookCollection[Literal["run.end", HookPoint.RUN_END]]
+        | tuple[Literal["run.end", HookPoint.RUN_END], ...],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -245,7 +275,7 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     def __call__(
         self,
         *,
-        hooks: Iterable[HookPoint | str],
+        hooks: HookCollection[HookPoint | str],
         fail_mode: str,
         band: Band | str = ...,
         timeout: timedelta | str | float | None = ...,
@@ -256,6 +286,7 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
 
 
 __all__ = [
+    "HookCollection",
     "MiddlewareDeclaration",
     "MiddlewareTarget",
     "PolicyCallable",
