@@ -90,7 +90,7 @@ def test_generate_rewrites_only_what_changed_and_removes_stale_files(
     result = cli("generate")
 
     assert result.code == 0, result.err
-    assert result.out.strip() == "out: 1 written, 7 unchanged, 1 removed"
+    assert result.out.strip() == "out: 1 written, 8 unchanged, 1 removed"
     assert not stale.exists()
     assert own.read_text(encoding="utf-8") == "kept"
     assert cli("check").code == 0
