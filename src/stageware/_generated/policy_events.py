@@ -226,7 +226,7 @@ class RunEndEvent(BaseModel):
     """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
     """Id of the run."""
-    stop_reason: StopReason
-    """Why the run stopped."""
+    stop_reason: StopReason | None
+    """Why the run stopped; None when it failed with an error (run.error fired)."""
     metrics: Metrics
     """Timing of the run."""
