@@ -3,10 +3,9 @@
 Hook payloads become pydantic models, so their field names must not shadow pydantic's
 own attributes; and they are JSON data (builtins, payload types, lists, str-keyed
 mappings, Literal and None): the session store keeps the event an escalation stopped
-at, and the conformance suite generates events from the models. Each
-point becomes a member of the ``HookPoint`` enum, named by
-:func:`..load.names.enum_member`, so no two points may map to the same member
-(``run.end`` and ``run_end``).
+at, and the conformance suite generates events from the models. Each point becomes a
+member of the ``HookPoint`` enum, named by :func:`..load.names.enum_member`, so no two
+points may map to the same member (``run.end`` and ``run_end``).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ __all__ = ["json_data_problem", "resolve_hooks"]
 _DIRECTIONS = ("inbound", "outbound")
 # Pydantic attributes a hook payload field would shadow.
 _MODEL_ATTRIBUTES = frozenset(name for name in dir(BaseModel) if not name.startswith("_"))
+# The builtin names that are JSON data (Any and object: any JSON value).
 _JSON_BUILTINS = frozenset({"str", "int", "float", "bool", "Any", "object"})
 
 
