@@ -74,8 +74,8 @@ class AgentCore:
     retry_strategy: ModelRetryStrategy | None = field(default_factory=ModelRetryStrategy)
     max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS
     current_pass: PassState | None = None
-    answer_checks: list[Callable[[str, Any], None]] = field(
-        default_factory=list[Callable[[str, Any], None]]
+    answer_checks: list[Callable[[str, Any], object]] = field(
+        default_factory=list[Callable[[str, Any], object]]
     )
     """Run on each answer of a resume before it is stored, by interrupt id and answer;
     one raises ``ValueError`` to refuse the resume before anything runs."""

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 from pydantic import BaseModel
 
@@ -40,6 +39,7 @@ from stageware._generated.events import (
     ModelStreamChunkEvent,
 )
 from stageware._generated.events import ToolResultEvent as ToolResultStageEvent
+from stageware._generated.payloads import Message, Metrics
 from stageware._generated.policy_events import (
     ApprovalResolvedEvent,
     ContextEvent,
@@ -269,9 +269,9 @@ class AgentPolicy:
         next_fn: Callable[[AgentStreamContext], AsyncIterator[AgentStreamEvent]],
     ) -> AsyncIterator[AgentStreamEvent]:
         try:
-            async with aclosing(next_fn(context)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    yield event
+            # The registry closes the generators of the chain it built.
+            async for event in next_fn(context):
+                yield event
         except (HaltRun, InterruptException, RedoStep):
             raise
         except Exception as error:
@@ -317,7 +317,7 @@ class AgentPolicy:
         result = event.result
         try:
             if self._has(HookPoint.RUN_END):
-                metrics = {"latencyMs": 0 if result is None else result.metrics.latency_ms}
+                metrics: Metrics = {"latencyMs": 0 if result is None else result.metrics.latency_ms}
                 await self._at(
                     HookPoint.RUN_END,
                     RunEndEvent(
@@ -406,36 +406,34 @@ class AgentPolicy:
                     messages=verdict.event.messages, tool_choice=verdict.event.tool_choice
                 )
         if not self._has(HookPoint.STREAM_CHUNK):
-            async with aclosing(next_fn(context)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    yield event
+            async for event in next_fn(context):
+                yield event
             return
         # Chunks a policy changed are assembled again, so the message the model call ends
         # with (and the history gets) is the one the caller saw.
         assembler = ResponseAssembler()
         changed = False
-        async with aclosing(next_fn(context)) as events:  # type: ignore[type-var]
-            async for event in events:
-                if isinstance(event, ModelStreamChunkEvent):
-                    verdict = await self._at(
-                        HookPoint.STREAM_CHUNK,
-                        StreamChunkEvent(run_id=run.run_id, chunk=event.chunk),
-                        step,
-                    )
-                    if verdict.modified:
-                        assert isinstance(verdict.event, StreamChunkEvent)
-                        event = ModelStreamChunkEvent(chunk=verdict.event.chunk)
-                        changed = True
-                    assembler.add(event.chunk)
-                elif isinstance(event, ModelStopReason) and changed:
-                    _, message, _, _ = assembler.finish()
-                    event = ModelStopReason(
-                        stop_reason=event.stop_reason,
-                        message=message,
-                        usage=event.usage,
-                        metrics=event.metrics,
-                    )
-                yield event
+        async for event in next_fn(context):
+            if isinstance(event, ModelStreamChunkEvent):
+                verdict = await self._at(
+                    HookPoint.STREAM_CHUNK,
+                    StreamChunkEvent(run_id=run.run_id, chunk=event.chunk),
+                    step,
+                )
+                if verdict.modified:
+                    assert isinstance(verdict.event, StreamChunkEvent)
+                    event = ModelStreamChunkEvent(chunk=verdict.event.chunk)
+                    changed = True
+                assembler.add(event.chunk)
+            elif changed:  # the stop event, after chunks a policy changed
+                _, message, _, _ = assembler.finish()
+                event = ModelStopReason(
+                    stop_reason=event.stop_reason,
+                    message=message,
+                    usage=event.usage,
+                    metrics=event.metrics,
+                )
+            yield event
 
     async def _model_output(self, result: InvokeModelResult) -> InvokeModelResult:
         stop = result.result
@@ -507,5 +505,5 @@ class AgentPolicy:
         )
 
 
-def _assistant(text: str) -> Any:
+def _assistant(text: str) -> Message:
     return {"role": "assistant", "content": [{"text": text}]}
