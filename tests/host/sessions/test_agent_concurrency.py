@@ -21,6 +21,8 @@ import pytest
 
 from stageware import (
     Agent,
+    Escalation,
+    EscalationStatus,
     MemorySessionStore,
     ScriptedModel,
     SessionConflictError,
@@ -218,6 +220,7 @@ class DelegatingStore:
         expected_version: int,
         owner: str,
         lease_seconds: float | None,
+        escalation: Escalation | None = None,
     ) -> int:
         return self.inner.save(
             session_id,
@@ -225,6 +228,7 @@ class DelegatingStore:
             expected_version=expected_version,
             owner=owner,
             lease_seconds=lease_seconds,
+            escalation=escalation,
         )
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
@@ -232,6 +236,33 @@ class DelegatingStore:
 
     def delete(self, session_id: str) -> None:
         self.inner.delete(session_id)
+
+    def session_ids(self) -> list[str]:
+        return self.inner.session_ids()
+
+    def open_escalation(self, session_id: str) -> Escalation | None:
+        return self.inner.open_escalation(session_id)
+
+    def escalations(
+        self, queue: str | None = None, *, status: EscalationStatus | None = None
+    ) -> list[Escalation]:
+        return self.inner.escalations(queue, status=status)
+
+    def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
+        return self.inner.claim_escalation(escalation_id, by=by)
+
+    def resolve_escalation(
+        self,
+        escalation_id: str,
+        *,
+        by: str,
+        resolution: str,
+        comment: str | None = None,
+        take_over: bool = False,
+    ) -> Escalation:
+        return self.inner.resolve_escalation(
+            escalation_id, by=by, resolution=resolution, comment=comment, take_over=take_over
+        )
 
 
 class TakeoverStore(DelegatingStore):
@@ -424,6 +455,7 @@ class SlowClaimStore(DelegatingStore):
         expected_version: int,
         owner: str,
         lease_seconds: float | None,
+        escalation: Escalation | None = None,
     ) -> int:
         version = super().save(
             session_id,
@@ -431,6 +463,7 @@ class SlowClaimStore(DelegatingStore):
             expected_version=expected_version,
             owner=owner,
             lease_seconds=lease_seconds,
+            escalation=escalation,
         )
         if lease_seconds is not None:
             time.sleep(0.4)
