@@ -355,10 +355,11 @@ def test_a_claim_by_another_is_refused(store: SessionStore) -> None:
 
 
 def test_an_unknown_id_is_refused(store: SessionStore) -> None:
-    for attempt in (
+    attempts: list[Callable[[], object]] = [
         lambda: store.claim_escalation("nope", by="ana"),
         lambda: store.resolve_escalation("nope", by="ana", resolution="x"),
-    ):
+    ]
+    for attempt in attempts:
         with pytest.raises(EscalationError, match="holds no escalation with that id") as caught:
             attempt()
         assert caught.value.escalation is None
@@ -462,11 +463,12 @@ def test_a_resolved_escalation_is_neither_claimed_nor_resolved_again(
     recorded = escalate(store)
     resolved = store.resolve_escalation(recorded.id, by="ana", resolution="done")
 
-    for attempt in (
+    attempts: list[Callable[[], object]] = [
         lambda: store.claim_escalation(recorded.id, by="bo"),
         lambda: store.resolve_escalation(recorded.id, by="ana", resolution="again"),
         lambda: store.resolve_escalation(recorded.id, by="bo", resolution="x", take_over=True),
-    ):
+    ]
+    for attempt in attempts:
         with pytest.raises(EscalationError, match="'ana' resolved it already") as caught:
             attempt()
         assert caught.value.escalation == resolved

@@ -307,7 +307,11 @@ def test_a_format_1_schema_gets_its_escalations_table(
     )
 
     stores = [open_postgres(postgres_spec) for _ in range(4)]
-    run_threads(len(stores), lambda index: stores[index].session_ids())
+
+    def open_(index: int) -> None:
+        stores[index].session_ids()
+
+    run_threads(len(stores), open_)
 
     assert formats(postgres_spec) == [(2,)]
     assert table_names(postgres_spec) == ["escalations", "sessions", "store_format"]
