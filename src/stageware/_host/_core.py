@@ -81,6 +81,8 @@ class AgentCore:
     """Run on each answer of a resume before it is stored, by interrupt id and answer;
     one raises ``ValueError`` to refuse the resume before anything runs."""
     pending_escalation: Escalation | None = None
+    """The escalation this invocation's run ended on; the final save records it
+    (``AgentSession.release``)."""
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of the agent's tools, in registration order."""
