@@ -195,8 +195,8 @@ def test_without_the_codegen_or_postgres_extra_the_policy_commands_run(
     assert (approvals.returncode, approvals.stdout) == (0, "no suspended approvals\n")
     assert postgres.returncode == 2
     assert postgres.stderr == (
-        "stageware: --store postgresql://...: the PostgreSQL store needs the postgres extra: "
-        "pip install 'stageware[postgres]'\n"
+        "stageware policy approvals: --store postgresql://...: the PostgreSQL store needs the "
+        "postgres extra: pip install 'stageware[postgres]'\n"
     )
 
 

@@ -9,23 +9,26 @@ Accepted forms:
 
 A store creates its tables on first use, which an operator's typo should not do: a path
 to no file, a file or a schema without the store's tables, is refused before a store is
-made. The text of a URL is never echoed, since it may carry a password.
+made. The text of a PostgreSQL URL is never echoed, since it may carry a password.
+Importing this module loads nothing of the host (the command line declares
+:func:`store_arguments` on every run); opening a store does.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-import sqlite3
 from collections.abc import Generator
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote, urlsplit
-
-from stageware._host.sessions import SessionStore, SQLiteSessionStore
 
 from ._errors import CommandError
 
-__all__ = ["DEFAULT_SCHEMA", "opened_store"]
+if TYPE_CHECKING:
+    from stageware._host.sessions import SessionStore, SQLiteSessionStore
+
+__all__ = ["DEFAULT_SCHEMA", "opened_store", "store_arguments"]
 
 DEFAULT_SCHEMA: Final = "stageware"
 
@@ -33,6 +36,24 @@ _FORMS: Final = (
     "sqlite:///relative/file.db, sqlite:////absolute/file.db, a path to an SQLite file, "
     "or postgresql://..."
 )
+
+
+def store_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--store`` and ``--schema`` on *parser*."""
+    parser.add_argument(
+        "--store",
+        required=True,
+        metavar="URL",
+        help=(
+            "the session store: sqlite:///relative.db, sqlite:////absolute.db, a path to an "
+            "SQLite file, or postgresql://... (needs the postgres extra)"
+        ),
+    )
+    parser.add_argument(
+        "--schema",
+        metavar="NAME",
+        help=f"the PostgreSQL schema of the store (default: {DEFAULT_SCHEMA})",
+    )
 
 
 @contextlib.contextmanager
@@ -73,6 +94,10 @@ def _sqlite_path(url: str) -> Path:
 
 
 def _sqlite(path: Path) -> SQLiteSessionStore:
+    import sqlite3
+
+    from stageware._host.sessions import SQLiteSessionStore
+
     shown = path.absolute()
     if not path.is_file():
         raise CommandError(f"--store {shown}: no such file")
