@@ -33,6 +33,7 @@ from ._interrupt_state import InterruptState
 from ._limits import DEFAULT_MAX_MODEL_CALLS
 from ._model_retry import ModelRetryStrategy
 from .models import Model
+from .sessions import Escalation
 from .tools import AgentTool
 
 if TYPE_CHECKING:
@@ -79,6 +80,9 @@ class AgentCore:
     )
     """Run on each answer of a resume before it is stored, by interrupt id and answer;
     one raises ``ValueError`` to refuse the resume before anything runs."""
+    pending_escalation: Escalation | None = None
+    """The escalation this invocation's run ended on; the final save records it
+    (``AgentSession.release``)."""
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of the agent's tools, in registration order."""
