@@ -20,6 +20,7 @@ blocks), ``Suspend`` raises an ``InterruptException`` with the approval's id.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, final
@@ -61,6 +62,7 @@ from stageware._generated.stages import AgentStreamStage, ExecuteToolStage, Invo
 from stageware._host._halt import Halt, HaltRun, RedoStep
 from stageware._host._hook_events import AfterInvocationEvent
 from stageware._host.models import Model, ResponseAssembler
+from stageware._host.sessions import Escalation
 from stageware._runtime import Interrupt, InterruptException
 
 from ._approval import check_answer, interrupt_id, parse_interrupt_id
@@ -74,6 +76,8 @@ if TYPE_CHECKING:
     from ._engine import PolicyEngine
 
 __all__ = ["AgentPolicy", "model_id_of"]
+
+logger = logging.getLogger("stageware.policy")
 
 _NO_FINAL_ANSWER = frozenset({"interrupt", "blocked", "escalated", "cancelled"})
 
@@ -200,7 +204,29 @@ class AgentPolicy:
         )
 
     def _escalate(self, point: HookPoint, name: str, outcome: Escalate, event: BaseModel) -> Halt:
-        escalation_id = uuid.uuid4().hex
+        """The halt of an escalated run; with a session, its record for the final save."""
+        core = self._core
+        escalation_id: str | None = None
+        if core.session is None:
+            logger.warning(
+                "%s escalated at %s to queue %r, but the agent has no session store to "
+                "record the escalation in; the run ends escalated, and only its result says so",
+                name,
+                point.value,
+                outcome.queue,
+            )
+        else:
+            # Written in the same transaction as the session's final save (``_session``).
+            escalation = Escalation.new(
+                core.session.id,
+                queue=outcome.queue,
+                hook=point.value,
+                middleware=name,
+                reason=outcome.reason,
+                event=event.model_dump(mode="json"),
+            )
+            core.pending_escalation = escalation
+            escalation_id = escalation.id
         return Halt(
             stop_reason="escalated",
             hook=point.value,
