@@ -8,8 +8,28 @@ the ``tool.after`` hook point, while ``stageware.ToolResultEvent`` is the Execut
 stage's result event.
 """
 
-from stageware._generated import policy_points as _policy_points
-from stageware._generated.policy_points import *  # noqa: F403 - the module's __all__ is the list
+from stageware._generated.policy_points import (
+    BANDS,
+    HOOK_POINTS,
+    ApprovalResolvedEvent,
+    Band,
+    ContextEvent,
+    Direction,
+    HookEvent,
+    HookPoint,
+    HookPointSpec,
+    InputEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    OutputEvent,
+    RouteEvent,
+    RunEndEvent,
+    RunErrorEvent,
+    RunStartEvent,
+    StreamChunkEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from stageware._host._halt import Decision, Halt
 from stageware._policy._approval import Approval
 from stageware._policy._declare import FailMode, MiddlewareDef, middleware
@@ -21,28 +41,48 @@ from stageware._policy._outcomes import Block, Continue, Escalate, Outcome, Retr
 from stageware._policy._rules import ALLOWED, DEFAULT_RETRY_BUDGET, MODIFIABLE
 from stageware._policy._spec import PolicySpec, load_policy, read_policy
 
-__all__: list[str] = [
+# Listed, not built: type checkers read a library's exports from this literal list.
+__all__ = [
     "ALLOWED",
+    "BANDS",
     "DEFAULT_RETRY_BUDGET",
+    "HOOK_POINTS",
     "MODIFIABLE",
     "Approval",
+    "ApprovalResolvedEvent",
+    "Band",
     "Block",
+    "ContextEvent",
     "Continue",
     "Decision",
+    "Direction",
     "Escalate",
     "FailMode",
     "Halt",
+    "HookEvent",
+    "HookPoint",
+    "HookPointSpec",
+    "InputEvent",
     "MiddlewareDef",
+    "ModelRequestEvent",
+    "ModelResponseEvent",
     "Outcome",
+    "OutputEvent",
     "PolicyEngine",
     "PolicyEntry",
     "PolicyEnv",
     "PolicySpec",
     "Retry",
+    "RouteEvent",
+    "RunEndEvent",
+    "RunErrorEvent",
+    "RunStartEvent",
     "SpecError",
+    "StreamChunkEvent",
     "Suspend",
+    "ToolCallEvent",
+    "ToolResultEvent",
     "load_policy",
     "middleware",
     "read_policy",
 ]
-__all__ += _policy_points.__all__

@@ -160,7 +160,7 @@ class Invocation:
                 # stream or cancelling), the interrupt state is settled, the session stores
                 # what is in memory and the hooks hear of it; shielded, so a cancelled run
                 # still gets there, and the hooks fire even if saving fails.
-                self._settle_interrupts(stop)
+                self._settle_interrupts(stop, halted=pass_state.halt is not None)
                 with anyio.CancelScope(shield=True):
                     try:
                         if core.session is not None:
@@ -210,16 +210,18 @@ class Invocation:
             f"waiting for: {names}"
         )
 
-    def _settle_interrupts(self, stop: EventLoopStopEvent | None) -> None:
+    def _settle_interrupts(self, stop: EventLoopStopEvent | None, *, halted: bool) -> None:
         """End the interrupt cycle unless a resume is still owed.
 
         A resume is owed when the pass stopped on an interrupt, or when a tool round is
         stored for replay (a cancelled or failed resume). Otherwise the cycle is over, or
-        was abandoned: every answer is released, so none outlives it.
+        was abandoned: every answer is released, so none outlives it. A halted pass owes
+        nothing: what a policy blocked must not run on a later call, so a stored round
+        is dropped too (the next input's join answers its calls with error results).
         """
         interrupts = self._core.interrupts
         owed = stop is not None and stop.stop_reason == "interrupt"
-        if not owed and interrupts.pending_tool_execution is None:
+        if halted or (not owed and interrupts.pending_tool_execution is None):
             interrupts.end_interrupt_cycle()
 
     def _halted(
@@ -235,7 +237,12 @@ class Invocation:
         pass_state.halt = halt
         history = self._core.messages
         last = pass_state.last_stop
-        if last is not None and history and history[-1] is last.message:
+        if (
+            last is not None
+            and history
+            and history[-1] is last.message
+            and last.message["role"] == "assistant"
+        ):
             history[-1] = halt.message
         elif pass_state.input_appended and history and history[-1]["role"] == "user":
             history.append(halt.message)

@@ -63,7 +63,7 @@ from stageware._runtime import (
 
 from ._cancel_watch import GRACE_SECONDS, CutRegion
 from ._core import AgentCore, PassState
-from ._halt import HaltRun, RedoStep
+from ._halt import Halt, HaltRun, RedoStep
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from .tools import ToolContext, error_result, exception_result, invalid_result_reason
 
@@ -226,7 +226,7 @@ class ToolExecutor:
             if before.cancel_tool is not False:
                 await self._cancel(before, round_, send)
                 return
-            result, interrupts = await self._run_chain(before, pass_state, send)
+            result, interrupts, halt = await self._run_chain(before, pass_state, send)
             if interrupts:
                 self._register(interrupts, round_)
                 return
@@ -243,6 +243,10 @@ class ToolExecutor:
                 )
             )
             if not after.retry:
+                # A halt counts once the call's result is final: a hook's retry of a
+                # blocked call that then runs leaves the run going.
+                if halt is not None and pass_state.halt is None:
+                    pass_state.halt = halt
                 final = _for_call(after.result, tool_use_id)
                 round_.results[tool_use_id] = final
                 # Shielded: a cancel cut must not come between the result and its record
@@ -273,10 +277,11 @@ class ToolExecutor:
         before: BeforeToolCallEvent,
         pass_state: PassState,
         send: MemoryObjectSendStream[AgentStreamEvent],
-    ) -> tuple[ToolResultEvent | None, list[Interrupt]]:
+    ) -> tuple[ToolResultEvent | None, list[Interrupt], Halt | None]:
         """Run the chain once: its result (held back, not sent), or the interrupts that halted it.
 
-        Neither, when a policy asked for the call to be redone (``RedoStep``).
+        Neither, when a policy asked for the call to be redone (``RedoStep``). With a
+        ``HaltRun``, its halt, for the run to end once the call's result is final.
 
         Whatever the chain raises, other than an interrupt or a cancellation, becomes the
         error result of the attempt.
@@ -293,6 +298,7 @@ class ToolExecutor:
         pass_state.metrics.tool_calls += 1
         result: ToolResultEvent | None = None
         interrupts: list[Interrupt] = []
+        halt: Halt | None = None
         events = core.registry.invoke(ExecuteToolStage, context, self._terminal)
         try:
             async for event in events:
@@ -310,11 +316,11 @@ class ToolExecutor:
             )
         except HaltRun as halted:
             # The call gets an error result; the round finishes and the loop ends the run.
-            if pass_state.halt is None:
-                pass_state.halt = halted.halt
+            halt = halted.halt
             result = ToolResultEvent(
                 tool_result=error_result(
-                    before.tool_use["toolUseId"], "The tool call was blocked by policy."
+                    before.tool_use["toolUseId"],
+                    f"The tool call was stopped by policy ({halted.halt.stop_reason}).",
                 )
             )
         except RedoStep:
@@ -323,7 +329,7 @@ class ToolExecutor:
             result = _failed(before.tool_use, error, "the ExecuteTool chain raised")
         finally:
             await events.aclose()
-        return result, interrupts
+        return result, interrupts, halt
 
     async def _halt(
         self,

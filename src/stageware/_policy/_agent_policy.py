@@ -20,6 +20,7 @@ blocks), ``Suspend`` raises an ``InterruptException`` with the approval's id.
 
 from __future__ import annotations
 
+import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -79,7 +80,10 @@ __all__ = ["AgentPolicy", "model_id_of"]
 
 logger = logging.getLogger("stageware.policy")
 
-_NO_FINAL_ANSWER = frozenset({"interrupt", "blocked", "escalated", "cancelled"})
+# Stops that are not the model's final answer: output.final does not fire for them.
+_NO_FINAL_ANSWER = frozenset(
+    {"interrupt", "blocked", "escalated", "cancelled", "limit_model_calls", "tool_use"}
+)
 
 
 def model_id_of(model: Model) -> str:
@@ -246,6 +250,10 @@ class AgentPolicy:
     async def _agent_input(self, context: AgentStreamContext) -> AgentStreamContext:
         run = self._begin_run()
         step = f"run-{len(self._core.messages)}"
+        # First: the approval is resolved before any step, the suspended one included,
+        # goes ahead or is blocked.
+        if self._has(HookPoint.APPROVAL_RESOLVED):
+            await self._report_approvals(run)
         if self._has(HookPoint.RUN_START):
             await self._at(
                 HookPoint.RUN_START,
@@ -261,8 +269,6 @@ class AgentPolicy:
             if verdict.modified:
                 assert isinstance(verdict.event, InputEvent)
                 context = context.replace(messages=verdict.event.messages)
-        if self._has(HookPoint.APPROVAL_RESOLVED):
-            await self._report_approvals(run)
         return context
 
     async def _report_approvals(self, run: PolicyRun) -> None:
@@ -312,7 +318,7 @@ class AgentPolicy:
 
     async def _agent_output(self, result: AgentStreamResult) -> AgentStreamResult:
         stop = result.result
-        if stop.stop_reason in _NO_FINAL_ANSWER:
+        if stop.stop_reason in _NO_FINAL_ANSWER or stop.message["role"] != "assistant":
             return result
         verdict = await self._at(
             HookPoint.OUTPUT_FINAL,
@@ -478,7 +484,7 @@ class AgentPolicy:
         assert isinstance(verdict.event, ModelResponseEvent)
         return result.replace(
             result=ModelStopReason(
-                stop_reason=stop.stop_reason,
+                stop_reason=verdict.event.stop_reason,
                 message=verdict.event.message,
                 usage=stop.usage,
                 metrics=stop.metrics,
@@ -499,7 +505,8 @@ class AgentPolicy:
                 run_id=run.run_id,
                 tool_name=tool_use["name"],
                 tool_use_id=tool_use["toolUseId"],
-                input=tool_use["input"],
+                # A copy: changing the event in place must not rewrite the model's call.
+                input=copy.deepcopy(tool_use["input"]),
             ),
             tool_use["toolUseId"],
         )

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from stageware._generated.policy_points import HookPoint
 from stageware._host._halt import Decision
+from stageware._host.sessions._encoding import json_problem
 from stageware._runtime import Interrupt
 
 from ._approval import Approval, interrupt_id
@@ -31,7 +32,7 @@ from ._entries import PolicyEntry
 from ._env import PolicyEnv
 from ._modified import ModificationError, check_modified
 from ._outcomes import Block, Continue, Escalate, Outcome, Retry, Suspend, outcome_name
-from ._rules import allowed_names, is_allowed
+from ._rules import ALLOWED, allowed_names, is_allowed
 
 __all__ = ["PolicyRun", "Verdict", "decide"]
 
@@ -143,12 +144,15 @@ async def _ask(
     timed_out = False
     changed: BaseModel | None = None
     returned: object = None
+    limit = None if timeout is None else timeout.total_seconds()
     try:
-        with anyio.fail_after(None if timeout is None else timeout.total_seconds()):
+        # A scope of its own, not fail_after: a TimeoutError the middleware raises itself
+        # is its error, not its timeout.
+        with anyio.move_on_after(limit) as scope:
             returned = await entry.handler(event, env)
-    except TimeoutError:
-        timed_out = True
-        error = f"timed out after {timeout.total_seconds():g}s" if timeout else "timed out"
+        if scope.cancelled_caught:
+            timed_out = True
+            error = f"timed out after {limit:g}s"
     except Exception as raised:
         error = f"raised {type(raised).__name__}: {raised}"
     outcome: Outcome = Continue()
@@ -156,7 +160,9 @@ async def _ask(
         outcome, changed, error = _settle(point, event, returned, check)
     if error is not None:
         changed = None
-        if entry.effective_fail_mode is FailMode.CLOSED:
+        # Where Block is not allowed (run.error, run.end report what already happened),
+        # failing closed has nothing to stop: the error is traced like an open one.
+        if entry.effective_fail_mode is FailMode.CLOSED and Block in ALLOWED[point]:
             outcome = Block(f"{entry.name} failed at {point.value} (fail closed): {error}")
         else:
             outcome = Continue()
@@ -207,6 +213,10 @@ def _settle(
             f"returned {what}, which {point.value} does not allow "
             f"(allowed: {', '.join(allowed_names(point))})",
         )
+    if isinstance(outcome, Suspend) and outcome.details is not None:
+        problem = json_problem(dict(outcome.details), "Suspend.details")
+        if problem is not None:
+            return Continue(), None, f"{problem}; an approval is kept with the session"
     if isinstance(outcome, Continue) and outcome.modified is not None:
         try:
             changed = check_modified(point, event, outcome.modified)

@@ -38,6 +38,8 @@ def parse_timeout(value: object, where: str) -> timedelta | None:
         seconds = float(match[1]) * _UNITS[match[2]]
     else:
         seconds = float(value)
-    if not (seconds > 0 and math.isfinite(seconds)):
+    limit = timedelta(seconds=seconds) if math.isfinite(seconds) else timedelta(0)
+    if not limit > timedelta(0):
+        # timedelta rounds to microseconds: 1e-9 s would be a limit of zero.
         raise ValueError(f"{where}: a timeout must be a positive, finite duration, got {value!r}")
-    return timedelta(seconds=seconds)
+    return limit

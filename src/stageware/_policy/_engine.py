@@ -58,9 +58,9 @@ class PolicyEngine:
             middleware names.
 
     Raises:
-        SpecError: If an entry is invalid or a middleware is installed twice.
-        ValueError: For a retry budget at a hook point that does not allow ``Retry``, or a
-            negative one.
+        SpecError: If an entry is invalid.
+        ValueError: If a middleware is installed twice, or for a retry budget at a hook
+            point that does not allow ``Retry``, or a negative one.
     """
 
     __slots__ = ("_budgets", "_entries", "_order", "blocked_message", "escalated_message", "models")

@@ -59,4 +59,41 @@ def check_modified(point: HookPoint, original: BaseModel, modified: object) -> B
             f"modified changes {', '.join(changed)}, which {point.value} does not let a policy "
             f"change (it may change: {may})"
         )
+    problem = _conversation_problem(point, event)
+    if problem is not None:
+        raise ModificationError(f"modified would break the conversation: {problem}")
     return event
+
+
+def _conversation_problem(point: HookPoint, event: BaseModel) -> str | None:
+    """What a valid event would still break in the history or the next request, if anything.
+
+    The event model checks each message's shape; this checks what the conversation
+    needs on top: who speaks, that turns are not empty, and that tool calls agree with
+    the stop reason.
+    """
+    fields = type(event).model_fields
+    if "message" in fields:
+        message = getattr(event, "message")  # noqa: B009 - a field of several event models
+        if message["role"] != "assistant":
+            return f"the message's role is {message['role']!r}; it must stay 'assistant'"
+        if not message["content"]:
+            return "the message has no content"
+        calls = any("toolUse" in block for block in message["content"])
+        if point is HookPoint.OUTPUT_FINAL and calls:
+            return "a final answer cannot call tools"
+        stop_reason = getattr(event, "stop_reason", None)
+        if point is HookPoint.MODEL_RESPONSE and calls != (stop_reason == "tool_use"):
+            return (
+                f"stop_reason is {stop_reason!r} but the message "
+                f"{'calls' if calls else 'calls no'} tools; change both together"
+            )
+    if "messages" in fields:
+        messages = getattr(event, "messages")  # noqa: B009
+        if any(not message["content"] for message in messages):
+            return "a message has no content"
+        if point is not HookPoint.INPUT_RECEIVED and (
+            not messages or messages[-1]["role"] != "user"
+        ):
+            return "the conversation sent to the model must end with a user turn"
+    return None

@@ -63,7 +63,7 @@ MODIFIABLE: Final[Mapping[HookPoint, frozenset[str]]] = MappingProxyType(
         HookPoint.CONTEXT_ASSEMBLE: frozenset({"messages", "system_prompt", "tool_specs"}),
         HookPoint.MODEL_REQUEST: frozenset({"messages", "tool_choice"}),
         HookPoint.STREAM_CHUNK: frozenset({"chunk"}),
-        HookPoint.MODEL_RESPONSE: frozenset({"message"}),
+        HookPoint.MODEL_RESPONSE: frozenset({"message", "stop_reason"}),
         HookPoint.TOOL_BEFORE: frozenset({"input"}),
         HookPoint.TOOL_AFTER: frozenset({"result"}),
         HookPoint.OUTPUT_FINAL: frozenset({"message"}),
