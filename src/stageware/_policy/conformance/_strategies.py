@@ -1,0 +1,217 @@
+"""Hypothesis strategies for hook events, read off the event models' annotations.
+
+Nothing here knows a particular event. It reads whatever the models declare (pydantic
+fields, the payload TypedDicts with their ``NotRequired`` keys, literals, unions, lists,
+mappings, type aliases, ``Any`` as JSON data), so a change to the stage schema needs no
+change here. What an annotation cannot say (a pydantic constraint, "set exactly one key")
+is left to the model: a drawn value the model refuses is discarded, never fed to a
+middleware. Sizes are kept small: the suite looks for a wrong outcome or a mutation, and
+a short event finds those as well as a long one and reads better in a failure.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import types
+import typing
+from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, Sequence
+from typing import Any, TypeVar
+
+import typing_extensions
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+
+from stageware._generated.policy_points import HOOK_POINTS, HookPoint
+from stageware._policy._choices import choose
+
+__all__ = ["event_strategy", "model_strategy"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_MAX_ITEMS = 3
+# A fixed alphabet rather than ``st.characters()``: it holds what trips text handling
+# (quotes, a backslash, a line break, accents, a wide character, an emoji, a right-to-left
+# letter) and, unlike ``characters()``, needs no Unicode table cached on disk, so the
+# suite writes no ``.hypothesis`` directory into the author's project.
+_ALPHABET = "abcxyzABC019 _-.:@/\\\"'\n\té€中😀א"
+_TEXT = st.text(_ALPHABET, max_size=12)
+# JSON data for ``Any``: what a tool's input, a tool's structured output or an approver's
+# answer can hold once it has been through a JSON round trip. No NaN, so that equality
+# (the mutation check) means what it says.
+_JSON: st.SearchStrategy[Any] = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT,
+    lambda inner: (
+        st.lists(inner, max_size=_MAX_ITEMS) | st.dictionaries(_TEXT, inner, max_size=_MAX_ITEMS)
+    ),
+    max_leaves=6,
+)
+
+_ALIASES: tuple[type[typing_extensions.TypeAliasType], ...] = tuple(
+    {
+        typing_extensions.TypeAliasType,
+        getattr(typing, "TypeAliasType", typing_extensions.TypeAliasType),
+    }
+)
+_KEY_WRAPPERS = {
+    typing_extensions.Required,
+    typing_extensions.NotRequired,
+    typing_extensions.ReadOnly,
+}
+_SEQUENCES = {list, Sequence, MutableSequence}
+_MAPPINGS = {dict, Mapping, MutableMapping}
+
+
+@functools.cache
+def event_strategy(point: HookPoint | str) -> st.SearchStrategy[BaseModel]:
+    """Valid events of hook point *point*, as its event model declares them.
+
+    Raises:
+        ValueError: For an unknown hook point.
+    """
+    return model_strategy(HOOK_POINTS[choose(HookPoint, point, "hook point")].event)
+
+
+def model_strategy(model: type[M]) -> st.SearchStrategy[M]:
+    """Valid instances of the pydantic *model*, drawn from its field annotations."""
+    valid = _Reader().read(model).map(_validator(model)).filter(_is_valid)
+    # The filter leaves only models; no checker narrows a strategy's type through one.
+    return typing.cast("st.SearchStrategy[M]", valid)
+
+
+class _Invalid:
+    """A drawn value the model refused (a constraint no annotation shows)."""
+
+
+_INVALID = _Invalid()
+
+
+def _validator(model: type[M]) -> Callable[[Any], M | _Invalid]:
+    def validate(data: Any) -> M | _Invalid:
+        try:
+            return model.model_validate(data)
+        except ValidationError:
+            return _INVALID
+
+    return validate
+
+
+def _is_valid(value: object) -> bool:
+    return value is not _INVALID
+
+
+class _Reader:
+    """Turns one annotation into a strategy for its JSON-shaped input data.
+
+    Named types (models, TypedDicts, aliases) are read once; a type that refers to itself
+    gets a deferred strategy, so a recursive payload type does not recurse forever here.
+    """
+
+    def __init__(self) -> None:
+        self._named: dict[object, st.SearchStrategy[Any]] = {}
+
+    def read(self, annotation: Any) -> st.SearchStrategy[Any]:
+        if isinstance(annotation, _ALIASES) or typing_extensions.is_typeddict(annotation):
+            return self._named_type(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return self._named_type(annotation)
+        origin = typing_extensions.get_origin(annotation)
+        args = typing_extensions.get_args(annotation)
+        if origin is typing_extensions.Annotated or origin in _KEY_WRAPPERS:
+            # Constraints in Annotated metadata are the model's to enforce (see the filter).
+            return self.read(args[0])
+        if origin is typing_extensions.Literal:
+            return st.sampled_from(args)
+        if origin is typing.Union or origin is types.UnionType:
+            # None first, so that the simplest events come first and failures read short.
+            options = sorted(args, key=lambda arg: arg is not type(None))
+            return st.one_of([self.read(arg) for arg in options])
+        if origin in _SEQUENCES:
+            return st.lists(self.read(args[0]) if args else _JSON, max_size=_MAX_ITEMS)
+        if origin in _MAPPINGS:
+            keys = self.read(args[0]) if args else _TEXT
+            values = self.read(args[1]) if args else _JSON
+            return st.dictionaries(keys, values, max_size=_MAX_ITEMS)
+        if origin is tuple:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return st.lists(self.read(args[0]), max_size=_MAX_ITEMS).map(tuple)
+            return st.tuples(*(self.read(arg) for arg in args))
+        return self._simple(annotation)
+
+    def _simple(self, annotation: Any) -> st.SearchStrategy[Any]:
+        if annotation is Any or annotation is object:
+            return _JSON
+        if annotation is None or annotation is type(None):
+            return st.none()
+        if annotation is bool:
+            return st.booleans()
+        if annotation is int:
+            return st.integers(min_value=-(2**53), max_value=2**53)
+        if annotation is float:
+            return st.floats(allow_nan=False, allow_infinity=False)
+        if annotation is str:
+            return _TEXT
+        if annotation in _SEQUENCES:
+            return st.lists(_JSON, max_size=_MAX_ITEMS)
+        if annotation in _MAPPINGS:
+            return st.dictionaries(_TEXT, _JSON, max_size=_MAX_ITEMS)
+        if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+            return st.sampled_from(list(annotation))
+        # Anything else (datetime, UUID, ...) hypothesis knows how to build itself.
+        return st.from_type(typing.cast("type[object]", annotation))
+
+    def _named_type(self, annotation: Any) -> st.SearchStrategy[Any]:
+        if annotation in self._named:
+            return self._named[annotation]
+        # Seen again while it is being read: the type refers to itself.
+        self._named[annotation] = st.deferred(lambda: self._named[annotation])
+        if isinstance(annotation, _ALIASES):
+            strategy = self.read(annotation.__value__)
+        elif typing_extensions.is_typeddict(annotation):
+            strategy = self._typed_dict(annotation)
+        else:
+            strategy = self._model(annotation)
+        self._named[annotation] = strategy
+        return strategy
+
+    def _typed_dict(self, typed_dict: Any) -> st.SearchStrategy[dict[str, Any]]:
+        hints = typing_extensions.get_type_hints(typed_dict, include_extras=True)
+        required: dict[str, st.SearchStrategy[Any]] = {}
+        optional: dict[str, st.SearchStrategy[Any]] = {}
+        for key, hint in hints.items():
+            target = required if _is_required_key(typed_dict, key, hint) else optional
+            target[key] = self.read(hint)
+        return st.fixed_dictionaries(required, optional=optional)
+
+    def _model(self, model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
+        required: dict[str, st.SearchStrategy[Any]] = {}
+        optional: dict[str, st.SearchStrategy[Any]] = {}
+        for name, field in model.model_fields.items():
+            key = field.validation_alias if isinstance(field.validation_alias, str) else None
+            key = key or field.alias or name
+            target = required if field.is_required() else optional
+            target[key] = self.read(field.annotation)
+        return st.fixed_dictionaries(required, optional=optional)
+
+
+def _is_required_key(typed_dict: Any, key: str, hint: Any) -> bool:
+    """Whether *key* of *typed_dict* is required.
+
+    Under ``from __future__ import annotations`` the class's own ``__required_keys__``
+    lists a ``NotRequired`` key as required (the wrapper was still a string when the
+    class was made), so the wrapper in the resolved hint decides when there is one.
+    """
+    while True:
+        origin = typing_extensions.get_origin(hint)
+        if origin is typing_extensions.NotRequired:
+            return False
+        if origin is typing_extensions.Required:
+            return True
+        if origin in (typing_extensions.Annotated, typing_extensions.ReadOnly):
+            hint = typing_extensions.get_args(hint)[0]
+            continue
+        return key in typed_dict.__required_keys__
