@@ -18,7 +18,7 @@ from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 from ._agent_result import AgentResult, AgentResultEvent
 from ._agent_state import AgentState
 from ._cancel import CancelToken
-from ._core import AgentCore
+from ._core import AgentCore, AgentExtension
 from ._event_loop import EventLoop
 from ._hook_events import LifecycleEvent
 from ._interrupt_state import InterruptState, InterruptStateError
@@ -83,6 +83,9 @@ class Agent(MiddlewareHost):
         max_model_calls: How many model calls one invocation may make, retries included
             (50 by default); then it stops with ``stop_reason="limit_model_calls"``.
             ``None`` for no limit.
+        policy: A policy to enforce on every run (``stageware.policy.load_policy(...)`` or
+            a ``PolicyEngine``). Its middleware are installed first, so they are the
+            outermost of each stage phase, around any middleware added later.
 
     Raises:
         TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
@@ -111,6 +114,7 @@ class Agent(MiddlewareHost):
         backend: Literal["asyncio", "trio"] = "asyncio",
         retry_strategy: ModelRetryStrategy | None = _DEFAULT_RETRY_STRATEGY,
         max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS,
+        policy: AgentExtension | None = None,
     ) -> None:
         # Checked now, like the tools: a model name passed instead of a model would
         # otherwise fail only at the first call.
@@ -142,6 +146,9 @@ class Agent(MiddlewareHost):
             max_model_calls=checked_max_model_calls(max_model_calls),
         )
         self._event_loop = EventLoop(self._core)
+        if policy is not None:
+            # First, so that policy handlers are the outermost of every phase.
+            policy.install(self._core)
         if session_store is not None and session_id is not None:
             session = AgentSession(
                 session_store,

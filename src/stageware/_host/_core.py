@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from stageware._generated.events import EventLoopStopEvent
 from stageware._generated.payloads import (
@@ -38,7 +38,19 @@ from .tools import AgentTool
 if TYPE_CHECKING:
     from ._session import AgentSession
 
-__all__ = ["AgentCore", "PassState"]
+__all__ = ["AgentCore", "AgentExtension", "PassState"]
+
+
+class AgentExtension(Protocol):
+    """Something installed on an agent when it is built: a policy engine, for one.
+
+    The host knows nothing of policies; the policy layer registers its middleware and
+    hooks on the agent's core through this one method.
+    """
+
+    def install(self, core: AgentCore) -> None:
+        """Register what the extension needs on *core* (before any user middleware)."""
+        ...
 
 
 @final

@@ -1,0 +1,18 @@
+"""The policy layer: declared middleware that decide outcomes at hook points.
+
+Modules, in the order a policy is used:
+
+- ``_declare``: ``@middleware``, ``MiddlewareDef``, ``FailMode``; ``_durations`` reads
+  timeouts, ``_choices`` hook points, bands and fail modes with near-miss hints.
+- ``_outcomes``: ``Continue``, ``Block``, ``Suspend``, ``Escalate``, ``Retry``.
+- ``_rules``: which outcome each hook point allows, what a modification may change, the
+  default retry budget; ``_modified`` checks a ``Continue(modified=...)``.
+- ``_env``: ``PolicyEnv``, a handler's second argument.
+- ``_entries``: ``PolicyEntry``, a middleware as a spec installs it; ``_errors``:
+  ``SpecError``.
+- ``_engine``: ``PolicyEngine``, the order per hook point; ``_agent_policy`` binds it to
+  an agent's stage chains; ``_decide`` runs one hook point's middleware, with fail modes,
+  timeouts and trace records; ``_approval``: the durable approval of a ``Suspend``.
+
+Public names are exported once, from ``stageware.policy``.
+"""

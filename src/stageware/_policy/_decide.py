@@ -1,0 +1,261 @@
+"""Running the middleware of one hook point in order, and recording every decision.
+
+``decide`` calls each middleware in turn and stops at the first outcome other than
+``Continue``. A middleware error (a raise, its timeout, a return value that is not an
+outcome, an invalid ``modified``, an outcome the hook does not allow) is settled by its
+fail mode: ``closed`` makes it a ``Block``, ``open`` a ``Continue`` with the error in the
+trace. Cancellation of the run is never an outcome: it passes through.
+
+A middleware whose approval for this step is already answered is not asked again: an
+approval lets the sequence go on, a denial blocks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import final
+
+import anyio
+from pydantic import BaseModel
+
+from stageware._generated.policy_points import HookPoint
+from stageware._host._halt import Decision
+from stageware._runtime import Interrupt
+
+from ._approval import Approval, interrupt_id
+from ._declare import FailMode
+from ._entries import PolicyEntry
+from ._env import PolicyEnv
+from ._modified import ModificationError, check_modified
+from ._outcomes import Block, Continue, Escalate, Outcome, Retry, Suspend, outcome_name
+from ._rules import allowed_names, is_allowed
+
+__all__ = ["PolicyRun", "Verdict", "decide"]
+
+logger = logging.getLogger("stageware.policy")
+
+_OUTCOMES = (Continue, Block, Suspend, Escalate, Retry)
+
+
+@final
+@dataclass(eq=False)
+class PolicyRun:
+    """What the engine keeps for one run (one agent invocation).
+
+    Attributes:
+        run_id: The run's id, in every event and record.
+        session_id: The agent's session id, if it has one.
+        agent_name: The agent's name.
+        decisions: Where the records go: the pass's list, which the result reports.
+        retries: Retries taken per (hook point, step key).
+        tool_names: Tool names by ``toolUseId``, for ``tool.after``, whose result does not
+            carry one.
+    """
+
+    run_id: str
+    session_id: str | None
+    agent_name: str
+    decisions: list[Decision]
+    retries: dict[tuple[HookPoint, str], int] = field(default_factory=dict)
+    tool_names: dict[str, str] = field(default_factory=dict[str, str])
+
+    def attempt(self, point: HookPoint, step_key: str) -> int:
+        """The step's attempt number at *point*: 1, then one more per retry."""
+        return self.retries.get((point, step_key), 0) + 1
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Where one hook point's sequence ended.
+
+    Attributes:
+        event: The event as the last middleware left it (modifications applied).
+        modified: Whether any middleware changed it.
+        outcome: The first outcome other than ``Continue``, or ``None``.
+        entry: The middleware that gave it.
+    """
+
+    event: BaseModel
+    modified: bool = False
+    outcome: Outcome | None = None
+    entry: PolicyEntry | None = None
+
+
+async def decide(
+    point: HookPoint,
+    event: BaseModel,
+    entries: Sequence[PolicyEntry],
+    run: PolicyRun,
+    step_key: str,
+    answers: Mapping[str, Interrupt],
+    check: Callable[[BaseModel], None] | None = None,
+) -> Verdict:
+    """Run *entries* at *point* on *event*; see the module docstring.
+
+    Args:
+        check: A further check of a modified event (``route.select`` checks that the model
+            exists); it raises ``ModificationError`` to refuse.
+    """
+    modified = False
+    for entry in entries:
+        answered = answers.get(interrupt_id(point.value, entry.name, step_key))
+        if answered is not None:
+            outcome = _from_answer(point, entry, answered, run)
+            if outcome is None:
+                continue
+            return Verdict(event, modified, outcome, entry)
+        outcome, changed = await _ask(point, entry, event, run, step_key, check)
+        if changed is not None:
+            event, modified = changed, True
+        if not isinstance(outcome, Continue):
+            return Verdict(event, modified, outcome, entry)
+    return Verdict(event, modified)
+
+
+async def _ask(
+    point: HookPoint,
+    entry: PolicyEntry,
+    event: BaseModel,
+    run: PolicyRun,
+    step_key: str,
+    check: Callable[[BaseModel], None] | None,
+) -> tuple[Outcome, BaseModel | None]:
+    """Call one middleware and settle what it returned; the outcome and any modified event."""
+    env = PolicyEnv(
+        run_id=run.run_id,
+        session_id=run.session_id,
+        agent_name=run.agent_name,
+        hook=point,
+        middleware=entry.name,
+        band=entry.effective_band,
+        attempt=run.attempt(point, step_key),
+        logger=logging.getLogger(f"stageware.policy.{entry.name}"),
+    )
+    timeout = entry.effective_timeout
+    started = time.perf_counter()
+    error: str | None = None
+    timed_out = False
+    changed: BaseModel | None = None
+    returned: object = None
+    try:
+        with anyio.fail_after(None if timeout is None else timeout.total_seconds()):
+            returned = await entry.handler(event, env)
+    except TimeoutError:
+        timed_out = True
+        error = f"timed out after {timeout.total_seconds():g}s" if timeout else "timed out"
+    except Exception as raised:
+        error = f"raised {type(raised).__name__}: {raised}"
+    outcome: Outcome = Continue()
+    if error is None:
+        outcome, changed, error = _settle(point, event, returned, check)
+    if error is not None:
+        changed = None
+        if entry.effective_fail_mode is FailMode.CLOSED:
+            outcome = Block(f"{entry.name} failed at {point.value} (fail closed): {error}")
+        else:
+            outcome = Continue()
+    duration = (time.perf_counter() - started) * 1000
+    record = Decision(
+        run_id=run.run_id,
+        hook=point.value,
+        middleware=entry.name,
+        band=entry.effective_band.value,
+        outcome=outcome_name(outcome),
+        reason=getattr(outcome, "reason", None),
+        modified=changed is not None,
+        duration_ms=round(duration, 3),
+        attempt=env.attempt,
+        error=error,
+        timed_out=timed_out,
+        notes=tuple(env.notes),
+    )
+    _log(record)
+    run.decisions.append(record)
+    return outcome, changed
+
+
+def _settle(
+    point: HookPoint,
+    event: BaseModel,
+    returned: object,
+    check: Callable[[BaseModel], None] | None,
+) -> tuple[Outcome, BaseModel | None, str | None]:
+    """The outcome a middleware returned, its modified event, or what is wrong with it."""
+    if returned is None:
+        return Continue(), None, None
+    if not isinstance(returned, _OUTCOMES):
+        return (
+            Continue(),
+            None,
+            f"returned {type(returned).__name__}, not an outcome (Continue, Block, Suspend, "
+            "Escalate, Retry) or None",
+        )
+    outcome: Outcome = returned
+    if not is_allowed(point, outcome):
+        what = type(outcome).__name__
+        if isinstance(outcome, Continue):
+            what = "Continue(modified=...)"
+        return (
+            Continue(),
+            None,
+            f"returned {what}, which {point.value} does not allow "
+            f"(allowed: {', '.join(allowed_names(point))})",
+        )
+    if isinstance(outcome, Continue) and outcome.modified is not None:
+        try:
+            changed = check_modified(point, event, outcome.modified)
+            if check is not None:
+                check(changed)
+        except ModificationError as problem:
+            return Continue(), None, str(problem)
+        return outcome, changed, None
+    return outcome, None, None
+
+
+def _from_answer(
+    point: HookPoint, entry: PolicyEntry, answered: Interrupt, run: PolicyRun
+) -> Outcome | None:
+    """What an answered approval means for the step: go on (``None``) or a denial's Block."""
+    approval = Approval.model_validate(answered.response)
+    verdict = "approved" if approval.approved else "denied"
+    reason = f"{verdict} by {approval.approver}" + (
+        f": {approval.comment}" if approval.comment else ""
+    )
+    outcome: Outcome | None = None if approval.approved else Block(reason)
+    record = Decision(
+        run_id=run.run_id,
+        hook=point.value,
+        middleware=entry.name,
+        band=entry.effective_band.value,
+        outcome="continue" if outcome is None else "block",
+        reason=reason,
+        notes=(f"answer to {answered.id}",),
+    )
+    _log(record)
+    run.decisions.append(record)
+    return outcome
+
+
+def _log(record: Decision) -> None:
+    level = logging.DEBUG
+    if record.outcome != "continue" or record.error is not None:
+        level = logging.WARNING
+    if not logger.isEnabledFor(level):
+        return
+    detail = f": {record.reason}" if record.reason else ""
+    error = f" [middleware error: {record.error}]" if record.error else ""
+    logger.log(
+        level,
+        "%s at %s by %s (%s band)%s%s",
+        record.outcome,
+        record.hook,
+        record.middleware,
+        record.band,
+        detail,
+        error,
+        extra={"stageware_decision": record},
+    )

@@ -1,0 +1,131 @@
+"""``PolicyEngine``: which middleware run at each hook point, in which order, and how a
+policy is installed on an agent.
+
+The engine is immutable configuration; ``install`` gives each agent its own
+``AgentPolicy`` (``_agent_policy``), which registers stage middleware on the agent's
+registry and keeps the state of the agent's runs.
+
+Order at a hook point: inbound hooks run the bands outermost first (baseline,
+guardrail, platform, app), outbound hooks innermost first (app, ..., baseline); within a
+band, middleware run in spec order, the baseline profile's entries first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, final
+
+from stageware._generated.policy_points import BANDS, HOOK_POINTS, Direction, HookPoint
+from stageware._host.models import Model
+
+from ._agent_policy import AgentPolicy
+from ._choices import choose
+from ._declare import MiddlewareDef
+from ._entries import PolicyEntry
+from ._outcomes import Retry
+from ._rules import ALLOWED, DEFAULT_RETRY_BUDGET
+
+if TYPE_CHECKING:
+    from stageware._host._core import AgentCore
+
+__all__ = ["DEFAULT_BLOCKED_MESSAGE", "DEFAULT_ESCALATED_MESSAGE", "PolicyEngine"]
+
+DEFAULT_BLOCKED_MESSAGE: Final = "This request was blocked by policy."
+DEFAULT_ESCALATED_MESSAGE: Final = (
+    "This request needs a person's review; it has been passed to a human reviewer."
+)
+
+
+@final
+class PolicyEngine:
+    """The middleware a policy installs, ordered per hook point, and how it acts.
+
+    Build it with ``load_policy("policy.yaml", baseline="org.yaml")``, or in code from
+    entries or declared middleware::
+
+        engine = PolicyEngine([PolicyEntry(no_weekend_refunds, band=Band.GUARDRAIL)])
+        agent = Agent(model, tools=[refund], policy=engine)
+
+    Args:
+        entries: The middleware, in spec order (``MiddlewareDef`` for a declaration as it
+            is, ``PolicyEntry`` to place or configure it).
+        retry_budgets: Retries of one step allowed per hook point; hook points that allow
+            ``Retry`` default to ``DEFAULT_RETRY_BUDGET`` (2).
+        blocked_message: The text of the assistant message a blocked run ends with.
+        escalated_message: The text of the assistant message an escalated run ends with.
+        models: Models ``route.select`` may route a call to, by the ``model_id`` a
+            middleware names.
+
+    Raises:
+        SpecError: If an entry is invalid or a middleware is installed twice.
+        ValueError: For a retry budget at a hook point that does not allow ``Retry``, or a
+            negative one.
+    """
+
+    __slots__ = ("_budgets", "_entries", "_order", "blocked_message", "escalated_message", "models")
+
+    def __init__(
+        self,
+        entries: Iterable[PolicyEntry | MiddlewareDef] = (),
+        *,
+        retry_budgets: Mapping[HookPoint | str, int] | None = None,
+        blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
+        escalated_message: str = DEFAULT_ESCALATED_MESSAGE,
+        models: Mapping[str, Model] | None = None,
+    ) -> None:
+        resolved = [e if isinstance(e, PolicyEntry) else PolicyEntry(e) for e in entries]
+        seen: set[str] = set()
+        for entry in resolved:
+            if entry.name in seen:
+                raise ValueError(f"middleware {entry.name!r} is installed twice")
+            seen.add(entry.name)
+        self._entries: tuple[PolicyEntry, ...] = tuple(resolved)
+        self._order: Mapping[HookPoint, tuple[PolicyEntry, ...]] = MappingProxyType(
+            {point: _ordered(point, self._entries) for point in HookPoint}
+        )
+        budgets: dict[HookPoint, int] = {
+            point: DEFAULT_RETRY_BUDGET for point in HookPoint if Retry in ALLOWED[point]
+        }
+        for key, budget in (retry_budgets or {}).items():
+            point = choose(HookPoint, key, "hook point")
+            if point not in budgets:
+                raise ValueError(f"{point.value} does not allow Retry, so it has no retry budget")
+            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+                raise ValueError(
+                    f"the retry budget at {point.value} must be a whole number >= 0, got {budget!r}"
+                )
+            budgets[point] = budget
+        self._budgets: Mapping[HookPoint, int] = MappingProxyType(budgets)
+        self.blocked_message = blocked_message
+        self.escalated_message = escalated_message
+        self.models: Mapping[str, Model] = MappingProxyType(dict(models or {}))
+
+    @property
+    def entries(self) -> tuple[PolicyEntry, ...]:
+        """The installed middleware, in spec order."""
+        return self._entries
+
+    def order(self, point: HookPoint) -> tuple[PolicyEntry, ...]:
+        """The middleware that run at *point*, in the order they run."""
+        return self._order[point]
+
+    def retry_budget(self, point: HookPoint) -> int:
+        """Retries of one step allowed at *point* (0 where ``Retry`` is not allowed)."""
+        return self._budgets.get(point, 0)
+
+    def install(self, core: AgentCore) -> None:
+        """Install the policy on an agent (``Agent(policy=...)`` calls this)."""
+        AgentPolicy(self, core).install()
+
+    def __repr__(self) -> str:
+        names = ", ".join(entry.name for entry in self._entries)
+        return f"PolicyEngine([{names}])"
+
+
+def _ordered(point: HookPoint, entries: Sequence[PolicyEntry]) -> tuple[PolicyEntry, ...]:
+    bands = BANDS if HOOK_POINTS[point].direction is Direction.INBOUND else BANDS[::-1]
+    rank = {band: index for index, band in enumerate(bands)}
+    attached = [entry for entry in entries if point in entry.effective_hooks]
+    # sorted() is stable: spec order within a band.
+    return tuple(sorted(attached, key=lambda entry: rank[entry.effective_band]))

@@ -1,0 +1,74 @@
+"""The README's policy section says what the code does: its outcome table and its example."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from stageware import ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
+from stageware.policy import (
+    ALLOWED,
+    HOOK_POINTS,
+    MODIFIABLE,
+    Block,
+    Continue,
+    Escalate,
+    HookPoint,
+    Retry,
+    Suspend,
+)
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+_COLUMNS = (Continue, Block, Suspend, Escalate, Retry)
+
+
+def _section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"## {title}\n")
+    end = text.index("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_the_outcome_table_is_the_enforced_one() -> None:
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in _section("Policies").splitlines()
+        if line.startswith("| `")
+    ]
+    assert [row[0].strip("`") for row in rows] == [point.value for point in HookPoint]
+    for row in rows:
+        point = HookPoint(row[0].strip("`"))
+        spec = HOOK_POINTS[point]
+        assert row[1].endswith(f"{spec.stage.name} {spec.phase.value}"), row
+        assert row[2] == spec.direction.value
+        allowed = [kind for kind, cell in zip(_COLUMNS, row[3:8], strict=True) if cell == "✓"]
+        assert set(allowed) == ALLOWED[point], point
+        named = set(re.findall(r"`(\w+)`", row[8].split("(")[0]))
+        assert named == MODIFIABLE[point], point
+
+
+def test_the_example_runs_as_written() -> None:
+    section = _section("Policies")
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    paid: list[int] = []
+
+    @tool
+    def refund(amount: int) -> str:
+        """Refund an amount."""
+        paid.append(amount)
+        return "refunded"
+
+    model = ScriptedModel(
+        [
+            ScriptedTurn(tool_calls=[ScriptedToolCall("refund", {"amount": 400}, id="t1")]),
+            "Refunded.",
+        ]
+    )
+    namespace: dict[str, Any] = {"model": model, "refund": refund}
+    exec(compile(code, str(README), "exec"), namespace)
+    result = namespace["result"]
+    assert result.stop_reason == "end_turn"
+    assert paid == [400]
+    assert [d.outcome for d in result.decisions] == ["continue"]
+    assert "approved by dana@example.com: loyal customer" in (result.decisions[0].reason or "")
