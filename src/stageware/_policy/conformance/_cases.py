@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import final
 
-from stageware._generated.policy_points import HookPoint
+from pydantic import BaseModel
+
+from stageware._generated.policy_points import HOOK_POINTS, HookPoint
 from stageware._policy._declare import MiddlewareDef
 
 from ._discover import middleware_in, plugin_middleware
@@ -30,13 +32,15 @@ class ConformanceCase:
         middleware: The declared middleware.
         hook: The hook point to check it at.
         backend: The event loop to run it on.
-        examples: How many events to feed it.
+        examples: How many events to generate.
+        events: Events to feed it first (those of other hooks are left out).
     """
 
     middleware: MiddlewareDef
     hook: HookPoint
     backend: Backend = "asyncio"
     examples: int = DEFAULT_EXAMPLES
+    events: tuple[BaseModel, ...] = ()
 
     @property
     def id(self) -> str:
@@ -52,7 +56,11 @@ class ConformanceCase:
         """
         __tracebackhide__ = True
         assert_conforms(
-            self.middleware, hooks=[self.hook], backend=self.backend, examples=self.examples
+            self.middleware,
+            hooks=[self.hook],
+            backend=self.backend,
+            examples=self.examples,
+            events=[event for event in self.events if HOOK_POINTS[self.hook].event is type(event)],
         )
 
 
@@ -61,6 +69,7 @@ def cases_of(
     *,
     backends: Sequence[Backend],
     examples: int,
+    events: Iterable[BaseModel] = (),
 ) -> list[ConformanceCase]:
     """A case per middleware, hook and backend.
 
@@ -83,8 +92,9 @@ def cases_of(
             definitions.extend(plugin_middleware(source))
     if not definitions:
         raise ValueError("no middleware to check: the sources given declare none")
+    given = tuple(events)
     return [
-        ConformanceCase(definition, point, backend, examples)
+        ConformanceCase(definition, point, backend, examples, given)
         for definition in definitions
         for point in definition.hooks
         for backend in backends

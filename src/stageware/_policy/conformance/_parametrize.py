@@ -6,8 +6,10 @@ pytest is imported when the function is called, not when the module is: the func
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
+
+from pydantic import BaseModel
 
 from stageware._policy._declare import MiddlewareDef
 
@@ -21,13 +23,15 @@ def conformance_test(
     *sources: MiddlewareDef | ModuleType | str,
     examples: int = DEFAULT_EXAMPLES,
     backends: Sequence[Backend] = ("asyncio",),
+    events: Iterable[BaseModel] = (),
 ) -> Callable[[ConformanceCase], None]:
     """A pytest test function running the suite on *sources*, one test per middleware and
     hook point (and backend); assign it to a ``test_`` name in a test module.
 
     Each source is a declared middleware, a module (every middleware it declares at its
     top level) or the namespace of an installed plugin (``"acme"``: every middleware the
-    plugin contributes through its ``stageware.middleware`` entry point).
+    plugin contributes through its ``stageware.middleware`` entry point). *events* are
+    fed first, each to the middleware that declare its hook point.
 
     Raises:
         ValueError: If the sources hold no middleware.
@@ -35,7 +39,7 @@ def conformance_test(
     """
     import pytest
 
-    cases = cases_of(sources, backends=backends, examples=examples)
+    cases = cases_of(sources, backends=backends, examples=examples, events=events)
 
     @pytest.mark.parametrize("stageware_case", cases, ids=[case.id for case in cases])
     def test_conformance(stageware_case: ConformanceCase) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import string
 import types
 import typing
 from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, Sequence
@@ -30,11 +31,16 @@ __all__ = ["event_strategy", "model_strategy"]
 M = TypeVar("M", bound=BaseModel)
 
 _MAX_ITEMS = 3
+# How often a type may appear inside itself, and how deep the named types may nest at all
+# (deeper than any real payload: past it, a type can only contain itself unconditionally).
+_MAX_NESTING = 2
+_MAX_DEPTH = 64
 # A fixed alphabet rather than ``st.characters()``: it holds what trips text handling
 # (quotes, a backslash, a line break, accents, a wide character, an emoji, a right-to-left
-# letter) and, unlike ``characters()``, needs no Unicode table cached on disk, so the
-# suite writes no ``.hypothesis`` directory into the author's project.
-_ALPHABET = "abcxyzABC019 _-.:@/\\\"'\n\té€中😀א"
+# letter) and, unlike ``characters()``, needs no Unicode table cached on disk. It holds
+# every ASCII letter and digit so that hypothesis can mix in the string constants of the
+# author's own modules (a tool name, a key), which a middleware's branches test for.
+_ALPHABET = string.ascii_letters + string.digits + " _-.:@/\\\"'\n\té€中😀א"
 _TEXT = st.text(_ALPHABET, max_size=12)
 # JSON data for ``Any``: what a tool's input, a tool's structured output or an approver's
 # answer can hold once it has been through a JSON round trip. No NaN, so that equality
@@ -66,14 +72,18 @@ _SEQUENCES = {list, Sequence, MutableSequence}
 _MAPPINGS = {dict, Mapping, MutableMapping}
 
 
-@functools.cache
 def event_strategy(point: HookPoint | str) -> st.SearchStrategy[BaseModel]:
     """Valid events of hook point *point*, as its event model declares them.
 
     Raises:
         ValueError: For an unknown hook point.
     """
-    return model_strategy(HOOK_POINTS[choose(HookPoint, point, "hook point")].event)
+    return _event_strategy(choose(HookPoint, point, "hook point"))
+
+
+@functools.cache
+def _event_strategy(point: HookPoint) -> st.SearchStrategy[BaseModel]:
+    return model_strategy(HOOK_POINTS[point].event)
 
 
 def model_strategy(model: type[M]) -> st.SearchStrategy[M]:
@@ -107,12 +117,19 @@ def _is_valid(value: object) -> bool:
 class _Reader:
     """Turns one annotation into a strategy for its JSON-shaped input data.
 
-    Named types (models, TypedDicts, aliases) are read once; a type that refers to itself
-    gets a deferred strategy, so a recursive payload type does not recurse forever here.
+    Everything is read up front, so a type that refers to itself (a tree of nodes) is
+    read again one level down, up to ``_MAX_NESTING`` levels. Below that, lists and
+    mappings are empty and optional keys left out, which ends the recursion; a drawn
+    tree stays small instead of growing until hypothesis discards it.
     """
 
     def __init__(self) -> None:
-        self._named: dict[object, st.SearchStrategy[Any]] = {}
+        self._named: dict[tuple[object, int], st.SearchStrategy[Any]] = {}
+        self._reading: list[object] = []
+
+    @property
+    def _at_the_bottom(self) -> bool:
+        return any(self._reading.count(named) > _MAX_NESTING for named in self._reading)
 
     def read(self, annotation: Any) -> st.SearchStrategy[Any]:
         if isinstance(annotation, _ALIASES) or typing_extensions.is_typeddict(annotation):
@@ -131,13 +148,19 @@ class _Reader:
             options = sorted(args, key=lambda arg: arg is not type(None))
             return st.one_of([self.read(arg) for arg in options])
         if origin in _SEQUENCES:
+            if self._at_the_bottom:
+                return st.builds(_empty_list)
             return st.lists(self.read(args[0]) if args else _JSON, max_size=_MAX_ITEMS)
         if origin in _MAPPINGS:
+            if self._at_the_bottom:
+                return st.builds(_empty_dict)
             keys = self.read(args[0]) if args else _TEXT
             values = self.read(args[1]) if args else _JSON
             return st.dictionaries(keys, values, max_size=_MAX_ITEMS)
         if origin is tuple:
             if len(args) == 2 and args[1] is Ellipsis:
+                if self._at_the_bottom:
+                    return st.just(())
                 return st.lists(self.read(args[0]), max_size=_MAX_ITEMS).map(tuple)
             return st.tuples(*(self.read(arg) for arg in args))
         return self._simple(annotation)
@@ -165,17 +188,25 @@ class _Reader:
         return st.from_type(typing.cast("type[object]", annotation))
 
     def _named_type(self, annotation: Any) -> st.SearchStrategy[Any]:
-        if annotation in self._named:
-            return self._named[annotation]
-        # Seen again while it is being read: the type refers to itself.
-        self._named[annotation] = st.deferred(lambda: self._named[annotation])
-        if isinstance(annotation, _ALIASES):
-            strategy = self.read(annotation.__value__)
-        elif typing_extensions.is_typeddict(annotation):
-            strategy = self._typed_dict(annotation)
-        else:
-            strategy = self._model(annotation)
-        self._named[annotation] = strategy
+        key = (annotation, self._reading.count(annotation))
+        if key in self._named:
+            return self._named[key]
+        if len(self._reading) > _MAX_DEPTH:
+            raise TypeError(
+                f"cannot draw a finite value of {annotation!r}: it contains itself "
+                "other than through a list, a mapping or an optional key"
+            )
+        self._reading.append(annotation)
+        try:
+            if isinstance(annotation, _ALIASES):
+                strategy = self.read(annotation.__value__)
+            elif typing_extensions.is_typeddict(annotation):
+                strategy = self._typed_dict(annotation)
+            else:
+                strategy = self._model(annotation)
+        finally:
+            self._reading.pop()
+        self._named[key] = strategy
         return strategy
 
     def _typed_dict(self, typed_dict: Any) -> st.SearchStrategy[dict[str, Any]]:
@@ -183,8 +214,10 @@ class _Reader:
         required: dict[str, st.SearchStrategy[Any]] = {}
         optional: dict[str, st.SearchStrategy[Any]] = {}
         for key, hint in hints.items():
-            target = required if _is_required_key(typed_dict, key, hint) else optional
-            target[key] = self.read(hint)
+            if _is_required_key(typed_dict, key, hint):
+                required[key] = self.read(hint)
+            elif not self._at_the_bottom:
+                optional[key] = self.read(hint)
         return st.fixed_dictionaries(required, optional=optional)
 
     def _model(self, model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
@@ -193,9 +226,19 @@ class _Reader:
         for name, field in model.model_fields.items():
             key = field.validation_alias if isinstance(field.validation_alias, str) else None
             key = key or field.alias or name
-            target = required if field.is_required() else optional
-            target[key] = self.read(field.annotation)
+            if field.is_required():
+                required[key] = self.read(field.annotation)
+            elif not self._at_the_bottom:
+                optional[key] = self.read(field.annotation)
         return st.fixed_dictionaries(required, optional=optional)
+
+
+def _empty_list() -> list[Any]:
+    return []
+
+
+def _empty_dict() -> dict[Any, Any]:
+    return {}
 
 
 def _is_required_key(typed_dict: Any, key: str, hint: Any) -> bool:

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 import anyio
+from pydantic import BaseModel
 
-from stageware._generated.policy_points import HookPoint
+from stageware._generated.policy_points import HOOK_POINTS, HookPoint
 from stageware._policy._choices import choose
 from stageware._policy._declare import Handler, MiddlewareDef
 from stageware._policy._env import PolicyEnv
@@ -49,25 +50,30 @@ def check_middleware(
     examples: int = DEFAULT_EXAMPLES,
     settings: Mapping[str, Any] | None = None,
     hooks: Iterable[HookPoint | str] | None = None,
+    events: Iterable[BaseModel] = (),
     backend: Backend = "asyncio",
 ) -> list[ConformanceFailure]:
     """Run the conformance suite on one declared middleware; return what it found wrong.
 
     The middleware is built once, with *settings* or else its ``sample``, and called with
-    *examples* generated events at each of its hook points (or the subset *hooks*). Call
-    it from synchronous code: it runs its own event loop.
+    *examples* generated events at each of its hook points (or the subset *hooks*), after
+    the *events* given for that hook point: generated events rarely name the tool or
+    hold the amount a middleware looks for, so give the ones that reach its branches.
+    Call it from synchronous code: it runs its own event loop.
 
     Raises:
-        ValueError: For a hook the middleware does not declare, or *examples* below 1.
+        ValueError: For a hook the middleware does not declare, an event of such a hook
+            or of no hook point, or *examples* below 1.
     """
     if examples < 1:
         raise ValueError(f"examples must be at least 1, got {examples}")
     points = _chosen_hooks(definition, hooks)
+    given = _given_examples(definition, events)
     try:
         handler = definition.build(definition.sample if settings is None else settings)
     except Exception as error:
         return [_build_failure(definition, settings, error)]
-    drawn = {point: examples_for(point, examples) for point in points}
+    drawn = {point: (*given.get(point, ()), *examples_for(point, examples)) for point in points}
     return anyio.run(_check_hooks, definition, handler, drawn, backend=backend)
 
 
@@ -77,6 +83,7 @@ def assert_conforms(
     examples: int = DEFAULT_EXAMPLES,
     settings: Mapping[str, Any] | None = None,
     hooks: Iterable[HookPoint | str] | None = None,
+    events: Iterable[BaseModel] = (),
     backend: Backend = "asyncio",
 ) -> None:
     """Like :func:`check_middleware`, for a test: raise if anything was found wrong.
@@ -86,7 +93,12 @@ def assert_conforms(
     """
     __tracebackhide__ = True  # pytest shows the failures, not this frame
     failures = check_middleware(
-        definition, examples=examples, settings=settings, hooks=hooks, backend=backend
+        definition,
+        examples=examples,
+        settings=settings,
+        hooks=hooks,
+        events=events,
+        backend=backend,
     )
     if failures:
         raise ConformanceError(failures)
@@ -106,6 +118,24 @@ def _chosen_hooks(
             f"(it declares {declared})"
         )
     return chosen
+
+
+def _given_examples(
+    definition: MiddlewareDef, events: Iterable[BaseModel]
+) -> dict[HookPoint, list[Example]]:
+    points = {spec.event: point for point, spec in HOOK_POINTS.items()}
+    given: dict[HookPoint, list[Example]] = {}
+    for event in events:
+        point = points.get(type(event))
+        if point is None:
+            raise ValueError(f"a {type(event).__name__} is not the event of a hook point")
+        if point not in definition.hooks:
+            raise ValueError(
+                f"an event of {point} was given, but middleware {definition.name!r} does not "
+                f"declare {point}"
+            )
+        given.setdefault(point, []).append(Example(event, session_id="session-1", attempt=1))
+    return given
 
 
 def _build_failure(
