@@ -3,9 +3,9 @@
 Nothing here knows a particular event. It reads whatever the models declare (pydantic
 fields, the payload TypedDicts with their ``NotRequired`` keys, literals, unions, lists,
 mappings, type aliases, ``Any`` as JSON data), so a change to the stage schema needs no
-change here. What an annotation cannot say (a pydantic constraint, "set exactly one key")
-is left to the model: a drawn value the model refuses is discarded, never fed to a
-middleware. Sizes are kept small: the suite looks for a wrong outcome or a mutation, and
+change here. What an annotation cannot say is left to the model (a drawn value the model
+refuses, by a pydantic constraint, is discarded, never fed to a middleware), but for one
+convention of the payload types: "set exactly one key" (see ``_record``). Sizes are kept small: the suite looks for a wrong outcome or a mutation, and
 a short event finds those as well as a long one and reads better in a failure.
 """
 
@@ -218,7 +218,7 @@ class _Reader:
                 required[key] = self.read(hint)
             elif not self._at_the_bottom:
                 optional[key] = self.read(hint)
-        return st.fixed_dictionaries(required, optional=optional)
+        return _record(required, optional)
 
     def _model(self, model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
         required: dict[str, st.SearchStrategy[Any]] = {}
@@ -230,7 +230,22 @@ class _Reader:
                 required[key] = self.read(field.annotation)
             elif not self._at_the_bottom:
                 optional[key] = self.read(field.annotation)
-        return st.fixed_dictionaries(required, optional=optional)
+        return _record(required, optional)
+
+
+def _record(
+    required: dict[str, st.SearchStrategy[Any]], optional: dict[str, st.SearchStrategy[Any]]
+) -> st.SearchStrategy[dict[str, Any]]:
+    """A mapping with the *required* keys and some of the *optional* ones.
+
+    A payload type whose keys are all optional, two or more of them, is a union in the
+    Converse style: a content block, a stream event, a delta sets exactly one key. No
+    annotation says so, but the host never sends two (or none), and an event it never
+    sends would fail a middleware for nothing; so such a type gets exactly one key.
+    """
+    if not required and len(optional) >= 2:
+        return st.one_of([st.fixed_dictionaries({key: value}) for key, value in optional.items()])
+    return st.fixed_dictionaries(required, optional=optional)
 
 
 def _empty_list() -> list[Any]:
