@@ -12,14 +12,18 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import types
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-# Imported here, before any inner session: pytester unloads what an inner session
-# imports, and hypothesis takes seconds to import again under assertion rewriting.
-import stageware.conformance  # noqa: F401
+from stageware._policy.conformance._cases import cases_of
+
+# Imported before any inner session, which would otherwise import it (and hypothesis)
+# itself: pytester unloads what an inner session imports, and hypothesis takes seconds to
+# import again under assertion rewriting.
+from stageware.conformance import conformance_test
 
 pytest_plugins = ["pytester"]
 
@@ -226,3 +230,22 @@ def test_without_hypothesis_the_suite_names_the_extra(tmp_path: Path) -> None:
     assert completed.stdout == (
         "stageware.conformance needs the 'hypothesis' package: pip install 'stageware[testing]'\n"
     )
+
+
+def test_a_module_contributes_what_it_exports() -> None:
+    module = types.ModuleType("exporting_policies")
+    exec(compile(_POLICIES, "exporting_policies", "exec"), vars(module))
+
+    every = cases_of([module], backends=["asyncio"], examples=1)
+    module.__all__ = ["good"]  # type: ignore[attr-defined]
+    exported = cases_of([module], backends=["asyncio"], examples=1)
+
+    assert [case.id for case in every] == [
+        "good-tool.before",
+        "good-tool.after",
+        "retries-run.start",
+        "retries-tool.after",
+    ]
+    assert [case.id for case in exported] == ["good-tool.before", "good-tool.after"]
+    with pytest.raises(ValueError, match="no middleware to check"):
+        conformance_test(types.ModuleType("empty"))

@@ -22,11 +22,16 @@ PLUGIN_GROUP: Final = "stageware.middleware"
 
 
 def middleware_in(module: ModuleType) -> list[MiddlewareDef]:
-    """The middleware *module* declares at its top level, in the order it declares them."""
-    found = {
-        id(value): value for value in vars(module).values() if isinstance(value, MiddlewareDef)
-    }
-    return list(found.values())
+    """The middleware *module* exports: those its ``__all__`` names, or else its public ones
+    (a plugin whose entry point names a module contributes the same)."""
+    exported: object = getattr(module, "__all__", None)
+    if isinstance(exported, (list, tuple)):
+        names = [str(name) for name in cast("Iterable[object]", exported)]
+    else:
+        names = [name for name in vars(module) if not name.startswith("_")]
+    found = [getattr(module, name, None) for name in names]
+    unique = {id(value): value for value in found if isinstance(value, MiddlewareDef)}
+    return list(unique.values())
 
 
 def plugin_middleware(namespace: str) -> list[MiddlewareDef]:

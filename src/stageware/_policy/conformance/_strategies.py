@@ -5,8 +5,10 @@ fields, the payload TypedDicts with their ``NotRequired`` keys, literals, unions
 mappings, type aliases, ``Any`` as JSON data), so a change to the stage schema needs no
 change here. What an annotation cannot say is left to the model (a drawn value the model
 refuses, by a pydantic constraint, is discarded, never fed to a middleware), but for one
-convention of the payload types: "set exactly one key" (see ``_record``). Sizes are kept small: the suite looks for a wrong outcome or a mutation, and
-a short event finds those as well as a long one and reads better in a failure.
+convention of the payload types: "set exactly one key" (see ``_record``).
+
+Sizes are kept small: the suite looks for a wrong outcome or a mutation, and a short
+event finds those as well as a long one and reads better in a failure.
 """
 
 from __future__ import annotations
