@@ -1,8 +1,8 @@
 """The conformance suite as a plugin author runs it: through pytest.
 
-The inner pytest sessions run in this process (``pytester``), with the pytest plugin
-stageware registers through its ``pytest11`` entry point. The plugin they check is a
-real installed distribution: a package and its ``.dist-info`` (with an entry point in the
+The inner pytest sessions run in this process (``pytester``), with the suite's pytest
+plugin where they ask for it (``-p stageware.conformance.plugin``). The plugin they check
+is a real installed distribution: a package and its ``.dist-info`` (with an entry point in the
 ``stageware.middleware`` group) in a directory put on ``sys.path``, found by
 ``importlib.metadata`` as any installed plugin is.
 """
@@ -26,6 +26,8 @@ from stageware._policy.conformance._cases import cases_of
 from stageware.conformance import conformance_test
 
 pytest_plugins = ["pytester"]
+
+_PLUGIN = ("-p", "no:cacheprovider", "-p", "stageware.conformance.plugin")
 
 _POLICIES = """
 from typing import Any
@@ -114,7 +116,7 @@ def test_conformance_test_takes_an_installed_plugins_namespace(
 def test_the_command_line_option_checks_an_installed_plugin(pytester: pytest.Pytester) -> None:
     _install_plugin(pytester, "probe_two", "probe2")
 
-    result = pytester.runpytest("-v", "-p", "no:cacheprovider", "--stageware-conformance=probe2")
+    result = pytester.runpytest("-v", *_PLUGIN, "--stageware-conformance=probe2")
 
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
@@ -136,8 +138,7 @@ def test_the_command_line_option_works_with_k_and_the_trio_backend(
 
     result = pytester.runpytest(
         "-v",
-        "-p",
-        "no:cacheprovider",
+        *_PLUGIN,
         "--stageware-conformance=probe3",
         "--stageware-conformance-backend=trio",
         "--stageware-conformance-examples=3",
@@ -152,7 +153,7 @@ def test_the_command_line_option_works_with_k_and_the_trio_backend(
 def test_an_unknown_namespace_is_a_usage_error(pytester: pytest.Pytester) -> None:
     _install_plugin(pytester, "probe_four", "probe4")
 
-    result = pytester.runpytest("-p", "no:cacheprovider", "--stageware-conformance=probe_4")
+    result = pytester.runpytest(*_PLUGIN, "--stageware-conformance=probe_4")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -163,15 +164,38 @@ def test_an_unknown_namespace_is_a_usage_error(pytester: pytest.Pytester) -> Non
     )
 
 
+def test_a_bad_number_of_examples_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    _install_plugin(pytester, "probe_five", "probe5")
+
+    result = pytester.runpytest(
+        *_PLUGIN, "--stageware-conformance=probe5", "--stageware-conformance-examples=0"
+    )
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--stageware-conformance: examples must be at least 1, got 0"])
+
+
 def test_without_the_option_the_plugin_adds_no_tests(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
 
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest(*_PLUGIN)
 
     result.assert_outcomes(passed=1)
 
 
-# What it costs a session that does not use it, and what the wheel registers.
+def test_the_plugin_is_opt_in(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", "--stageware-conformance=acme")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --stageware-conformance=acme*"])
+    assert not [
+        point
+        for point in metadata.distribution("stageware").entry_points
+        if point.group == "pytest11"
+    ]
+
+
+# What the policy layer and the suite import.
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -186,25 +210,6 @@ def _loaded_after(code: str) -> set[str]:
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True
     )
     return set(completed.stdout.split())
-
-
-def test_the_plugin_is_registered_with_pytest() -> None:
-    (registered,) = [
-        point
-        for point in metadata.distribution("stageware").entry_points
-        if point.group == "pytest11"
-    ]
-    assert (registered.name, registered.value) == (
-        "stageware_conformance",
-        "stageware._policy.conformance._plugin",
-    )
-
-
-def test_loading_the_plugin_imports_neither_hypothesis_nor_the_policy_layer() -> None:
-    loaded = _loaded_after("import stageware._policy.conformance._plugin")
-
-    assert "stageware._policy.conformance._plugin" in loaded
-    assert not {"hypothesis", "pydantic", "stageware.policy", "stageware._policy._declare"} & loaded
 
 
 def test_the_policy_layer_imports_neither_hypothesis_nor_pytest() -> None:

@@ -77,11 +77,14 @@ def cases_of(
     namespace of an installed plugin (the middleware it contributes).
 
     Raises:
-        ValueError: If the sources hold no middleware, or no backend is given.
+        ValueError: If the sources hold no middleware, no backend is given, or *examples*
+            is below 1.
         LookupError: For a namespace no installed plugin contributes.
     """
     if not backends:
         raise ValueError("name at least one backend: 'asyncio' or 'trio'")
+    if examples < 1:
+        raise ValueError(f"examples must be at least 1, got {examples}")
     definitions: list[MiddlewareDef] = []
     for source in sources:
         if isinstance(source, MiddlewareDef):

@@ -1,16 +1,23 @@
-"""The pytest plugin stageware registers (entry point ``pytest11``, name
-``stageware_conformance``): the ``--stageware-conformance`` options.
+"""The suite's pytest plugin: the ``--stageware-conformance`` options and their tests.
 
-pytest loads it in every session wherever stageware is installed, so it costs an option
-group and nothing else: the suite, hypothesis and the policy layer are imported only when
-``--stageware-conformance`` is given. ``-p no:stageware_conformance`` turns it off.
+It is opt-in (``-p stageware.conformance.plugin``), not registered through a ``pytest11``
+entry point: pytest rewrites the asserts of every module of a distribution that registers
+one, so every test session of every project with stageware installed would import
+stageware rewritten. Asked for, it adds a test per middleware, hook point and event loop
+for every middleware the installed plugins named on the command line contribute.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-__all__ = ["pytest_addoption", "pytest_collection_modifyitems"]
+from ._cases import ConformanceCase, cases_of
+from ._failures import ConformanceError
+from ._suite import DEFAULT_EXAMPLES, Backend
+
+__all__ = ["ConformanceItem", "pytest_addoption", "pytest_collection_modifyitems"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -27,9 +34,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--stageware-conformance-examples",
         type=int,
-        default=None,
+        default=DEFAULT_EXAMPLES,
         metavar="N",
-        help="events per hook point (default: stageware.conformance.DEFAULT_EXAMPLES)",
+        help=f"events per hook point (default {DEFAULT_EXAMPLES})",
     )
     group.addoption(
         "--stageware-conformance-backend",
@@ -49,8 +56,50 @@ def pytest_collection_modifyitems(
     namespaces = [name.strip() for value in given for name in value.split(",") if name.strip()]
     if not namespaces:
         return
-    from ._items import plugin_items
-
     backends: list[str] = config.getoption("stageware_conformance_backend") or ["asyncio"]
-    examples: int | None = config.getoption("stageware_conformance_examples")
-    items.extend(plugin_items(session, namespaces, backends, examples))
+    option = config.getoption("stageware_conformance_examples")
+    examples = option if isinstance(option, int) else DEFAULT_EXAMPLES
+    try:
+        cases = cases_of(
+            namespaces, backends=[_backend(name) for name in backends], examples=examples
+        )
+    except (LookupError, TypeError, ValueError) as error:
+        raise pytest.UsageError(f"--stageware-conformance: {error}") from error
+    items.extend(
+        ConformanceItem.from_parent(  # pyright: ignore[reportUnknownMemberType] - pytest's own
+            session, name=f"stageware-conformance[{case.id}]", case=case
+        )
+        for case in cases
+    )
+
+
+class ConformanceItem(pytest.Item):
+    """One case of the suite, as a test of the session."""
+
+    def __init__(self, *, case: ConformanceCase, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType] - pytest's own
+        self.case = case
+
+    def runtest(self) -> None:
+        self.case.run()
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        # The failures say all there is to say; the suite's own frames would only hide them.
+        if isinstance(excinfo.value, ConformanceError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"stageware conformance: {self.case.id}"
+
+
+def _backend(name: str) -> Backend:
+    if name == "asyncio":
+        return "asyncio"
+    if name == "trio":
+        return "trio"
+    raise ValueError(f"unknown backend {name!r}; choose asyncio or trio")

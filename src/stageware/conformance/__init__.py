@@ -22,10 +22,11 @@ In a test module of the plugin, one line makes a test per middleware and hook po
     test_conformance = conformance_test(acme_policies)  # or "acme": the installed plugin
 
 From the command line, on every middleware an installed plugin contributes, with no test
-module at all (the option comes from a pytest plugin stageware registers)::
+module at all, through the suite's pytest plugin (opt-in, see ``stageware.conformance.plugin``)::
 
-    pytest --stageware-conformance=acme
-    pytest --stageware-conformance=acme --stageware-conformance-backend=trio
+    pytest -p stageware.conformance.plugin --stageware-conformance=acme
+    pytest -p stageware.conformance.plugin --stageware-conformance=acme \
+        --stageware-conformance-backend=trio
 
 From code, without pytest::
 
