@@ -183,6 +183,20 @@ def test_without_the_codegen_extra_generate_names_the_extra(
     assert "pip install 'stageware[codegen]'" in result.stderr
 
 
+def test_without_the_policy_extra_policy_check_names_the_extra(
+    runtime_venv: Venv, tmp_path: Path
+) -> None:
+    (tmp_path / "policy.yaml").write_text("version: 1\n", encoding="utf-8")
+
+    result = runtime_venv.run("stageware", "policy", "check", "policy.yaml", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        "stageware policy check: reading a policy spec needs PyYAML: "
+        "pip install 'stageware[policy]'\n"
+    )
+
+
 def test_the_exported_schema_generates_stagewares_own_surface(
     codegen_venv: Venv, tmp_path: Path
 ) -> None:

@@ -5,9 +5,9 @@ arguments, so a new subcommand is one function and one entry.
 
 It lives in the generator's package, outside the ``stageware`` package, on purpose: the
 command that regenerates ``stageware._generated`` must work when that package is broken,
-so it must not depend on importing it. Only ``demo`` imports the agent (and with it the
-generated code), when it runs; ``--version`` reads ``stageware.__version__``, which
-loads nothing else. The generator itself is imported on first use too: it needs the
+so it must not depend on importing it. Only ``demo`` and ``policy`` import the agent (and
+with it the generated code), when they run; ``--version`` reads ``stageware.__version__``,
+which loads nothing else. The generator itself is imported on first use too: it needs the
 ``codegen`` extra, and ``stageware demo`` must run with the runtime's dependencies alone.
 Importing this module loads none of the extra's packages.
 """
@@ -233,6 +233,25 @@ def _run_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _policy_arguments(parser: argparse.ArgumentParser) -> None:
+    # Declaring its arguments imports nothing but argparse.
+    from stageware._cli import _policy_check
+
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check", help=_policy_check.HELP, description=_policy_check.DESCRIPTION
+    )
+    _policy_check.configure(check)
+
+
+def _run_policy(args: argparse.Namespace) -> int:
+    # `check` is the only action so far; argparse refused anything else. It imports the
+    # policy layer (and the generated code) when it runs, which `generate` must not.
+    from stageware._cli import _policy_check
+
+    return _policy_check.run(args, sys.stdout, sys.stderr)
+
+
 _COMMANDS: tuple[_Command, ...] = (
     _Command(
         "demo",
@@ -257,6 +276,12 @@ _COMMANDS: tuple[_Command, ...] = (
         "the shipped stage schema: `schema export DIR` writes it out to extend",
         _schema_command_arguments,
         _run_schema_command,
+    ),
+    _Command(
+        "policy",
+        "policy specs: `policy check POLICY_YAML [--baseline ORG_YAML]` validates one",
+        _policy_arguments,
+        _run_policy,
     ),
 )
 

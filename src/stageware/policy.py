@@ -19,6 +19,7 @@ from stageware._policy._env import PolicyEnv
 from stageware._policy._errors import SpecError
 from stageware._policy._outcomes import Block, Continue, Escalate, Outcome, Retry, Suspend
 from stageware._policy._rules import ALLOWED, DEFAULT_RETRY_BUDGET, MODIFIABLE
+from stageware._policy._spec import PolicySpec, load_policy, read_policy
 
 __all__: list[str] = [
     "ALLOWED",
@@ -36,9 +37,12 @@ __all__: list[str] = [
     "PolicyEngine",
     "PolicyEntry",
     "PolicyEnv",
+    "PolicySpec",
     "Retry",
     "SpecError",
     "Suspend",
+    "load_policy",
     "middleware",
+    "read_policy",
 ]
 __all__ += _policy_points.__all__

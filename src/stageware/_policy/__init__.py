@@ -13,6 +13,9 @@ Modules, in the order a policy is used:
 - ``_engine``: ``PolicyEngine``, the order per hook point; ``_agent_policy`` binds it to
   an agent's stage chains; ``_decide`` runs one hook point's middleware, with fail modes,
   timeouts and trace records; ``_approval``: the durable approval of a ``Suspend``.
+- ``_spec/``: policy spec files (YAML) read into entries, ``load_policy`` and
+  ``read_policy``; ``_plugins`` finds the middleware plugins contribute through entry
+  points.
 
 Public names are exported once, from ``stageware.policy``.
 """

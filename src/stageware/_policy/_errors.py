@@ -19,7 +19,9 @@ class SpecError(ValueError):
 
     Attributes:
         middleware: The middleware the error concerns, if it concerns one.
-        locations: The pydantic error locations (``("limit",)``), one per problem.
+        locations: Where each problem is: for settings given in code, the pydantic error
+            locations (``("limit",)``); for a spec file, the place in the document
+            (``("middleware", 1, "settings", "limit")``).
     """
 
     def __init__(

@@ -1,0 +1,108 @@
+"""A spec file checked against its models, with pydantic's errors said in the file's terms.
+
+pydantic says ``Extra inputs are not permitted`` and ``Input should be a valid dictionary
+or instance of SpecEntry``; someone editing YAML needs ``unknown key 'bnad' (did you mean
+'band'?)`` and ``expected a mapping``, at the line of the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from ._document import DocPath, Document, Problem
+from ._model import SpecEntry, SpecFile
+
+__all__ = ["validate_settings", "validate_spec"]
+
+_EXPECTED = {
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "list_type": "a list",
+    "string_type": "a string",
+    "int_type": "an integer",
+    "bool_type": "true or false",
+}
+"""What a value of the wrong kind should have been, by pydantic error type."""
+
+
+def validate_spec(document: Document) -> SpecFile | list[Problem]:
+    """The spec in *document*, or its problems in document order."""
+    try:
+        return SpecFile.model_validate(document.data)
+    except ValidationError as error:
+        found = [document.problem(*_explain(detail)) for detail in error.errors()]
+        # pydantic reports by field, unknown keys last; a reader goes down the file.
+        return sorted(found, key=lambda problem: problem.line)
+
+
+def validate_settings(
+    document: Document,
+    path: DocPath,
+    config: type[BaseModel],
+    settings: Mapping[str, Any] | None,
+    middleware: str,
+) -> list[Problem]:
+    """The problems of *settings* (at *path*) for *middleware*'s *config* model.
+
+    In pydantic's words, which are the words of the model's author; each at the line of
+    the setting it is about.
+    """
+    try:
+        config.model_validate(dict(settings or {}))
+    except ValidationError as error:
+        return [
+            document.problem((*path, *_key_path(detail)), detail["msg"], middleware)
+            for detail in error.errors()
+        ]
+    return []
+
+
+def _key_path(detail: ErrorDetails) -> DocPath:
+    path: DocPath = tuple(detail["loc"])
+    # An error about a mapping's key carries a "[key]" marker after the key itself.
+    return path[:-1] if path and path[-1] == "[key]" else path
+
+
+def _explain(detail: ErrorDetails) -> tuple[DocPath, str]:
+    path = _key_path(detail)
+    kind = detail["type"]
+    if kind == "extra_forbidden":
+        keys = list(_model_at(path[:-1]).model_fields)
+        close = difflib.get_close_matches(str(path[-1]), keys, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (valid keys: {', '.join(keys)})"
+        return path, f"unknown key {path[-1]!r}{hint}"
+    if kind == "missing":
+        return path, f"missing required key {path[-1]!r}"
+    if kind == "value_error":
+        return path, str((detail.get("ctx") or {}).get("error", detail["msg"]))
+    if kind == "too_short":
+        return path, "must not be empty"
+    expected = _EXPECTED.get(kind)
+    if expected is not None:
+        return path, f"expected {expected}, got {_describe(detail['input'])}"
+    return path, f"{detail['msg']}, got {_describe(detail['input'])}"
+
+
+def _model_at(path: DocPath) -> type[BaseModel]:
+    # Only the file and its entries are models; anything below them (settings) is a plain
+    # mapping, which accepts any key.
+    return SpecEntry if path[:1] == ("middleware",) else SpecFile
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r:.60}"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping" if isinstance(value, dict) else repr(value)

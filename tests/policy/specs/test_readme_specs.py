@@ -1,0 +1,67 @@
+"""The README's "Policy specs and plugins" block says what the code does.
+
+Its two YAML files are checked with ``stageware policy check`` against the acme-policies
+plugin (installed for real, see ``conftest``), and the command's output must be the one
+the README shows; so must the error it quotes, and the entry point of the plugin.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from stageware_codegen.cli import main
+
+from .conftest import PLUGINS, WriteFile
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def _block() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("### Policy specs and plugins\n\n<!-- policy specs: begin -->")
+    return text[start : text.index("<!-- policy specs: end -->", start)]
+
+
+def _fenced(kind: str) -> list[str]:
+    return re.findall(rf"^ *```{kind}\n(.*?)^ *```", _block(), re.MULTILINE | re.DOTALL)
+
+
+@pytest.fixture
+def readme_files(write: WriteFile, plugins: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    policy, org = _fenced("yaml")
+    write("policy.yaml", policy)
+    write("org.yaml", org)
+    return policy
+
+
+def test_the_check_output_is_the_one_shown(
+    readme_files: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["policy", "check", "policy.yaml", "--baseline", "org.yaml"])
+
+    out, err = capsys.readouterr()
+    assert (status, err) == (0, "")
+    assert out == _fenced("text")[0]
+
+
+def test_the_quoted_error_is_the_one_a_bad_setting_gets(
+    readme_files: str, write: WriteFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quoted = re.search(r"`(policy\.yaml:\d+: .*?)` for `limit: lots`", _block(), re.DOTALL)
+    assert quoted is not None
+    write("policy.yaml", readme_files.replace("limit: 300", "limit: lots"))
+
+    assert main(["policy", "check", "policy.yaml", "--baseline", "org.yaml"]) == 2
+    assert capsys.readouterr().err == " ".join(quoted[1].split()) + "\n"
+
+
+def test_the_entry_point_is_the_test_plugins() -> None:
+    (entry_point,) = _fenced("toml")
+    pyproject = (PLUGINS / "acme_policies" / "pyproject.toml").read_text(encoding="utf-8")
+
+    assert " ".join(entry_point.split()) in " ".join(pyproject.split())

@@ -1,0 +1,588 @@
+"""Every way a policy spec can be wrong, each reported as ``file:line: path: message``.
+
+Each test writes a spec, reads it, and compares the ``SpecError``'s lines in full: the
+file, the line, the place in the document and the message are all part of the contract.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stageware.policy import SpecError, load_policy, read_policy
+
+from .conftest import WriteFile
+
+pytestmark = pytest.mark.usefixtures("plugins")
+
+
+def problems(path: Path, baseline: Path | None = None) -> list[str]:
+    """The lines of the ``SpecError`` reading *path* raises."""
+    with pytest.raises(SpecError) as caught:
+        read_policy(path, baseline=baseline)
+    return str(caught.value).splitlines()
+
+
+# --- The file as YAML -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "version: 1\nmiddleware: [\n",
+            "policy.yaml:3: expected the node content, but found '<stream end>'",
+        ),
+        (
+            "version: 1\nmiddleware:\n  - use: a.b\n   band: app\n",
+            "policy.yaml:4: expected <block end>, but found '<block mapping start>'",
+        ),
+        ("", "policy.yaml:1: the file is empty; a spec starts with 'version: 1'"),
+        ("# nothing\n", "policy.yaml:1: the file is empty; a spec starts with 'version: 1'"),
+        ("version: 1\nversion: 1\n", "policy.yaml:2: version: duplicate key (first on line 1)"),
+        (
+            "version: 1\nmiddleware:\n  - &m {use: acme.audit_tools}\n",
+            "policy.yaml:3: YAML anchors and aliases are not supported; write it out",
+        ),
+        (
+            "version: 1\nblocked_message: !!binary aGk=\n",
+            "policy.yaml:2: blocked_message: unsupported YAML value of type "
+            "'tag:yaml.org,2002:binary'; quote it for text",
+        ),
+        (
+            "version: 1\nmiddleware:\n  - use: acme.refund_limit\n"
+            "    settings: {when: 2024-01-01}\n",
+            "policy.yaml:4: middleware[0].settings.when: unsupported YAML value of type "
+            "'tag:yaml.org,2002:timestamp'; quote it for text",
+        ),
+        (
+            "version: 1\nretry_budgets: {model.response: .inf}\n",
+            "policy.yaml:2: retry_budgets['model.response']: infinite and NaN numbers are not "
+            "supported",
+        ),
+        (
+            "version: 1\nmiddleware:\n  - {<<: {use: a.b}}\n",
+            "policy.yaml:3: middleware[0]: a key must be a plain name (no '<<', lists or maps)",
+        ),
+        (
+            "version: 1\nmiddleware:\n" + "".join("  " * i + "- \n" for i in range(1, 40)),
+            "policy.yaml:34: collections are nested more than 32 deep",
+        ),
+    ],
+    ids=[
+        "unclosed",
+        "bad-indent",
+        "empty",
+        "only-comment",
+        "duplicate-key",
+        "anchor",
+        "binary",
+        "timestamp",
+        "infinity",
+        "merge-key",
+        "too-deep",
+    ],
+)
+def test_a_file_that_is_not_plain_yaml_data(write: WriteFile, text: str, expected: str) -> None:
+    assert problems(write("policy.yaml", text)) == [expected]
+
+
+def test_a_file_that_is_not_utf8(write: WriteFile, tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_bytes(b"version: 1\nblocked_message: caf\xe9\n")
+
+    assert problems(Path("policy.yaml")) == ["policy.yaml:2: byte 0xe9 is not UTF-8"]
+
+
+def test_a_file_that_does_not_exist_is_an_os_error(write: WriteFile) -> None:
+    with pytest.raises(FileNotFoundError):
+        read_policy(Path("missing.yaml"))
+
+
+# --- The shape of the spec --------------------------------------------------------------
+
+
+def test_unknown_keys_name_the_closest_valid_one(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middlewares: []
+        middleware:
+          - use: acme.audit_tools
+            bnad: app
+            colour: red
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:2: middlewares: unknown key 'middlewares' (did you mean 'middleware'?)",
+        "policy.yaml:5: middleware[0].bnad: unknown key 'bnad' (did you mean 'band'?)",
+        "policy.yaml:6: middleware[0].colour: unknown key 'colour' (valid keys: use, band, "
+        "hooks, settings, fail_mode, timeout)",
+    ]
+
+
+def test_missing_and_mistyped_values(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: "1"
+        middleware:
+          - band: app
+          - 3
+          - use: [acme.audit_tools]
+          - use: acme.audit_tools
+            hooks: []
+          - use: acme.audit_tools
+            settings: [limit]
+        retry_budgets: {model.response: -1, tool.after: "2"}
+        blocked_message: ""
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:1: version: Input should be 1, got the string '1'",
+        "policy.yaml:3: middleware[0].use: missing required key 'use'",
+        "policy.yaml:4: middleware[1]: expected a mapping, got the number 3",
+        "policy.yaml:5: middleware[2].use: expected a string, got a list",
+        "policy.yaml:7: middleware[3].hooks: must not be empty",
+        "policy.yaml:9: middleware[4].settings: expected a mapping, got a list",
+        "policy.yaml:10: retry_budgets['model.response']: Input should be greater than or "
+        "equal to 0, got the number -1",
+        "policy.yaml:10: retry_budgets['tool.after']: expected an integer, got the string '2'",
+        "policy.yaml:11: blocked_message: String should have at least 1 character, got the "
+        "string ''",
+    ]
+
+
+def test_a_spec_must_be_a_mapping_with_a_version(write: WriteFile) -> None:
+    assert problems(write("policy.yaml", "- use: acme.audit_tools\n")) == [
+        "policy.yaml:1: expected a mapping, got a list"
+    ]
+    assert problems(write("other.yaml", "middleware: []\n")) == [
+        "other.yaml:1: version: missing required key 'version'"
+    ]
+
+
+def test_hook_points_bands_fail_modes_and_timeouts_are_read_with_near_miss_hints(
+    write: WriteFile,
+) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+            hooks: [tool.before, tool.afterwards]
+            band: guardrial
+            fail_mode: shut
+            timeout: 2 sec
+          - use: acme.refund_limit
+            timeout: 0s
+        retry_budgets: {model.respons: 1}
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:4: middleware[0].hooks[1]: unknown hook point 'tool.afterwards'; did you "
+        "mean 'tool.after'? (valid: run.start, input.received, approval.resolved, "
+        "route.select, context.assemble, model.request, stream.chunk, model.response, "
+        "tool.before, tool.after, output.final, run.error, run.end)",
+        "policy.yaml:5: middleware[0].band: unknown band 'guardrial'; did you mean "
+        "'guardrail'? (valid: baseline, guardrail, platform, app)",
+        "policy.yaml:6: middleware[0].fail_mode: unknown fail mode 'shut' (valid: open, closed)",
+        "policy.yaml:7: middleware[0].timeout: cannot read '2 sec' as a duration; write a "
+        "number and a unit, ms, s, m or h: '250ms', '2s', '1.5m', '1h'",
+        "policy.yaml:9: middleware[1].timeout: a timeout must be a positive, finite duration, "
+        "got '0s'",
+        "policy.yaml:10: retry_budgets['model.respons']: unknown hook point 'model.respons'; "
+        "did you mean 'model.response'? (valid: run.start, input.received, "
+        "approval.resolved, route.select, context.assemble, model.request, stream.chunk, "
+        "model.response, tool.before, tool.after, output.final, run.error, run.end)",
+    ]
+
+
+def test_use_must_be_a_qualified_name_or_a_module_attribute(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme no_weekend_refunds
+          - use: "app_policies:"
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0].use: 'acme no_weekend_refunds' names no middleware: "
+        "write a plugin's qualified name ('acme.no_weekend_refunds') or "
+        "'package.module:attribute'",
+        "policy.yaml:4: middleware[1].use: 'app_policies:' names no middleware: write a "
+        "plugin's qualified name ('acme.no_weekend_refunds') or 'package.module:attribute'",
+    ]
+
+
+def test_a_retry_budget_only_where_retry_is_allowed(write: WriteFile) -> None:
+    path = write("policy.yaml", "version: 1\nretry_budgets:\n  tool.before: 1\n")
+
+    assert problems(path) == [
+        "policy.yaml:3: retry_budgets['tool.before']: tool.before allows Continue, Block, "
+        "Suspend, Escalate, not Retry, so it has no retry budget (hook points with one: "
+        "stream.chunk, model.response, tool.after)"
+    ]
+
+
+# --- What an entry names ----------------------------------------------------------------
+
+
+def test_an_unknown_plugin_middleware_gets_the_closest_name(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.no_weekend_refund
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0].use: no middleware 'acme.no_weekend_refund' (did you "
+        "mean 'acme.no_weekend_refunds'?): the plugins of its namespace (acme-policies "
+        "1.2.0) contribute acme.audit_tools, acme.no_weekend_refunds, acme.refund_limit"
+    ]
+
+
+def test_a_broken_plugin_is_reported_at_the_entry_that_needs_it(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+          - use: broken.anything
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:4: middleware[1].use: plugin entry point 'broken = odd_policies.broken' "
+        "of odd-policies 0.3.0: cannot be loaded: ModuleNotFoundError: No module named "
+        "'acme_missing_dependency'"
+    ]
+
+
+def test_bad_module_attribute_references_say_what_failed(write: WriteFile) -> None:
+    write("exploding.py", "raise RuntimeError('no database configured')\n")
+    write("needs_missing.py", "import not_installed_anywhere\n")
+    write(
+        "app_policies.py",
+        """
+        from typing import Any
+
+        from stageware.policy import PolicyEnv, middleware
+
+
+        @middleware(hooks=["run.start"], fail_mode="open")
+        async def greet(event: Any, env: PolicyEnv) -> None:
+            '''Greets.'''
+
+
+        async def undecorated(event: Any, env: PolicyEnv) -> None:
+            '''Not declared.'''
+        """,
+    )
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: no_such_package.policies:greet
+          - use: exploding:greet
+          - use: needs_missing:greet
+          - use: app_policies:gret
+          - use: app_policies:undecorated
+          - use: app_policies:greet.inner
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0].use: no module named 'no_such_package' (searched "
+        "sys.path: is the package installed, or its directory the current one?)",
+        "policy.yaml:4: middleware[1].use: importing 'exploding' failed: RuntimeError: no "
+        "database configured",
+        "policy.yaml:5: middleware[2].use: importing 'needs_missing' failed: "
+        "ModuleNotFoundError: No module named 'not_installed_anywhere'",
+        "policy.yaml:6: middleware[3].use: 'app_policies' has no attribute 'gret' (did you "
+        "mean 'greet'?)",
+        "policy.yaml:7: middleware[4].use: 'app_policies:undecorated' is a function, not a "
+        "middleware: declare it with @middleware(hooks=..., fail_mode=...)",
+        "policy.yaml:8: middleware[5].use: 'app_policies.greet' has no attribute 'inner'",
+    ]
+
+
+# --- What an entry may change -------------------------------------------------------------
+
+
+def test_the_baseline_band_is_for_the_baseline_profile_only(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+            band: baseline
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0]: middleware 'acme.audit_tools': band 'baseline' is "
+        "reserved for the org baseline profile (pass it with baseline=...); use guardrail, "
+        "platform or app"
+    ]
+
+
+def test_hooks_may_only_narrow_the_declared_ones(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+            hooks: [tool.after, model.response]
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0]: middleware 'acme.audit_tools': hooks may only narrow "
+        "the declared ones (tool.before, tool.after); model.response is not among them"
+    ]
+
+
+def test_a_fail_mode_may_be_tightened_never_loosened(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.no_weekend_refunds
+            fail_mode: open
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0]: middleware 'acme.no_weekend_refunds' is declared "
+        "fail_mode 'closed'; a spec may tighten a fail mode to 'closed', never loosen it to "
+        "'open'"
+    ]
+
+
+def test_a_timeout_may_be_shortened_never_lengthened(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.no_weekend_refunds
+            timeout: 3s
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0]: middleware 'acme.no_weekend_refunds': timeout 3s is "
+        "longer than the declared 2s; a spec may only shorten it"
+    ]
+
+
+def test_bad_settings_are_reported_at_each_setting_with_pydantics_words(
+    write: WriteFile,
+) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+          - use: acme.refund_limit
+            settings:
+              limit: lots
+              currency: [EUR]
+        """,
+    )
+
+    with pytest.raises(SpecError) as caught:
+        read_policy(path)
+
+    assert str(caught.value).splitlines() == [
+        "policy.yaml:6: middleware[1].settings.limit: Input should be a valid integer, unable "
+        "to parse string as an integer",
+        "policy.yaml:7: middleware[1].settings.currency: Input should be a valid string",
+    ]
+    assert caught.value.middleware == "acme.refund_limit"
+    assert caught.value.locations == (
+        ("middleware", 1, "settings", "limit"),
+        ("middleware", 1, "settings", "currency"),
+    )
+
+
+def test_required_settings_left_out_and_settings_for_none(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.refund_limit
+          - use: acme.audit_tools
+            settings: {level: high}
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0].settings.limit: Field required",
+        "policy.yaml:4: middleware[1]: middleware 'acme.audit_tools' takes no settings (it "
+        "declares no config model), got ['level']",
+    ]
+
+
+def test_a_class_middleware_that_fails_to_build_is_reported_at_its_entry(
+    write: WriteFile,
+) -> None:
+    write(
+        "app_policies.py",
+        """
+        from typing import Any
+
+        from pydantic import BaseModel
+
+        from stageware.policy import PolicyEnv, middleware
+
+
+        class Settings(BaseModel):
+            url: str
+
+
+        @middleware(hooks=["run.start"], fail_mode="open", config=Settings)
+        class Remote:
+            '''Asks a remote service.'''
+
+            def __init__(self, settings: Settings) -> None:
+                raise ConnectionError(f"cannot reach {settings.url}")
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+        """,
+    )
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: app_policies:Remote
+            settings: {url: "http://policy.internal"}
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:3: middleware[0]: building middleware 'Remote' failed: ConnectionError: "
+        "cannot reach http://policy.internal"
+    ]
+
+
+# --- Entries that repeat ----------------------------------------------------------------
+
+
+def test_the_same_middleware_twice_in_one_spec(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+          - use: acme.refund_limit
+            settings: {limit: 1}
+          - use: acme.audit_tools
+            hooks: [tool.after]
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:6: middleware[2].use: middleware 'acme.audit_tools' is already installed "
+        "on line 3; a spec installs each middleware once"
+    ]
+
+
+def test_the_same_middleware_twice_in_the_baseline_profile(write: WriteFile) -> None:
+    org = write(
+        "org.yaml",
+        "version: 1\nmiddleware:\n  - use: acme.audit_tools\n  - use: acme.audit_tools\n",
+    )
+
+    assert problems(write("policy.yaml", "version: 1\n"), baseline=org) == [
+        "org.yaml:4: middleware[1].use: middleware 'acme.audit_tools' is already installed on "
+        "line 3; a spec installs each middleware once"
+    ]
+
+
+def test_an_application_spec_cannot_narrow_reconfigure_or_repeat_a_baseline_entry(
+    write: WriteFile,
+) -> None:
+    org = write(
+        "org.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+            band: baseline
+          - use: acme.refund_limit
+            band: guardrail
+            settings: {limit: 1000}
+        """,
+    )
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+            hooks: [tool.after]
+          - use: acme.refund_limit
+            settings: {limit: 5000}
+        """,
+    )
+
+    assert problems(path, baseline=org) == [
+        "policy.yaml:3: middleware[0].use: middleware 'acme.audit_tools' is installed by the "
+        "org baseline profile (org.yaml:3); an application spec cannot install it again, "
+        "narrow, reconfigure or remove it",
+        "policy.yaml:5: middleware[1].use: middleware 'acme.refund_limit' is installed by the "
+        "org baseline profile (org.yaml:5); an application spec cannot install it again, "
+        "narrow, reconfigure or remove it",
+    ]
+
+
+def test_problems_in_both_files_are_reported_together(write: WriteFile) -> None:
+    # The shape of both files is checked first; what their entries name, after.
+    org = write("org.yaml", "version: 1\nmiddleware:\n  - use: acme.audit_tool\n")
+    shapeless = write("policy.yaml", "version: 1\nretry_budget: {}\n")
+    misnamed = write("other.yaml", "version: 1\nmiddleware:\n  - use: acme.refund_limt\n")
+    bad_org = write("bad-org.yaml", "version: 1\nmiddleware: {}\n")
+
+    assert problems(shapeless, baseline=org) == [
+        "policy.yaml:2: retry_budget: unknown key 'retry_budget' (did you mean 'retry_budgets'?)"
+    ]
+    assert problems(shapeless, baseline=bad_org) == [
+        "bad-org.yaml:2: middleware: expected a list, got a mapping",
+        "policy.yaml:2: retry_budget: unknown key 'retry_budget' (did you mean 'retry_budgets'?)",
+    ]
+    assert [line.split(": ", 2)[:2] for line in problems(misnamed, baseline=org)] == [
+        ["org.yaml:3", "middleware[0].use"],
+        ["other.yaml:3", "middleware[0].use"],
+    ]
+
+
+def test_load_policy_raises_the_same_errors(write: WriteFile) -> None:
+    path = write("policy.yaml", "version: 2\n")
+
+    with pytest.raises(
+        SpecError, match=r"^policy.yaml:1: version: Input should be 1, got the number 2$"
+    ):
+        load_policy(path)
