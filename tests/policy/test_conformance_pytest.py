@@ -24,8 +24,13 @@ from stageware._policy.conformance._cases import cases_of
 # itself: pytester unloads what an inner session imports, and hypothesis takes seconds to
 # import again under assertion rewriting.
 from stageware.conformance import conformance_test
+from tests.policy.specs.conftest import plugin_site
 
 pytest_plugins = ["pytester"]
+
+# acme-policies and odd-policies, built from tests/policy/plugins/ and installed with pip
+# into a directory of their own, once per session (the policy-spec tests' fixture).
+__all__ = ["plugin_site"]
 
 _PLUGIN = ("-p", "no:cacheprovider", "-p", "stageware.conformance.plugin")
 
@@ -193,6 +198,46 @@ def test_the_plugin_is_opt_in(pytester: pytest.Pytester) -> None:
         for point in metadata.distribution("stageware").entry_points
         if point.group == "pytest11"
     ]
+
+
+# The test plugin packages, installed for real.
+
+
+def test_the_acme_plugin_passes(pytester: pytest.Pytester, plugin_site: Path) -> None:
+    pytester.syspathinsert(plugin_site)
+
+    result = pytester.runpytest(
+        "-v",
+        *_PLUGIN,
+        "--stageware-conformance=acme",
+        "--stageware-conformance-backend=asyncio",
+        "--stageware-conformance-backend=trio",
+    )
+
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(
+        [
+            "*stageware-conformance[[]acme.no_weekend_refunds-tool.before[]] PASSED*",
+            "*stageware-conformance[[]acme.refund_limit-tool.before-trio[]] PASSED*",
+            "*stageware-conformance[[]acme.audit_tools-tool.after[]] PASSED*",
+        ]
+    )
+
+
+def test_a_broken_plugin_is_a_usage_error_naming_it(
+    pytester: pytest.Pytester, plugin_site: Path
+) -> None:
+    pytester.syspathinsert(plugin_site)
+
+    result = pytester.runpytest(*_PLUGIN, "--stageware-conformance=broken")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --stageware-conformance: plugin entry point "
+            "'broken = odd_policies.broken' of odd-policies *: cannot be loaded: *"
+        ]
+    )
 
 
 # What the policy layer and the suite import.
