@@ -1,13 +1,13 @@
 """One call of a middleware, and everything the suite checks about it.
 
-The call gets its own copy of the event; a pristine copy is kept to compare against
-(the mutation check) and to validate a ``modified`` payload against, so that a middleware
-that both mutates its event and returns it does not validate against itself.
+The middleware gets its own copy of the event; the pristine one is what its copy is
+compared with (the mutation check) and what a ``modified`` payload is validated against,
+so that a middleware that both mutates its event and returns it does not validate against
+itself.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import Mapping
@@ -52,9 +52,10 @@ class Call:
     limit_text: str
 
 
-async def check_call(call: Call, event: BaseModel, env: PolicyEnv) -> list[ConformanceFailure]:
-    """Call the middleware once with *event* and *env*; return what was wrong."""
-    report = _Report(call, copy.deepcopy(event))
+async def check_call(call: Call, pristine: BaseModel, env: PolicyEnv) -> list[ConformanceFailure]:
+    """Call the middleware once with a copy of *pristine* and *env*; return what was wrong."""
+    report = _Report(call, pristine)
+    event = pristine.model_copy(deep=True)
     started = time.monotonic()
     try:
         with anyio.fail_after(call.limit):

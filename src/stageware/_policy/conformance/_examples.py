@@ -32,7 +32,7 @@ class Example:
     """One call to check: the event, and the parts of ``PolicyEnv`` that vary.
 
     Attributes:
-        event: The event; hand out ``event.model_copy(deep=True)``, never this one.
+        event: The event; a middleware gets a deep copy, never this one (it is shared).
         session_id: The session id ``env`` carries (``None``: an agent without a session).
         attempt: The attempt ``env`` carries; above 1 only where Retry is allowed.
     """

@@ -167,8 +167,7 @@ async def _check_hooks(
     for point, examples in drawn.items():
         call = Call(definition.name, handler, point, limit, limit_text)
         for example in examples:
-            event = example.event.model_copy(deep=True)
-            run_id = getattr(event, "run_id", None)
+            run_id = getattr(example.event, "run_id", None)
             env = PolicyEnv(
                 run_id=run_id if isinstance(run_id, str) else "conformance-run",
                 session_id=example.session_id,
@@ -179,7 +178,7 @@ async def _check_hooks(
                 attempt=example.attempt,
                 logger=logger,
             )
-            found = await check_call(call, event, env)
+            found = await check_call(call, example.event, env)
             if found:
                 failures.extend(found)
                 break
