@@ -94,6 +94,36 @@ def test_conformance_test_makes_a_test_per_middleware_and_hook(pytester: pytest.
     )
 
 
+def test_conformance_test_feeds_given_events_to_their_hook(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_given="""
+        from stageware.conformance import conformance_test
+        from stageware.policy import Block, ToolCallEvent, middleware
+
+        @middleware(hooks=["tool.before", "tool.after"], fail_mode="closed")
+        async def refund_days(event, env):
+            if event.tool_name == "refund" and event.input["day"] == "sunday":
+                return Block("no refunds on a Sunday")
+            return None
+
+        listed = ToolCallEvent(run_id="r1", tool_name="refund", tool_use_id="t1", input=[])
+        test_refunds = conformance_test(refund_days, events=[listed])
+        """
+    )
+
+    result = pytester.runpytest("-v", "-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_refunds[[]refund_days-tool.before[]] FAILED*",
+            "*test_refunds[[]refund_days-tool.after[]] PASSED*",
+            "* - refund_days at tool.before: raised TypeError: list indices must be *",
+            '*     event: {"hook": "tool.before", "run_id": "r1", "tool_name": "refund", *}',
+        ]
+    )
+
+
 def test_conformance_test_takes_an_installed_plugins_namespace(
     pytester: pytest.Pytester,
 ) -> None:

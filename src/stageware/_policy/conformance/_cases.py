@@ -73,7 +73,7 @@ def cases_of(
 ) -> list[ConformanceCase]:
     """A case per middleware, hook and backend.
 
-    Each source is a declared middleware, a module (the middleware it declares) or the
+    Each source is a declared middleware, a module (the middleware it exports) or the
     namespace of an installed plugin (the middleware it contributes).
 
     Raises:
