@@ -34,6 +34,11 @@ From code, without pytest::
 
     for failure in check_middleware(acme_policies.no_weekend_refunds):
         print(failure)
+
+Generated events rarely name the tool or hold the amount a middleware tests for: give the
+ones that reach its branches too, ``events=[ToolCallEvent(...)]``, to ``conformance_test``,
+``check_middleware`` or ``assert_conforms``; each is fed, before the generated ones, to the
+middleware that declare its hook point.
 """
 
 from __future__ import annotations
