@@ -40,8 +40,6 @@ for _name in ("yaml", "jinja2", "datamodel_code_generator"):
 
 __all__ = ["CheckReport", "check", "generate"]
 
-_WORKERS = 4
-
 
 @dataclass(frozen=True, slots=True)
 class _Run:
@@ -84,9 +82,9 @@ def _texts(run: _Run, datamodel: DatamodelAnswers, checker: TypesChecker) -> dic
     cwd = Path.cwd()
     loaded = load_schema(run.schema, relative_path(run.schema, cwd), cwd)
     schema = resolve_schema(loaded, checker)
-    # datamodel-code-generator's subprocesses dominate a run that needs them; they run
-    # beside the templates. Results are keyed, so the output does not depend on order.
-    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+    # datamodel-code-generator's subprocess dominates a run that needs it; it runs beside
+    # the templates.
+    with ThreadPoolExecutor(max_workers=1) as pool:
         bodies = render_package(schema, loaded.payloads, loaded.errors, pool, datamodel)
     text = run.banner()
     return {name: text + body for name, body in bodies.items()}

@@ -196,7 +196,7 @@ def test_a_package_generated_before_the_schema_line_is_regenerated(
     result = cli("generate")
 
     assert result.code == 0, result.err
-    assert result.out.strip() == "out: 8 written, 0 unchanged, 0 removed"
+    assert result.out.strip() == "out: 9 written, 0 unchanged, 0 removed"
     assert cli("check").code == 0
 
 

@@ -90,7 +90,7 @@ def test_generate_rewrites_only_what_changed_and_removes_stale_files(
     result = cli("generate")
 
     assert result.code == 0, result.err
-    assert result.out.strip() == "out: 1 written, 7 unchanged, 1 removed"
+    assert result.out.strip() == "out: 1 written, 8 unchanged, 1 removed"
     assert not stale.exists()
     assert own.read_text(encoding="utf-8") == "kept"
     assert cli("check").code == 0
@@ -106,6 +106,7 @@ def test_without_hooks_the_policy_modules_are_removed(project: Project, cli: Cli
     assert (project.output / "contexts.py").exists()
     assert not (project.output / "policy_points.py").exists()
     assert not (project.output / "policy_events.py").exists()
+    assert not (project.output / "policy_decorator.py").exists()
     init = (project.output / "__init__.py").read_text(encoding="utf-8")
     assert "policy" not in init
     assert "HookPoint" not in init

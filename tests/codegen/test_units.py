@@ -15,7 +15,7 @@ from stageware_codegen.load.json_document import load_json
 from stageware_codegen.load.yaml_document import load_yaml
 from stageware_codegen.render.docstrings import docstring
 from stageware_codegen.resolve.defaults import fits
-from stageware_codegen.resolve.hook_payload_types import to_json_schema
+from stageware_codegen.resolve.hooks import json_data_problem
 from stageware_codegen.resolve.type_exprs import NameKind, TypeExprError, parse_type
 
 KNOWN = {
@@ -100,18 +100,21 @@ def test_defaults_are_checked_against_their_type(text: str, value: object, ok: b
     assert (fits(parse_type(text, KNOWN), value, KNOWN, _payload) is None) is ok
 
 
-def test_hook_payload_types_translate_to_json_schema() -> None:
-    expr = parse_type("list[Messages] | dict[str, int] | Literal['a'] | None", KNOWN)
-    assert to_json_schema(expr, KNOWN) == {
-        "anyOf": [
-            {"type": "array", "items": {"$ref": "#/$defs/Messages"}},
-            {"type": "object", "additionalProperties": {"type": "integer"}},
-            {"const": "a"},
-            {"type": "null"},
-        ]
-    }
-    with pytest.raises(TypeExprError, match="'Model' is not"):
-        to_json_schema(parse_type("Model", KNOWN), KNOWN)
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("list[Messages] | dict[str, int] | Literal['a'] | None", None),
+        ("Sequence[Mapping[str, Any]] | float | bool | object", None),
+        ("str | Model", "hook payloads are JSON data; 'Model' is not"),
+        ("list[Done]", "hook payloads are JSON data; 'Done' is not"),
+        ("bytes", "hook payloads are JSON data; 'bytes' is not"),
+        ("dict[int, str]", "hook payload mappings must have str keys (JSON objects)"),
+        ("tuple[int, ...]", "hook payloads cannot use tuple[...]; use list[...]"),
+        ("Exception | Model", "hook payloads are JSON data; 'Exception' is not"),
+    ],
+)
+def test_hook_payloads_are_json_data(text: str, problem: str | None) -> None:
+    assert json_data_problem(parse_type(text, KNOWN), KNOWN) == problem
 
 
 def test_yaml_keys_are_names_and_lines_are_recorded() -> None:

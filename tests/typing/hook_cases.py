@@ -7,7 +7,7 @@ from typing import Any, Literal, assert_type
 
 from pydantic import BaseModel
 
-from stageware import MiddlewareStage, Phase
+from stageware import Message, MiddlewareStage, Phase
 from stageware.policy import (
     BANDS,
     HOOK_POINTS,
@@ -47,7 +47,10 @@ def hook_event_fields_are_typed(
     assert_type(call.tool_use_id, str)
     assert_type(result.error, str | None)
     assert_type(start.run_id, str)
-    assert_type(response.usage.totalTokens, int)
+    # The fields are the payload TypedDicts themselves, not copies of them.
+    assert_type(response.message, Message)
+    assert_type(response.usage["totalTokens"], int)
+    assert_type(result.result["status"], Literal["success", "error"])
 
 
 def the_union_narrows_on_its_discriminator(event: HookEvent) -> None:

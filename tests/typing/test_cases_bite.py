@@ -103,6 +103,34 @@ LOOSENINGS = {
     "hook point table": Loosening(
         "_generated/policy_points.py", "Final[Mapping[HookPoint, HookPointSpec]]", "Final[Any]"
     ),
+    "hook event payload field": Loosening(
+        "_generated/policy_events.py", "    usage: Usage\n", "    usage: Any\n"
+    ),
+    "decorator event": Loosening(
+        "_generated/policy_decorator.py",
+        "MiddlewareTarget[ToolCallEvent, _EnvT_co, _OutT_contra]",
+        "MiddlewareTarget[Any, _EnvT_co, _OutT_contra]",
+    ),
+    "decorator result": Loosening(
+        "_generated/policy_decorator.py",
+        "-> Callable[[MiddlewareTarget[ToolCallEvent, _EnvT_co, _OutT_contra]], _DefT_co]",
+        "-> Any",
+    ),
+    "decorator function target": Loosening(
+        "_generated/policy_decorator.py",
+        "Callable[[_EventT, _EnvT], Coroutine[Any, Any, _OutT]]",
+        "Callable[[_EventT, _EnvT], Any]",
+    ),
+    "decorator class target": Loosening(
+        "_generated/policy_decorator.py",
+        "type[PolicyCallable[_EventT, _EnvT, _OutT]]",
+        "type[Any]",
+    ),
+    "decorator hooks": Loosening(
+        "_generated/policy_decorator.py",
+        "hooks: HookCollection[HookPoint | str],",
+        "hooks: Any,",
+    ),
 }
 
 

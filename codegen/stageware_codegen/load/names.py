@@ -100,7 +100,7 @@ def check_type_name(name: str) -> str:
 
 
 def check_model_name(name: str) -> str:
-    """Validate the name of a payload type or hook event: PascalCase, no underscores.
+    """Validate the name of a payload type: PascalCase, no underscores.
 
     datamodel-code-generator writes these classes, and it renames a name with an
     underscore (``Tool_Call`` becomes ``ToolCall``), which the rest of the generated
@@ -109,7 +109,7 @@ def check_model_name(name: str) -> str:
     check_type_name(name)
     if "_" in name:
         raise ValueError(
-            f"invalid name {name!r}: payload types and hook events may not contain '_' "
+            f"invalid name {name!r}: payload types may not contain '_' "
             "(datamodel-code-generator, which writes them, would rename it)"
         )
     return name

@@ -38,8 +38,8 @@ _KEYWORDS = frozenset(
         "additionalProperties",
         "$ref",
         *_COMBINATORS,
-        # Constraints: pydantic enforces them on hook events (with --field-constraints),
-        # defaults are checked against them here.
+        # Constraints: defaults are checked against them here. The generated TypedDicts
+        # cannot carry them, so nothing enforces them at run time.
         *_LENGTHS,
         *_BOUNDS,
         "multipleOf",

@@ -61,17 +61,6 @@ class PayloadSet:
             ref = schema.get("$ref")
         return schema
 
-    def closure(self, names: set[str]) -> list[str]:
-        """*names* plus every definition they reference, in declaration order."""
-        pending = list(names)
-        seen: set[str] = set()
-        while pending:
-            name = pending.pop()
-            if name not in seen:
-                seen.add(name)
-                pending.extend(_refs(self.defs[name]))
-        return [name for name in self.defs if name in seen]
-
 
 def load_payloads(
     entries: list[str], schema_dir: Path, schema_errors: ErrorCollector, display: Path
@@ -181,14 +170,3 @@ def _check_defaults(
             errors.add((*path, "default"), f"the default does not fit its schema: {problem}")
     for where, sub in subschemas(schema, path):
         _check_defaults(sub, where, defs, errors)
-
-
-def _refs(schema: Mapping[str, Any]) -> list[str]:
-    """The definition names every ``$ref`` in *schema* points to."""
-    found: list[str] = []
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith(REF_PREFIX):
-        found.append(ref.removeprefix(REF_PREFIX))
-    for _, sub in subschemas(schema, ()):
-        found.extend(_refs(sub))
-    return found

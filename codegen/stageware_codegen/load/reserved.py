@@ -32,10 +32,11 @@ __all__ = [
 RUNTIME_MODULE: Final = "stageware.runtime"
 
 TEMPLATE_IMPORTS: Final[Mapping[str, frozenset[str]]] = {
-    "collections.abc": frozenset({"Iterator", "Mapping", "Sequence"}),
+    "collections.abc": frozenset({"Callable", "Coroutine", "Iterator", "Mapping", "Sequence"}),
     "dataclasses": frozenset({"dataclass", "field"}),
+    "datetime": frozenset({"timedelta"}),
     "enum": frozenset({"StrEnum"}),
-    "pydantic": frozenset({"BaseModel", "Field"}),
+    "pydantic": frozenset({"BaseModel", "ConfigDict", "Field"}),
     RUNTIME_MODULE: frozenset(
         {
             "AsyncInputHandler",
@@ -64,6 +65,7 @@ TEMPLATE_IMPORTS: Final[Mapping[str, frozenset[str]]] = {
             "ClassVar",
             "Final",
             "Literal",
+            "Protocol",
             "TYPE_CHECKING",
             "TypeAlias",
             "TypeVar",
@@ -78,12 +80,11 @@ MODULE_ALIASES: Final[Mapping[str, str]] = {"copy": "_copy"}
 """Modules the templates import whole, and the name each is bound to."""
 
 DATAMODEL_IMPORTS: Final[Mapping[str, frozenset[str]]] = {
-    "pydantic": frozenset({"BaseModel", "ConfigDict", "Field"}),
-    "typing": frozenset({"Annotated", "Any", "Literal", "NotRequired", "TypeAlias"}),
-    "typing_extensions": frozenset({"TypeAliasType", "TypedDict"}),
+    "typing": frozenset({"Any", "Literal", "NotRequired", "TypeAlias"}),
+    "typing_extensions": frozenset({"TypedDict"}),
 }
-"""What datamodel-code-generator imports into ``payloads.py`` and ``policy_events.py``,
-for the JSON Schema subset the schema may use (see :mod:`.payload_subset`)."""
+"""What datamodel-code-generator imports into ``payloads.py``, for the JSON Schema
+subset the schema may use (see :mod:`.payload_subset`)."""
 
 TEMPLATE_DEFINITIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "events.py": ("_Default",),
@@ -95,6 +96,22 @@ TEMPLATE_DEFINITIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "HookEvent",
         "HookPoint",
         "HookPointSpec",
+    ),
+    "policy_decorator.py": (
+        "HookCollection",
+        "MiddlewareDeclaration",
+        "MiddlewareTarget",
+        "PolicyCallable",
+        "_DefT_co",
+        "_EnvT",
+        "_EnvT_co",
+        "_EnvT_contra",
+        "_EventT",
+        "_EventT_contra",
+        "_OutT",
+        "_OutT_co",
+        "_OutT_contra",
+        "_PointT_co",
     ),
 }
 """Names the templates define whatever the schema says, by generated module."""

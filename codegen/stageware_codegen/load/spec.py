@@ -27,7 +27,6 @@ from .names import (
     check_field_name,
     check_hook_point_name,
     check_lower_name,
-    check_model_name,
     check_python_path,
     check_type_name,
 )
@@ -50,7 +49,6 @@ __all__ = [
 ]
 
 TypeName = Annotated[str, AfterValidator(check_type_name)]
-ModelName = Annotated[str, AfterValidator(check_model_name)]
 FieldName = Annotated[str, AfterValidator(check_field_name)]
 LowerName = Annotated[str, AfterValidator(check_lower_name)]
 HookPointName = Annotated[str, AfterValidator(check_hook_point_name)]
@@ -147,7 +145,7 @@ class HookFieldSpec(_Spec):
 class HookPointSpec(_Spec):
     """A named policy hook point: a stage, a phase and a direction."""
 
-    event: ModelName
+    event: TypeName
     stage: TypeName
     phase: PhaseName
     direction: LowerName

@@ -1,11 +1,9 @@
-"""Views of the small modules: results, stage tokens, the host mixin, hooks, ``__init__``."""
+"""Views of the small modules: results, stage tokens and ``__init__``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from stageware_codegen.load.names import enum_member
-from stageware_codegen.load.reserved import RUNTIME_MODULE, TEMPLATE_DEFINITIONS
 from stageware_codegen.resolve import ir as _ir
 from stageware_codegen.resolve.stage_names import ALIAS_GENERICS, StageNames
 
@@ -13,7 +11,7 @@ from .docstrings import docstring
 from .imports import Imports
 from .viewkit import MEMBER, ModuleView
 
-__all__ = ["init_view", "policy_points_view", "results_view", "stages_view"]
+__all__ = ["init_view", "results_view", "stages_view"]
 
 _PHASES = ("Input", "Wrap", "Output")
 
@@ -82,66 +80,6 @@ def stages_view(schema: _ir.Schema) -> dict[str, Any]:
         "doc": "Stage tokens and the handler type aliases that make handlers short to annotate.",
         "imports": module.imports.lines(),
         "stages": stages,
-    }
-
-
-def policy_points_view(hooks: _ir.Hooks) -> dict[str, Any]:
-    """The view of ``policy_points.py``: hook point, band and direction enums, the point table."""
-    imports = Imports()
-    imports.add("collections.abc", "Mapping")
-    imports.add("dataclasses", "dataclass")
-    imports.add("enum", "StrEnum")
-    imports.add("types", "MappingProxyType")
-    for name in ("Annotated", "Any", "Final", "TypeAlias", "final"):
-        imports.add("typing", name)
-    imports.add("pydantic", "BaseModel")
-    imports.add("pydantic", "Field")
-    imports.add(RUNTIME_MODULE, "MiddlewareStage")
-    imports.add(RUNTIME_MODULE, "Phase")
-    for point in hooks.points:
-        imports.add(".stages", f"{point.stage}Stage")
-        imports.add(".policy_events", point.event)
-
-    def members(items: list[tuple[str, str]]) -> list[dict[str, str]]:
-        return [
-            {
-                "member": enum_member(value),
-                "value": repr(value),
-                "docstring": docstring(doc, MEMBER),
-            }
-            for value, doc in items
-        ]
-
-    return {
-        "doc": "Policy hook points, bands and directions, and the hook event union.",
-        "imports": imports.lines(),
-        "points": members([(point.name, point.doc) for point in hooks.points]),
-        "bands": members(list(hooks.bands)),
-        "directions": members(list(hooks.directions)),
-        "specs": [
-            {
-                "member": enum_member(point.name),
-                "stage": f"{point.stage}Stage",
-                "phase": point.phase.upper(),
-                "direction": enum_member(point.direction),
-                "event": point.event,
-            }
-            for point in hooks.points
-        ],
-        "band_members": [enum_member(name) for name, _ in hooks.bands],
-        "events": [point.event for point in hooks.points],
-        # The hook event classes are re-exported here, next to the enums, so that this
-        # module is the one namespace of the policy surface.
-        "exported": [
-            repr(name)
-            for name in sorted(
-                [
-                    *TEMPLATE_DEFINITIONS["policy_points.py"],
-                    *(point.event for point in hooks.points),
-                ],
-                key=lambda name: (not name.isupper(), name),
-            )
-        ],
     }
 
 

@@ -7,8 +7,8 @@
 - ``type_exprs``: type expressions parsed and checked; ``field_types`` and ``defaults``
   check a field's type and whether its default fits.
 - ``external_types``: each ``types:`` entry names a module that has the name.
-- ``interrupt_id``: interrupt-id templates; ``hooks`` and ``hook_payload_types``: hook
-  points and their JSON payloads.
+- ``interrupt_id``: interrupt-id templates; ``hooks``: hook points and their JSON
+  payloads.
 
 May import: the load step, the standard library and pydantic; nothing from render or
 write.

@@ -1,12 +1,17 @@
 """Hook points resolved: each names a real stage, a declared direction and JSON payload.
 
-Hook payloads become pydantic models, so their types must be JSON data and their field
-names must not shadow pydantic's own attributes. Each point becomes a member of the
-``HookPoint`` enum, named by :func:`..load.names.enum_member`, so no two points may map to the
-same member (``run.end`` and ``run_end``).
+Hook payloads become pydantic models, so their field names must not shadow pydantic's
+own attributes; and they are JSON data (builtins, payload types, lists, str-keyed
+mappings, Literal and None): the session store keeps the event an escalation stopped
+at, and the conformance suite generates events from the models. Each point becomes a
+member of the ``HookPoint`` enum, named by :func:`..load.names.enum_member`, so no two
+points may map to the same member (``run.end`` and ``run_end``).
 """
 
 from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
 
 from pydantic import BaseModel
 
@@ -16,14 +21,15 @@ from stageware_codegen.load.spec import HooksSpec, SchemaSpec
 
 from . import ir
 from .field_types import FieldTypes
-from .hook_payload_types import to_json_schema
-from .type_exprs import TypeExprError
+from .type_exprs import NameKind, TypeExpr, type_args, union_members
 
-__all__ = ["resolve_hooks"]
+__all__ = ["json_data_problem", "resolve_hooks"]
 
 _DIRECTIONS = ("inbound", "outbound")
 # Pydantic attributes a hook payload field would shadow.
 _MODEL_ATTRIBUTES = frozenset(name for name in dir(BaseModel) if not name.startswith("_"))
+# The builtin names that are JSON data (Any and object: any JSON value).
+_JSON_BUILTINS = frozenset({"str", "int", "float", "bool", "Any", "object"})
 
 
 def resolve_hooks(
@@ -67,12 +73,10 @@ def resolve_hooks(
                     path, f"{field_name!r} is reserved on hook events (pydantic model attribute)"
                 )
             expr = types.parse(field.type, path)
-            if expr is not None:
-                try:
-                    to_json_schema(expr, types.kinds)
-                except TypeExprError as exc:
-                    errors.add((*path, "type"), str(exc))
-                    expr = None
+            problem = None if expr is None else json_data_problem(expr, types.kinds)
+            if problem is not None:
+                errors.add((*path, "type"), problem)
+                expr = None
             if field.has("default"):
                 types.check_default(expr, field.default, path)
             if expr is not None:
@@ -85,3 +89,29 @@ def resolve_hooks(
             )
         )
     return ir.Hooks(tuple(spec.bands.items()), tuple(spec.directions.items()), tuple(points))
+
+
+def json_data_problem(expr: TypeExpr, kinds: Mapping[str, NameKind]) -> str | None:
+    """Why *expr*, a checked type expression, is not JSON data; None if it is."""
+    pending: list[ast.expr] = [expr.tree]
+    while pending:
+        node = pending.pop()
+        members = union_members(node)
+        if len(members) > 1:
+            pending.extend(reversed(members))  # reported left to right
+        elif isinstance(node, ast.Name):
+            if kinds[node.id] is not NameKind.PAYLOAD and node.id not in _JSON_BUILTINS:
+                return f"hook payloads are JSON data; {node.id!r} is not"
+        elif isinstance(node, ast.Subscript):
+            # parse_type admitted only subscripts of plain names.
+            assert isinstance(node.value, ast.Name)
+            name, args = node.value.id, type_args(node)
+            if name in ("list", "Sequence"):
+                pending.append(args[0])
+            elif name in ("dict", "Mapping"):
+                if ast.unparse(args[0]) != "str":
+                    return "hook payload mappings must have str keys (JSON objects)"
+                pending.append(args[1])
+            elif name != "Literal":
+                return f"hook payloads cannot use {name}[...]; use list[...]"
+    return None

@@ -3,7 +3,7 @@
 Payload types, external types, events and the names generated for each stage share one
 namespace: ``__init__`` re-exports them side by side, and the modules import them from
 each other. Hook events live in a module of their own and only need to avoid the payload
-models and stage tokens that module sees.
+types and stage tokens the policy modules see.
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ def claim_names(
 
 def _claim_hook_events(spec: SchemaSpec, payloads: PayloadSet, errors: ErrorCollector) -> None:
     assert spec.hooks is not None
-    # Hook events live in their own module next to pydantic copies of the payload
-    # types, so they may reuse a stage event's name but no payload or stage-token name.
+    # Hook events live in their own module, which imports the payload types, beside
+    # policy_points, which imports the stage tokens: they may reuse a stage event's name
+    # but no payload or stage-token name.
     owners = {name: f"payload type {name!r}" for name in payloads.defs}
     for stage in spec.stages:
         token = StageNames(stage).token

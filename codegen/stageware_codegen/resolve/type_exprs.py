@@ -3,7 +3,7 @@
 A field's ``type`` is a small subset of Python's annotation syntax, parsed with ``ast`` and
 checked node by node, so only known names and a few generic forms reach generated code.
 Validated expressions are written back with ``ast.unparse``, never copied as text. The
-helpers at the end take a checked tree apart for :mod:`.defaults` and :mod:`.hook_payload_types`.
+helpers at the end take a checked tree apart for :mod:`.defaults` and :mod:`.hooks`.
 """
 
 from __future__ import annotations

@@ -92,8 +92,9 @@ class _Surface:
         shapes: Classes and type aliases, by kind (``context``...) and name.
         stages: The stages, by name.
         hook_points: The hook points, by name.
-        hook_events: The classes hook points send; ``policy_events.py`` also holds
-            pydantic copies of the payload types they use.
+        hook_events: The classes hook points send; in a package generated before hook
+            events used the payload types, ``policy_events.py`` also holds pydantic
+            copies of them.
     """
 
     shapes: dict[str, dict[str, _Shape]] = field(default_factory=dict[str, dict[str, _Shape]])

@@ -306,9 +306,26 @@ StopReason: TypeAlias = Literal[
     "interrupt",
     "cancelled",
     "limit_model_calls",
+    "blocked",
+    "escalated",
 ]
 """
 Why the model, or the agent loop, stopped.
+
+- end_turn: the model finished its answer.
+- tool_use: the model asked for tools; the loop runs them and calls it again.
+- max_tokens: the model reached its output token limit.
+- stop_sequence: the model produced one of the request's stop sequences.
+- content_filtered: the provider's content filter stopped the response.
+- guardrail_intervened: a provider guardrail stopped the response.
+- interrupt: the run paused for human answers (from a tool, a middleware or a
+  policy Suspend); resume it with the answers.
+- cancelled: the run was cancelled.
+- limit_model_calls: the invocation reached its limit on model calls
+  (max_model_calls).
+- blocked: a policy middleware blocked a step (Block); the step did not run.
+- escalated: a policy middleware handed the run to a human queue (Escalate); the
+  session takes no new prompts until the escalation is resolved.
 """
 
 

@@ -7,769 +7,226 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-from typing_extensions import TypeAliasType
-
-Role = TypeAliasType("Role", Literal["user", "assistant"])
-"""
-Who authored a message.
-"""
-
-
-ImageFormat = TypeAliasType("ImageFormat", Literal["png", "jpeg", "gif", "webp"])
-"""
-Encoding of an image block.
-"""
-
-
-class ImageSource(BaseModel):
-    """
-    Where the image bytes come from.
-    """
-
-    bytes: str
-    """
-    The image, base64-encoded.
-    """
-
-
-class ImageBlock(BaseModel):
-    """
-    An image passed to or returned by the model.
-    """
-
-    format: ImageFormat
-    source: ImageSource
-
-
-CachePointType = TypeAliasType("CachePointType", Literal["default"])
-"""
-Kind of cache checkpoint.
-"""
-
-
-class CachePoint(BaseModel):
-    """
-    Marks the end of a prompt prefix the model provider may cache.
-    """
-
-    type: CachePointType
-
-
-class ReasoningText(BaseModel):
-    """
-    The model's visible reasoning and the signature that lets it be sent back.
-    """
-
-    text: str
-    """
-    The reasoning the model produced.
-    """
-    signature: str | None = None
-    """
-    Opaque token that verifies the reasoning on a later turn.
-    """
-
-
-class ReasoningContentBlock(BaseModel):
-    """
-    Reasoning the model did before answering.
-    """
-
-    reasoningText: ReasoningText | None = None
-    redactedContent: str | None = None
-    """
-    Reasoning the provider encrypted, base64-encoded.
-    """
-
-
-class ToolUse(BaseModel):
-    """
-    A request from the model to call a tool.
-    """
-
-    toolUseId: str
-    """
-    Id that pairs this request with its result.
-    """
-    name: str
-    """
-    Name of the tool to call.
-    """
-    input: Any
-    """
-    Arguments for the tool, as the model produced them.
-    """
-
-
-ToolResultStatus = TypeAliasType("ToolResultStatus", Literal["success", "error"])
-"""
-Whether the tool call succeeded.
-"""
-
-
-class ToolResultContent(BaseModel):
-    """
-    One piece of a tool result; set exactly one key.
-    """
-
-    text: str | None = None
-    """
-    Text output.
-    """
-    json_: Any | None = Field(None, alias="json")
-    """
-    Structured output.
-    """
-    image: ImageBlock | None = None
-
-
-class ToolResult(BaseModel):
-    """
-    The outcome of a tool call, sent back to the model.
-    """
-
-    toolUseId: str
-    """
-    Id of the tool use this answers.
-    """
-    status: ToolResultStatus
-    content: list[ToolResultContent]
-    """
-    What the tool returned.
-    """
-
-
-class ContentBlock(BaseModel):
-    """
-    One block of a message; set exactly one key.
-    """
-
-    text: str | None = None
-    """
-    Plain text.
-    """
-    image: ImageBlock | None = None
-    toolUse: ToolUse | None = None
-    toolResult: ToolResult | None = None
-    reasoningContent: ReasoningContentBlock | None = None
-    cachePoint: CachePoint | None = None
-
-
-class Message(BaseModel):
-    """
-    One turn of the conversation.
-    """
-
-    role: Role
-    content: list[ContentBlock]
-    """
-    The blocks of the turn, in order.
-    """
-
-
-Messages = TypeAliasType("Messages", list[Message])
-"""
-The conversation history, oldest first.
-"""
-
-
-class SystemContentBlock(BaseModel):
-    """
-    One block of the system prompt; set exactly one key.
-    """
-
-    text: str | None = None
-    """
-    Instruction text.
-    """
-    cachePoint: CachePoint | None = None
-
-
-class ToolInputSchema(BaseModel):
-    """
-    The JSON Schema of a tool's input.
-    """
-
-    json_: dict[str, Any] = Field(..., alias="json")
-    """
-    A JSON Schema object.
-    """
-
-
-class ToolSpec(BaseModel):
-    """
-    A tool the model may call.
-    """
-
-    name: str
-    """
-    Unique tool name.
-    """
-    description: str
-    """
-    What the tool does, for the model.
-    """
-    inputSchema: ToolInputSchema
-
-
-class ToolChoiceAuto(BaseModel):
-    """
-    The model decides whether to call a tool.
-    """
-
-    auto: dict[str, Any]
-    """
-    No options; always an empty object.
-    """
-
-
-class ToolChoiceAny(BaseModel):
-    """
-    The model must call some tool.
-    """
-
-    any: dict[str, Any]
-    """
-    No options; always an empty object.
-    """
-
-
-class ToolChoiceToolName(BaseModel):
-    """
-    Names the tool the model must call.
-    """
-
-    name: str
-    """
-    Name of the tool.
-    """
-
-
-class ToolChoiceTool(BaseModel):
-    """
-    The model must call one named tool.
-    """
-
-    tool: ToolChoiceToolName
-
-
-ToolChoice = TypeAliasType("ToolChoice", ToolChoiceAuto | ToolChoiceAny | ToolChoiceTool)
-"""
-How the model selects tools.
-"""
-
-
-class Usage(BaseModel):
-    """
-    Token counts of one model call.
-    """
-
-    inputTokens: int
-    """
-    Tokens sent to the model.
-    """
-    outputTokens: int
-    """
-    Tokens the model generated.
-    """
-    totalTokens: int
-    """
-    Sum of input and output tokens.
-    """
-    cacheReadInputTokens: int | None = None
-    """
-    Input tokens served from the prompt cache.
-    """
-    cacheWriteInputTokens: int | None = None
-    """
-    Input tokens written to the prompt cache.
-    """
-
-
-class Metrics(BaseModel):
-    """
-    Timing of one model call.
-    """
-
-    latencyMs: int
-    """
-    Wall-clock latency in milliseconds.
-    """
-
-
-StopReason = TypeAliasType(
-    "StopReason",
-    Literal[
-        "end_turn",
-        "tool_use",
-        "max_tokens",
-        "stop_sequence",
-        "content_filtered",
-        "guardrail_intervened",
-        "interrupt",
-        "cancelled",
-        "limit_model_calls",
-    ],
+from pydantic import BaseModel, ConfigDict
+
+from .payloads import (
+    Message,
+    Messages,
+    Metrics,
+    StopReason,
+    StreamEvent,
+    SystemContentBlock,
+    ToolChoice,
+    ToolResult,
+    ToolSpec,
+    Usage,
 )
-"""
-Why the model, or the agent loop, stopped.
-"""
-
-
-class MessageStartEvent(BaseModel):
-    """
-    The model started a message.
-    """
-
-    role: Role
-
-
-class ToolUseStart(BaseModel):
-    """
-    The start of a streamed tool use.
-    """
-
-    toolUseId: str
-    """
-    Id of the tool use.
-    """
-    name: str
-    """
-    Name of the tool.
-    """
-
-
-class ContentBlockStart(BaseModel):
-    """
-    What kind of block starts; empty for text.
-    """
-
-    toolUse: ToolUseStart | None = None
-
-
-class ContentBlockStartEvent(BaseModel):
-    """
-    A content block started.
-    """
-
-    start: ContentBlockStart
-    contentBlockIndex: int | None = None
-    """
-    Position of the block in the message.
-    """
-
-
-class ToolUseDelta(BaseModel):
-    """
-    A fragment of a tool use's input.
-    """
-
-    input: str
-    """
-    The next fragment of the JSON-encoded input.
-    """
-
-
-class ReasoningDelta(BaseModel):
-    """
-    A fragment of the model's reasoning.
-    """
-
-    text: str | None = None
-    """
-    The next fragment of reasoning text.
-    """
-    signature: str | None = None
-    """
-    The reasoning signature, sent once.
-    """
-    redactedContent: str | None = None
-    """
-    Encrypted reasoning, base64-encoded.
-    """
-
-
-class ContentBlockDelta(BaseModel):
-    """
-    The next fragment of the current block; set exactly one key.
-    """
-
-    text: str | None = None
-    """
-    The next fragment of text.
-    """
-    toolUse: ToolUseDelta | None = None
-    reasoningContent: ReasoningDelta | None = None
-
-
-class ContentBlockDeltaEvent(BaseModel):
-    """
-    A fragment of a content block arrived.
-    """
-
-    delta: ContentBlockDelta
-    contentBlockIndex: int | None = None
-    """
-    Position of the block in the message.
-    """
-
-
-class ContentBlockStopEvent(BaseModel):
-    """
-    A content block ended.
-    """
-
-    contentBlockIndex: int | None = None
-    """
-    Position of the block in the message.
-    """
-
-
-class MessageStopEvent(BaseModel):
-    """
-    The model finished its message.
-    """
-
-    stopReason: StopReason
-    additionalModelResponseFields: dict[str, Any] | None = None
-    """
-    Provider-specific extra fields.
-    """
-
-
-class MetadataEvent(BaseModel):
-    """
-    Usage and timing, sent at the end of the stream.
-    """
-
-    usage: Usage
-    metrics: Metrics
-
-
-class StreamEvent(BaseModel):
-    """
-    One chunk of a model response stream; exactly one key is set.
-    """
-
-    messageStart: MessageStartEvent | None = None
-    contentBlockStart: ContentBlockStartEvent | None = None
-    contentBlockDelta: ContentBlockDeltaEvent | None = None
-    contentBlockStop: ContentBlockStopEvent | None = None
-    messageStop: MessageStopEvent | None = None
-    metadata: MetadataEvent | None = None
 
 
 class RunStartEvent(BaseModel):
-    """
-    A run (one agent pass) starts.
-    """
+    """A run (one agent pass) starts."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["run.start"] = "run.start"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     agent_name: str
-    """
-    Name of the agent.
-    """
+    """Name of the agent."""
 
 
 class InputEvent(BaseModel):
-    """
-    The user's input for the run arrived.
-    """
+    """The user's input for the run arrived."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["input.received"] = "input.received"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     messages: Messages
-    """
-    The input messages of the pass.
-    """
+    """The input messages of the pass."""
 
 
 class ApprovalResolvedEvent(BaseModel):
-    """
-    A resumed run carries a human's answer to a pending approval.
-    """
+    """A resumed run carries an approver's decision on a step a policy suspended."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["approval.resolved"] = "approval.resolved"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     interrupt_id: str
-    """
-    Id of the interrupt that was answered.
-    """
-    name: str
-    """
-    Name of the interrupt.
-    """
-    response: Any
-    """
-    The human's answer.
-    """
+    """Id of the interrupt that was answered."""
+    suspended_at: str
+    """The hook point where the step was suspended."""
+    middleware: str
+    """Name of the middleware that suspended the step."""
+    approved: bool
+    """Whether the approver let the step go ahead."""
+    approver: str
+    """Who answered."""
+    comment: str | None = None
+    """The approver's comment, if any."""
 
 
 class RouteEvent(BaseModel):
-    """
-    The model for the next call is chosen.
-    """
+    """The model for the next call is chosen."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["route.select"] = "route.select"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     model_id: str
-    """
-    Id of the model the call would use.
-    """
+    """Id of the model the call would use."""
     tool_names: list[str]
-    """
-    Tools offered to the model.
-    """
+    """Tools offered to the model."""
 
 
 class ContextEvent(BaseModel):
-    """
-    The prompt for the next model call is assembled.
-    """
+    """The prompt for the next model call is assembled."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["context.assemble"] = "context.assemble"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     messages: Messages
-    """
-    The conversation sent to the model.
-    """
+    """The conversation sent to the model."""
     system_prompt: str | list[SystemContentBlock] | None
-    """
-    The system prompt.
-    """
+    """The system prompt."""
     tool_specs: list[ToolSpec]
-    """
-    Tools offered to the model.
-    """
+    """Tools offered to the model."""
 
 
 class ModelRequestEvent(BaseModel):
-    """
-    The request is about to be sent to the model.
-    """
+    """The request is about to be sent to the model."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["model.request"] = "model.request"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     model_id: str
-    """
-    Id of the model called.
-    """
+    """Id of the model called."""
     messages: Messages
-    """
-    The conversation sent to the model.
-    """
+    """The conversation sent to the model."""
     tool_choice: ToolChoice | None = None
-    """
-    How the model selects tools.
-    """
+    """How the model selects tools."""
 
 
 class StreamChunkEvent(BaseModel):
-    """
-    A chunk of the model's response stream arrived.
-    """
+    """A chunk of the model's response stream arrived."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["stream.chunk"] = "stream.chunk"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     chunk: StreamEvent
-    """
-    The chunk.
-    """
+    """The chunk."""
 
 
 class ModelResponseEvent(BaseModel):
-    """
-    The model finished its response.
-    """
+    """The model finished its response."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["model.response"] = "model.response"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     stop_reason: StopReason
-    """
-    Why the model stopped.
-    """
+    """Why the model stopped."""
     message: Message
-    """
-    The assistant message.
-    """
+    """The assistant message."""
     usage: Usage
-    """
-    Token counts of the call.
-    """
+    """Token counts of the call."""
 
 
 class ToolCallEvent(BaseModel):
-    """
-    A tool is about to run.
-    """
+    """A tool is about to run."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["tool.before"] = "tool.before"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     tool_name: str
-    """
-    Name of the tool.
-    """
+    """Name of the tool."""
     tool_use_id: str
-    """
-    Id of the tool call.
-    """
+    """Id of the tool call."""
     input: Any
-    """
-    The tool's input as the model produced it.
-    """
+    """The tool's input as the model produced it."""
 
 
 class ToolResultEvent(BaseModel):
-    """
-    A tool call finished.
-    """
+    """A tool call finished."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["tool.after"] = "tool.after"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     tool_name: str
-    """
-    Name of the tool.
-    """
+    """Name of the tool."""
     tool_use_id: str
-    """
-    Id of the tool call.
-    """
+    """Id of the tool call."""
     result: ToolResult
-    """
-    The result sent back to the model.
-    """
+    """The result sent back to the model."""
     error: str | None = None
-    """
-    The error message if the tool raised.
-    """
+    """The error message if the tool raised."""
 
 
 class OutputEvent(BaseModel):
-    """
-    The run produced its final answer.
-    """
+    """The run produced its final answer."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["output.final"] = "output.final"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     stop_reason: StopReason
-    """
-    Why the run stopped.
-    """
+    """Why the run stopped."""
     message: Message
-    """
-    The final message.
-    """
+    """The final message."""
 
 
 class RunErrorEvent(BaseModel):
-    """
-    The run failed with an error.
-    """
+    """The run failed with an error."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["run.error"] = "run.error"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
+    """Id of the run."""
     error_type: str
-    """
-    Class name of the error.
-    """
+    """Class name of the error."""
     error: str
-    """
-    The error message.
-    """
+    """The error message."""
 
 
 class RunEndEvent(BaseModel):
-    """
-    The run ended, whatever the outcome.
-    """
+    """The run ended, whatever the outcome."""
+
+    model_config = ConfigDict(extra="forbid")
 
     hook: Literal["run.end"] = "run.end"
-    """
-    Names the hook point; the discriminator of ``HookEvent``.
-    """
+    """Names the hook point; the discriminator of ``HookEvent``."""
     run_id: str
-    """
-    Id of the run.
-    """
-    stop_reason: StopReason
-    """
-    Why the run stopped.
-    """
+    """Id of the run."""
+    stop_reason: StopReason | None
+    """Why the run stopped; None when it failed with an error (run.error fired)."""
     metrics: Metrics
-    """
-    Timing of the run.
-    """
+    """Timing of the run."""

@@ -41,7 +41,7 @@ class HookPoint(StrEnum):
     INPUT_RECEIVED = "input.received"
     """The user's input for the run arrived."""
     APPROVAL_RESOLVED = "approval.resolved"
-    """A resumed run carries a human's answer to a pending approval."""
+    """A resumed run carries an approver's decision on a step a policy suspended."""
     ROUTE_SELECT = "route.select"
     """The model for the next call is chosen."""
     CONTEXT_ASSEMBLE = "context.assemble"

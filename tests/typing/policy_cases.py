@@ -1,0 +1,131 @@
+"""@middleware: a handler declared for one hook point is checked against that point's event."""
+
+from __future__ import annotations
+
+from typing import assert_type
+
+from pydantic import BaseModel
+
+from stageware._generated.policy_decorator import MiddlewareDeclaration
+from stageware.policy import (
+    Block,
+    HookEvent,
+    HookPoint,
+    MiddlewareDef,
+    ModelRequestEvent,
+    Outcome,
+    PolicyEnv,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from stageware.policy import middleware as declare
+
+Declaration = MiddlewareDeclaration[MiddlewareDef, PolicyEnv, Outcome | None]
+
+
+def _bound(declaration: Declaration) -> Declaration:
+    return declaration
+
+
+# The policy layer's plain function, with its broad signature, is assignable to the
+# generated Protocol: the overloads bind onto it.
+middleware = _bound(declare)
+
+
+# Positive cases.
+
+
+@middleware(hooks=["tool.before"], fail_mode="closed", timeout="2s")
+async def no_weekend_refunds(event: ToolCallEvent, env: PolicyEnv) -> Outcome | None:
+    return None
+
+
+@middleware(hooks=[HookPoint.TOOL_BEFORE], fail_mode="closed")
+async def no_deletes(event: ToolCallEvent, env: PolicyEnv) -> Block | None:
+    return Block("no deletes") if event.tool_name == "delete" else None
+
+
+@middleware(hooks=("model.request",), fail_mode="open", band="platform")
+async def count_requests(event: ModelRequestEvent, env: PolicyEnv) -> None:
+    env.note(event.model_id)
+
+
+@middleware(hooks=["tool.before", "tool.after"], fail_mode="open")
+async def audit_tools(event: ToolCallEvent | ToolResultEvent, env: PolicyEnv) -> None:
+    env.note(event.tool_use_id)
+
+
+@middleware(hooks=list(HookPoint), fail_mode="open")
+async def audit_everything(event: HookEvent, env: PolicyEnv) -> None:
+    env.note(event.run_id)
+
+
+@middleware(hooks=["tool.after"], fail_mode="open")
+async def any_event_will_do(event: HookEvent, env: PolicyEnv) -> None:
+    return None
+
+
+class Limits(BaseModel):
+    limit: int
+
+
+class CapResults:
+    """A class middleware: built with its config, its instances are the handlers."""
+
+    def __init__(self, config: Limits) -> None:
+        self.limit = config.limit
+
+    async def __call__(self, event: ToolResultEvent, env: PolicyEnv) -> Outcome | None:
+        return None if len(event.result["content"]) <= self.limit else Block("too long")
+
+
+def declarations_are_middleware_defs() -> None:
+    assert_type(middleware, Declaration)
+    assert_type(no_weekend_refunds, MiddlewareDef)
+    assert_type(no_deletes, MiddlewareDef)
+    assert_type(count_requests, MiddlewareDef)
+    assert_type(audit_tools, MiddlewareDef)
+    assert_type(audit_everything, MiddlewareDef)
+    assert_type(any_event_will_do, MiddlewareDef)
+    # A class is declared with a call here: mypy keeps a decorated class's own type.
+    capped = middleware(hooks={"tool.after"}, fail_mode="open", config=Limits, sample={"limit": 3})
+    assert_type(capped(CapResults), MiddlewareDef)
+
+
+# Expected errors.
+
+
+@middleware(hooks=["tool.before"], fail_mode="closed")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+async def wrong_event(event: ModelRequestEvent, env: PolicyEnv) -> None:
+    return None
+
+
+@middleware(hooks=("tool.before",), fail_mode="closed")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+async def wrong_event_in_a_tuple(event: ModelRequestEvent, env: PolicyEnv) -> None:
+    return None
+
+
+@middleware(hooks=["tool.before"], fail_mode="closed")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+def not_async(event: ToolCallEvent, env: PolicyEnv) -> None:
+    return None
+
+
+@middleware(hooks=["tool.before"], fail_mode="closed")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+async def wrong_env(event: ToolCallEvent, env: str) -> None:
+    return None
+
+
+@middleware(hooks=["tool.before"], fail_mode="closed")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+async def not_an_outcome(event: ToolCallEvent, env: PolicyEnv) -> str:
+    return "block"
+
+
+@middleware(hooks=["tool.before"], fail_mode="closed")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+class WrongEventClass:
+    async def __call__(self, event: ToolResultEvent, env: PolicyEnv) -> None:
+        return None
+
+
+def the_hooks_are_a_collection_and_the_fail_mode_is_required() -> None:
+    middleware(hooks="tool.before", fail_mode="open")  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    middleware(hooks=["tool.before"])  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]
