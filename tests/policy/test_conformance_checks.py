@@ -262,8 +262,7 @@ def test_the_failure_shows_the_event_before_the_change() -> None:
 
 @middleware(hooks=["tool.after"], fail_mode="closed")
 async def garbles_the_result(event: ToolResultEvent, env: PolicyEnv) -> Outcome:
-    result = event.model_dump(by_alias=True)["result"]
-    return Continue(modified={"result": {**result, "status": 3}})
+    return Continue(modified={"result": {**event.result, "status": 3}})
 
 
 @middleware(hooks=["tool.after"], fail_mode="closed")
@@ -353,7 +352,7 @@ async def redacts_emails(event: Any, env: PolicyEnv) -> Outcome | None:
     if isinstance(event, InputEvent):
         messages = [
             {**message, "content": [{"text": "[redacted]"} for _ in message["content"]]}
-            for message in event.model_dump(by_alias=True)["messages"]
+            for message in event.messages
         ]
         return Continue(modified={"messages": messages})
     if isinstance(event, ToolCallEvent) and event.tool_name == "wire_money":
