@@ -170,6 +170,36 @@ def test_without_the_codegen_extra_the_demo_runs(runtime_venv: Venv, tmp_path: P
     assert demo.stdout.rstrip().endswith("every check passed")
 
 
+def test_without_the_codegen_or_postgres_extra_the_policy_commands_run(
+    runtime_venv: Venv, tmp_path: Path
+) -> None:
+    made = runtime_venv.run(
+        "python",
+        "-c",
+        "import stageware; stageware.SQLiteSessionStore('s.db').session_ids()",
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr
+
+    escalations = runtime_venv.run(
+        "stageware", "policy", "escalations", "--store", "s.db", cwd=tmp_path
+    )
+    approvals = runtime_venv.run(
+        "stageware", "policy", "approvals", "--store", "s.db", cwd=tmp_path
+    )
+    postgres = runtime_venv.run(
+        "stageware", "policy", "approvals", "--store", "postgresql://app@db/app", cwd=tmp_path
+    )
+
+    assert (escalations.returncode, escalations.stdout) == (0, "no open or claimed escalations\n")
+    assert (approvals.returncode, approvals.stdout) == (0, "no suspended approvals\n")
+    assert postgres.returncode == 2
+    assert postgres.stderr == (
+        "stageware policy approvals: --store postgresql://...: the PostgreSQL store needs the "
+        "postgres extra: pip install 'stageware[postgres]'\n"
+    )
+
+
 def test_without_the_codegen_extra_generate_names_the_extra(
     runtime_venv: Venv, tmp_path: Path
 ) -> None:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from stageware import __version__
 
@@ -234,22 +235,25 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _policy_arguments(parser: argparse.ArgumentParser) -> None:
-    # Declaring its arguments imports nothing but argparse.
-    from stageware._cli import _policy_check
+    # Declaring their arguments imports nothing but argparse.
+    from stageware._cli import _policy_approvals, _policy_check, _policy_escalations
 
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    check = actions.add_parser(
-        "check", help=_policy_check.HELP, description=_policy_check.DESCRIPTION
-    )
-    _policy_check.configure(check)
+    for name, module in (
+        ("check", _policy_check),
+        ("escalations", _policy_escalations),
+        ("approvals", _policy_approvals),
+    ):
+        action = actions.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
+        module.configure(action)
+        action.set_defaults(policy_run=module.run)
 
 
 def _run_policy(args: argparse.Namespace) -> int:
-    # `check` is the only action so far; argparse refused anything else. It imports the
-    # policy layer (and the generated code) when it runs, which `generate` must not.
-    from stageware._cli import _policy_check
-
-    return _policy_check.run(args, sys.stdout, sys.stderr)
+    # Each action imports the policy layer or the session stores (and the generated code)
+    # when it runs, which `generate` must not.
+    run: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.policy_run
+    return run(args, sys.stdout, sys.stderr)
 
 
 _COMMANDS: tuple[_Command, ...] = (
@@ -279,7 +283,8 @@ _COMMANDS: tuple[_Command, ...] = (
     ),
     _Command(
         "policy",
-        "policy specs: `policy check POLICY_YAML [--baseline ORG_YAML]` validates one",
+        "policy specs and operations: `policy check POLICY_YAML` validates a spec; "
+        "`policy escalations` and `policy approvals` work a session store's queues",
         _policy_arguments,
         _run_policy,
     ),

@@ -7,6 +7,7 @@ are all middleware errors. Cancelling the run is not: it ends the run as cancell
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -39,7 +40,7 @@ async def _changes_a_fixed_field(event: Any, env: PolicyEnv) -> Continue:
     return Continue(modified=event.model_copy(update={"tool_name": "wire_money"}))
 
 
-_BROKEN = {
+_BROKEN: dict[str, tuple[Callable[..., Any], str]] = {
     "raise": (_raises, "raised LookupError: the limits service is down"),
     "timeout": (_sleeps, "timed out after 0.05s"),
     "not an outcome": (_not_an_outcome, "returned str, not an outcome"),

@@ -17,20 +17,8 @@ from stageware.policy import (
     PolicyEnv,
     ToolCallEvent,
     ToolResultEvent,
+    middleware,
 )
-from stageware.policy import middleware as declare
-
-Declaration = MiddlewareDeclaration[MiddlewareDef, PolicyEnv, Outcome | None]
-
-
-def _bound(declaration: Declaration) -> Declaration:
-    return declaration
-
-
-# The policy layer's plain function, with its broad signature, is assignable to the
-# generated Protocol: the overloads bind onto it.
-middleware = _bound(declare)
-
 
 # Positive cases.
 
@@ -80,7 +68,7 @@ class CapResults:
 
 
 def declarations_are_middleware_defs() -> None:
-    assert_type(middleware, Declaration)
+    assert_type(middleware, MiddlewareDeclaration[MiddlewareDef, PolicyEnv, Outcome | None])
     assert_type(no_weekend_refunds, MiddlewareDef)
     assert_type(no_deletes, MiddlewareDef)
     assert_type(count_requests, MiddlewareDef)

@@ -5,4 +5,10 @@ a subcommand whose work needs only the runtime (and not the ``codegen`` extra) k
 work here, one module per subcommand, each importing what it uses when it runs.
 
 - ``_policy_check``: ``policy check``: validate a policy spec, list what runs where.
+- ``_policy_escalations``: ``policy escalations``: list, claim and resolve escalations.
+- ``_policy_approvals``: ``policy approvals``: list suspended approvals, answer one.
+
+What the two store commands share: ``_store_url`` (the store ``--store`` names, opened only
+if it holds sessions), ``_table`` (plain-text tables, cells made safe), ``_options``
+(options that go together) and ``_errors`` (a failure as one line, exit status 2).
 """

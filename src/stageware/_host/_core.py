@@ -33,6 +33,7 @@ from ._interrupt_state import InterruptState
 from ._limits import DEFAULT_MAX_MODEL_CALLS
 from ._model_retry import ModelRetryStrategy
 from .models import Model
+from .sessions import Escalation
 from .tools import AgentTool
 
 if TYPE_CHECKING:
@@ -74,11 +75,14 @@ class AgentCore:
     retry_strategy: ModelRetryStrategy | None = field(default_factory=ModelRetryStrategy)
     max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS
     current_pass: PassState | None = None
-    answer_checks: list[Callable[[str, Any], None]] = field(
-        default_factory=list[Callable[[str, Any], None]]
+    answer_checks: list[Callable[[str, Any], object]] = field(
+        default_factory=list[Callable[[str, Any], object]]
     )
     """Run on each answer of a resume before it is stored, by interrupt id and answer;
     one raises ``ValueError`` to refuse the resume before anything runs."""
+    pending_escalation: Escalation | None = None
+    """The escalation this invocation's run ended on; the final save records it
+    (``AgentSession.release``)."""
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of the agent's tools, in registration order."""

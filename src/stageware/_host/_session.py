@@ -7,7 +7,8 @@ workers serving one session only one runs it at a time:
    already in it) at the version it loaded, taking a lease. A worker that loaded the same
    version loses: its save is refused with ``SessionConflictError`` before any tool or
    model call. A worker whose lease is still live blocks the others with
-   ``SessionLeasedError``.
+   ``SessionLeasedError``. A session whose run escalated to a human queue is refused
+   with ``SessionEscalatedError`` until the escalation is resolved, before the save.
 2. **Heartbeat.** A thread renews the lease every third of its length while the
    invocation runs, whatever the event loop is doing; if the renewal is refused (the lease
    lapsed and another worker took the session over), the run is cancelled.
@@ -15,7 +16,8 @@ workers serving one session only one runs it at a time:
    a worker that dies after an approved tool ran, but before the invocation ended, never
    has the tool run again: the worker that takes over after the lease expires replays the
    round with that result and runs only what had not finished.
-4. **Release.** The final save stores the invocation's outcome and releases the lease.
+4. **Release.** The final save stores the invocation's outcome and releases the lease;
+   if the run escalated, the same save records the escalation.
 
 A worker killed mid-invocation keeps its lease until it expires; then another worker can
 load the session and continue (``agent()`` with no prompt, if a resume was under way).
@@ -37,8 +39,10 @@ from ._cancel import CancelToken
 from ._core import AgentCore
 from .sessions import (
     SNAPSHOT_VERSION,
+    Escalation,
     SessionConflictError,
     SessionError,
+    SessionEscalatedError,
     SessionSnapshot,
     SessionStore,
     StoredSession,
@@ -77,7 +81,20 @@ class AgentSession:
         return stored
 
     async def claim(self, core: AgentCore) -> None:
-        """Save the session at the loaded version and take the lease, then keep it."""
+        """Save the session at the loaded version and take the lease, then keep it.
+
+        Raises:
+            SessionEscalatedError: The session waits on an unresolved escalation; nothing
+                was saved. An escalation is only ever recorded by a save, which moves the
+                version on: one recorded after this agent loaded the session makes the
+                claim a conflict instead, so the check needs no lock around it.
+        """
+        # A session this agent found empty has no escalation: one recorded since would
+        # come with a save, and the claim's save at version 0 is then a conflict.
+        if self.version > 0:
+            escalation = await anyio.to_thread.run_sync(self.store.open_escalation, self.id)
+            if escalation is not None:
+                raise SessionEscalatedError(escalation)
         await self._save(core, lease=True)
         self._heartbeat = _Heartbeat(self, core.cancel)
 
@@ -88,6 +105,11 @@ class AgentSession:
     async def release(self, core: AgentCore) -> None:
         """Save the invocation's outcome and release the lease.
 
+        If the run escalated (``core.pending_escalation``), the same save records the
+        escalation. It is taken off the core whether or not the save succeeds: it belongs
+        to this invocation's outcome, and if that is lost, a later invocation's save must
+        not record it for a run that did not escalate.
+
         If the outcome cannot be saved (a value that is not JSON data got into the state
         in place, a store failure), the lease is still let go, so that the session is not
         blocked for the rest of its length; the error is raised.
@@ -95,15 +117,18 @@ class AgentSession:
         heartbeat, self._heartbeat = self._heartbeat, None
         if heartbeat is not None:
             await anyio.to_thread.run_sync(heartbeat.stop)
+        escalation, core.pending_escalation = core.pending_escalation, None
         try:
-            await self._save(core, lease=False)
+            await self._save(core, lease=False, escalation=escalation)
         except SessionConflictError:
             raise  # another worker holds the session now: the lease is not ours to drop
         except SessionError:
             await anyio.to_thread.run_sync(self._let_go)
             raise
 
-    async def _save(self, core: AgentCore, *, lease: bool) -> None:
+    async def _save(
+        self, core: AgentCore, *, lease: bool, escalation: Escalation | None = None
+    ) -> None:
         # Copied here, in the loop's thread, so the worker thread never reads live objects.
         snapshot: SessionSnapshot = {
             "version": SNAPSHOT_VERSION,
@@ -117,7 +142,7 @@ class AgentSession:
 
         def write() -> None:
             try:
-                self._write(snapshot, lease_seconds)
+                self._write(snapshot, lease_seconds, escalation)
             finally:
                 written.set()
 
@@ -133,7 +158,12 @@ class AgentSession:
                     await anyio.to_thread.run_sync(self._let_go)
             raise
 
-    def _write(self, snapshot: SessionSnapshot, lease_seconds: float | None) -> None:
+    def _write(
+        self,
+        snapshot: SessionSnapshot,
+        lease_seconds: float | None,
+        escalation: Escalation | None,
+    ) -> None:
         with self._lock:
             self.version = self.store.save(
                 self.id,
@@ -141,6 +171,7 @@ class AgentSession:
                 expected_version=self.version,
                 owner=self._owner,
                 lease_seconds=lease_seconds,
+                escalation=escalation,
             )
 
     def _let_go(self) -> None:

@@ -20,10 +20,10 @@ blocks), ``Suspend`` raises an ``InterruptException`` with the approval's id.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 from pydantic import BaseModel
 
@@ -40,6 +40,7 @@ from stageware._generated.events import (
     ModelStreamChunkEvent,
 )
 from stageware._generated.events import ToolResultEvent as ToolResultStageEvent
+from stageware._generated.payloads import Message, Metrics
 from stageware._generated.policy_events import (
     ApprovalResolvedEvent,
     ContextEvent,
@@ -61,6 +62,7 @@ from stageware._generated.stages import AgentStreamStage, ExecuteToolStage, Invo
 from stageware._host._halt import Halt, HaltRun, RedoStep
 from stageware._host._hook_events import AfterInvocationEvent
 from stageware._host.models import Model, ResponseAssembler
+from stageware._host.sessions import Escalation
 from stageware._runtime import Interrupt, InterruptException
 
 from ._approval import check_answer, interrupt_id, parse_interrupt_id
@@ -74,6 +76,8 @@ if TYPE_CHECKING:
     from ._engine import PolicyEngine
 
 __all__ = ["AgentPolicy", "model_id_of"]
+
+logger = logging.getLogger("stageware.policy")
 
 _NO_FINAL_ANSWER = frozenset({"interrupt", "blocked", "escalated", "cancelled"})
 
@@ -200,7 +204,29 @@ class AgentPolicy:
         )
 
     def _escalate(self, point: HookPoint, name: str, outcome: Escalate, event: BaseModel) -> Halt:
-        escalation_id = uuid.uuid4().hex
+        """The halt of an escalated run; with a session, its record for the final save."""
+        core = self._core
+        escalation_id: str | None = None
+        if core.session is None:
+            logger.warning(
+                "%s escalated at %s to queue %r, but the agent has no session store to "
+                "record the escalation in; the run ends escalated, and only its result says so",
+                name,
+                point.value,
+                outcome.queue,
+            )
+        else:
+            # Written in the same transaction as the session's final save (``_session``).
+            escalation = Escalation.new(
+                core.session.id,
+                queue=outcome.queue,
+                hook=point.value,
+                middleware=name,
+                reason=outcome.reason,
+                event=event.model_dump(mode="json"),
+            )
+            core.pending_escalation = escalation
+            escalation_id = escalation.id
         return Halt(
             stop_reason="escalated",
             hook=point.value,
@@ -269,9 +295,9 @@ class AgentPolicy:
         next_fn: Callable[[AgentStreamContext], AsyncIterator[AgentStreamEvent]],
     ) -> AsyncIterator[AgentStreamEvent]:
         try:
-            async with aclosing(next_fn(context)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    yield event
+            # The registry closes the generators of the chain it built.
+            async for event in next_fn(context):
+                yield event
         except (HaltRun, InterruptException, RedoStep):
             raise
         except Exception as error:
@@ -317,7 +343,7 @@ class AgentPolicy:
         result = event.result
         try:
             if self._has(HookPoint.RUN_END):
-                metrics = {"latencyMs": 0 if result is None else result.metrics.latency_ms}
+                metrics: Metrics = {"latencyMs": 0 if result is None else result.metrics.latency_ms}
                 await self._at(
                     HookPoint.RUN_END,
                     RunEndEvent(
@@ -406,36 +432,34 @@ class AgentPolicy:
                     messages=verdict.event.messages, tool_choice=verdict.event.tool_choice
                 )
         if not self._has(HookPoint.STREAM_CHUNK):
-            async with aclosing(next_fn(context)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    yield event
+            async for event in next_fn(context):
+                yield event
             return
         # Chunks a policy changed are assembled again, so the message the model call ends
         # with (and the history gets) is the one the caller saw.
         assembler = ResponseAssembler()
         changed = False
-        async with aclosing(next_fn(context)) as events:  # type: ignore[type-var]
-            async for event in events:
-                if isinstance(event, ModelStreamChunkEvent):
-                    verdict = await self._at(
-                        HookPoint.STREAM_CHUNK,
-                        StreamChunkEvent(run_id=run.run_id, chunk=event.chunk),
-                        step,
-                    )
-                    if verdict.modified:
-                        assert isinstance(verdict.event, StreamChunkEvent)
-                        event = ModelStreamChunkEvent(chunk=verdict.event.chunk)
-                        changed = True
-                    assembler.add(event.chunk)
-                elif isinstance(event, ModelStopReason) and changed:
-                    _, message, _, _ = assembler.finish()
-                    event = ModelStopReason(
-                        stop_reason=event.stop_reason,
-                        message=message,
-                        usage=event.usage,
-                        metrics=event.metrics,
-                    )
-                yield event
+        async for event in next_fn(context):
+            if isinstance(event, ModelStreamChunkEvent):
+                verdict = await self._at(
+                    HookPoint.STREAM_CHUNK,
+                    StreamChunkEvent(run_id=run.run_id, chunk=event.chunk),
+                    step,
+                )
+                if verdict.modified:
+                    assert isinstance(verdict.event, StreamChunkEvent)
+                    event = ModelStreamChunkEvent(chunk=verdict.event.chunk)
+                    changed = True
+                assembler.add(event.chunk)
+            elif changed:  # the stop event, after chunks a policy changed
+                _, message, _, _ = assembler.finish()
+                event = ModelStopReason(
+                    stop_reason=event.stop_reason,
+                    message=message,
+                    usage=event.usage,
+                    metrics=event.metrics,
+                )
+            yield event
 
     async def _model_output(self, result: InvokeModelResult) -> InvokeModelResult:
         stop = result.result
@@ -507,5 +531,5 @@ class AgentPolicy:
         )
 
 
-def _assistant(text: str) -> Any:
+def _assistant(text: str) -> Message:
     return {"role": "assistant", "content": [{"text": text}]}

@@ -59,7 +59,9 @@ class PolicyRun:
     session_id: str | None
     agent_name: str
     decisions: list[Decision]
-    retries: dict[tuple[HookPoint, str], int] = field(default_factory=dict)
+    retries: dict[tuple[HookPoint, str], int] = field(
+        default_factory=dict[tuple[HookPoint, str], int]
+    )
     tool_names: dict[str, str] = field(default_factory=dict[str, str])
 
     def attempt(self, point: HookPoint, step_key: str) -> int:

@@ -12,10 +12,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, TypeAlias, final
+from typing import Any, Final, TypeAlias, cast, final
 
 from pydantic import BaseModel, ValidationError
 
+from stageware._generated.policy_decorator import MiddlewareDeclaration
 from stageware._generated.policy_points import Band, HookPoint
 
 from ._choices import choose
@@ -110,7 +111,7 @@ class MiddlewareDef:
         )
 
 
-def middleware(
+def _declare_middleware(
     *,
     hooks: Iterable[HookPoint | str],
     fail_mode: FailMode | str,
@@ -120,7 +121,7 @@ def middleware(
     config: type[BaseModel] | None = None,
     sample: Mapping[str, Any] | None = None,
 ) -> Callable[[Any], MiddlewareDef]:
-    """Declare a policy middleware; see ``stageware.policy.middleware`` for the typed form.
+    """Declare a policy middleware (the implementation behind ``middleware``).
 
     Raises:
         ValueError: For an unknown hook, fail mode or band, the baseline band, empty
@@ -142,8 +143,9 @@ def middleware(
             "and let the operator's baseline profile assign it"
         )
     limit = parse_timeout(timeout, "timeout")
-    if config is not None and not (inspect.isclass(config) and issubclass(config, BaseModel)):
-        raise TypeError(f"config must be a pydantic model class, got {config!r}")
+    given = cast(object, config)  # untyped callers exist
+    if given is not None and not (isinstance(given, type) and issubclass(given, BaseModel)):
+        raise TypeError(f"config must be a pydantic model class, got {given!r}")
 
     def declare(target: Any) -> MiddlewareDef:
         _check_target(target, config)
@@ -168,6 +170,30 @@ def middleware(
         )
 
     return declare
+
+
+middleware: Final[MiddlewareDeclaration[MiddlewareDef, PolicyEnv, Outcome | None]] = (
+    _declare_middleware
+)
+"""Declare a policy middleware: ``@middleware(hooks=[...], fail_mode=..., ...)``.
+
+Arguments (keyword-only): ``hooks``, the hook points (``HookPoint`` members or their
+values, at least one); ``fail_mode``, ``"open"`` or ``"closed"`` (required); ``band``, the
+band when the spec assigns none (``app`` by default, never ``baseline``); ``timeout``, a
+``timedelta``, seconds, or ``"250ms"``/``"2s"``/``"1.5m"``/``"1h"``; ``name``, by default
+the target's ``__name__``; ``config``, a class middleware's settings model; ``sample``,
+settings the conformance suite builds it with (validated now).
+
+The target is ``async def f(event, env) -> Outcome | None`` or a class whose instances
+are such callables. Typed per hook point: with one hook point the event is that point's
+event class; with several, their union or ``HookEvent``.
+
+Raises:
+    ValueError: For an unknown hook, fail mode or band, the baseline band, empty
+        ``hooks``, a non-positive or unparsable timeout, or a bad name.
+    TypeError: If the target isn't an async function or a class of async callables.
+    SpecError: If ``sample`` does not validate against ``config``.
+"""
 
 
 def check_name(name: object) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Final, cast, final
 
 from stageware._generated.policy_points import BANDS, HOOK_POINTS, Direction, HookPoint
 from stageware._host.models import Model
@@ -91,7 +91,8 @@ class PolicyEngine:
             point = choose(HookPoint, key, "hook point")
             if point not in budgets:
                 raise ValueError(f"{point.value} does not allow Retry, so it has no retry budget")
-            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            given = cast(object, budget)  # a spec file or untyped code may pass anything
+            if isinstance(given, bool) or not isinstance(given, int) or given < 0:
                 raise ValueError(
                     f"the retry budget at {point.value} must be a whole number >= 0, got {budget!r}"
                 )

@@ -5,7 +5,7 @@ conformance suite share.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -33,7 +33,8 @@ def check_modified(point: HookPoint, original: BaseModel, modified: object) -> B
     if isinstance(modified, BaseModel):
         data: Any = modified.model_dump(by_alias=True)
     elif isinstance(modified, Mapping):
-        data = {**original.model_dump(by_alias=True), **modified}
+        changes = cast("Mapping[str, Any]", modified)
+        data = {**original.model_dump(by_alias=True), **changes}
     else:
         raise ModificationError(
             f"modified must be a {model.__name__} or a mapping of its fields, "

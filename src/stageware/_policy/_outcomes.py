@@ -84,6 +84,10 @@ class Escalate(_Outcome):
     reason: str
     queue: str = "default"
 
+    def __post_init__(self) -> None:
+        if not self.queue or not isinstance(self.queue, str):
+            raise ValueError(f"Escalate needs a queue name, got {self.queue!r}")
+
 
 @final
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""How the store tests reach a database, and the snapshots they save.
+"""How the store tests reach a database, the snapshots they save, and store doubles.
 
 A ``StoreSpec`` names one database (a memory store, an SQLite file, a Postgres schema);
 ``open_store(spec)`` makes a store on it. Two stores opened from one spec are what two
@@ -21,10 +21,13 @@ from typing import Final, Literal
 
 from stageware._host.sessions import (
     SNAPSHOT_VERSION,
+    Escalation,
+    EscalationStatus,
     MemorySessionStore,
     SessionSnapshot,
     SessionStore,
     SQLiteSessionStore,
+    StoredSession,
 )
 
 POSTGRES_URL_VARIABLE: Final = "STAGEWARE_TEST_POSTGRES_URL"
@@ -150,3 +153,88 @@ def run_threads(count: int, work: Callable[[int], None]) -> None:
         thread.join()
     if errors:
         raise errors[0]
+
+
+class DelegatingStore:
+    """A store that passes every call to *inner*; the test doubles below change one."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+
+    def load(self, session_id: str) -> StoredSession | None:
+        return self.inner.load(session_id)
+
+    def save(
+        self,
+        session_id: str,
+        snapshot: SessionSnapshot,
+        *,
+        expected_version: int,
+        owner: str,
+        lease_seconds: float | None,
+        escalation: Escalation | None = None,
+    ) -> int:
+        return self.inner.save(
+            session_id,
+            snapshot,
+            expected_version=expected_version,
+            owner=owner,
+            lease_seconds=lease_seconds,
+            escalation=escalation,
+        )
+
+    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
+        self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
+
+    def delete(self, session_id: str) -> None:
+        self.inner.delete(session_id)
+
+    def session_ids(self) -> list[str]:
+        return self.inner.session_ids()
+
+    def open_escalation(self, session_id: str) -> Escalation | None:
+        return self.inner.open_escalation(session_id)
+
+    def escalations(
+        self, queue: str | None = None, *, status: EscalationStatus | None = None
+    ) -> list[Escalation]:
+        return self.inner.escalations(queue, status=status)
+
+    def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
+        return self.inner.claim_escalation(escalation_id, by=by)
+
+    def resolve_escalation(
+        self,
+        escalation_id: str,
+        *,
+        by: str,
+        resolution: str,
+        comment: str | None = None,
+        take_over: bool = False,
+    ) -> Escalation:
+        return self.inner.resolve_escalation(
+            escalation_id, by=by, resolution=resolution, comment=comment, take_over=take_over
+        )
+
+
+class TakeoverStore(DelegatingStore):
+    """A store in which, at the first renewal, another worker has taken the session over.
+
+    As if this worker's lease had lapsed (a long pause, say) and another worker had saved
+    the session: the renewal and every later save of this worker are refused.
+    """
+
+    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
+        stored = self.inner.load(session_id)
+        assert stored is not None
+        if stored.version == version:
+            # The takeover's save; it reuses the owner name only because the inner store
+            # would otherwise (rightly) refuse it while the lease is live.
+            self.inner.save(
+                session_id,
+                stored.snapshot,
+                expected_version=version,
+                owner=owner,
+                lease_seconds=None,
+            )
+        self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)

@@ -21,6 +21,7 @@ import pytest
 
 from stageware import (
     Agent,
+    Escalation,
     MemorySessionStore,
     ScriptedModel,
     SessionConflictError,
@@ -29,11 +30,12 @@ from stageware import (
     SessionSnapshot,
     SessionStore,
     SQLiteSessionStore,
-    StoredSession,
     ToolContext,
     tool,
 )
 from tests.host.agent_helpers import answer, calls, stored_snapshot
+
+from .stores import DelegatingStore, TakeoverStore
 
 SESSION = "shared"
 
@@ -199,62 +201,6 @@ async def test_a_running_invocation_holds_the_session(store: SessionStore) -> No
 
 
 # --- A lost lease stops the run ---------------------------------------------------------
-
-
-class DelegatingStore:
-    """A store that passes every call to *inner*; the test doubles below change one."""
-
-    def __init__(self, inner: SessionStore) -> None:
-        self.inner = inner
-
-    def load(self, session_id: str) -> StoredSession | None:
-        return self.inner.load(session_id)
-
-    def save(
-        self,
-        session_id: str,
-        snapshot: SessionSnapshot,
-        *,
-        expected_version: int,
-        owner: str,
-        lease_seconds: float | None,
-    ) -> int:
-        return self.inner.save(
-            session_id,
-            snapshot,
-            expected_version=expected_version,
-            owner=owner,
-            lease_seconds=lease_seconds,
-        )
-
-    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
-        self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
-
-    def delete(self, session_id: str) -> None:
-        self.inner.delete(session_id)
-
-
-class TakeoverStore(DelegatingStore):
-    """A store in which, at the first renewal, another worker has taken the session over.
-
-    As if this worker's lease had lapsed (a long pause, say) and another worker had saved
-    the session: the renewal and every later save of this worker are refused.
-    """
-
-    def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
-        stored = self.inner.load(session_id)
-        assert stored is not None
-        if stored.version == version:
-            # The takeover's save; it reuses the owner name only because the inner store
-            # would otherwise (rightly) refuse it while the lease is live.
-            self.inner.save(
-                session_id,
-                stored.snapshot,
-                expected_version=version,
-                owner=owner,
-                lease_seconds=None,
-            )
-        self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
 
 
 def test_a_lost_lease_cancels_the_run_and_its_save_is_refused() -> None:
@@ -424,6 +370,7 @@ class SlowClaimStore(DelegatingStore):
         expected_version: int,
         owner: str,
         lease_seconds: float | None,
+        escalation: Escalation | None = None,
     ) -> int:
         version = super().save(
             session_id,
@@ -431,6 +378,7 @@ class SlowClaimStore(DelegatingStore):
             expected_version=expected_version,
             owner=owner,
             lease_seconds=lease_seconds,
+            escalation=escalation,
         )
         if lease_seconds is not None:
             time.sleep(0.4)

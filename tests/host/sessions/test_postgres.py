@@ -6,6 +6,7 @@ others run everywhere.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import traceback
@@ -22,7 +23,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from stageware._host.sessions import SessionError, SessionStore, StoredSession
+from stageware._host.sessions import Escalation, SessionError, SessionStore, StoredSession
 from stageware.postgres import PostgresSessionStore
 
 from .stores import StoreSpec, make_snapshot, run_threads
@@ -46,6 +47,16 @@ def in_schema(spec: StoreSpec, text: LiteralString) -> sql.Composed:
 
 def formats(spec: StoreSpec) -> list[tuple[Any, ...]]:
     return execute(spec, in_schema(spec, "SELECT format FROM {schema}.store_format"))
+
+
+def index_names(spec: StoreSpec, table: str) -> list[str]:
+    rows = execute(
+        spec,
+        sql.SQL("SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = %s"),
+        spec.schema,
+        table,
+    )
+    return sorted(name for (name,) in rows)
 
 
 def table_names(spec: StoreSpec) -> list[str]:
@@ -72,7 +83,23 @@ def every_call(store: SessionStore) -> list[Callable[[], object]]:
         lambda: save(store, "s1", 1, 2),
         lambda: store.renew("s1", version=1, owner="w", lease_seconds=1),
         lambda: store.delete("s1"),
+        store.session_ids,
+        lambda: store.open_escalation("s1"),
+        lambda: store.escalations("refunds", status="open"),
+        lambda: store.claim_escalation("e1", by="ana"),
+        lambda: store.resolve_escalation("e1", by="ana", resolution="done"),
     ]
+
+
+def escalation(session_id: str = "s1") -> Escalation:
+    return Escalation.new(
+        session_id,
+        queue="refunds",
+        hook="tool.before",
+        middleware="limit",
+        reason="too much",
+        event={"amount": 900},
+    )
 
 
 @pytest.fixture
@@ -99,8 +126,14 @@ def test_creates_its_schema_tables_and_format_on_first_use(
 
     save(store, "s1", 0)
 
-    assert table_names(postgres_spec) == ["sessions", "store_format"]
-    assert formats(postgres_spec) == [(1,)]
+    assert table_names(postgres_spec) == ["escalations", "sessions", "store_format"]
+    assert formats(postgres_spec) == [(2,)]
+    assert index_names(postgres_spec, "escalations") == [
+        "escalations_by_queue",
+        "escalations_by_session",
+        "escalations_pkey",
+        "escalations_unresolved",
+    ]
     [(version, document, owner)] = execute(
         postgres_spec,
         in_schema(postgres_spec, "SELECT version, document, lease_owner FROM {schema}.sessions"),
@@ -155,7 +188,7 @@ def test_stores_that_start_together_create_the_schema_once(
 
     for index, store in enumerate(stores):
         assert store.load(f"s{index}") == StoredSession(make_snapshot(index), 1, None)
-    assert formats(postgres_spec) == [(1,)]
+    assert formats(postgres_spec) == [(2,)]
 
 
 def test_a_role_that_may_not_create_schemas_uses_tables_set_up_for_it(
@@ -195,17 +228,17 @@ def test_refuses_a_newer_store_format(
     postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
 ) -> None:
     save(open_postgres(postgres_spec), "s1", 0)
-    set_format(postgres_spec, "2")
+    set_format(postgres_spec, "3")
 
     store = open_postgres(postgres_spec)
     for call in every_call(store):
         with pytest.raises(
-            SessionError, match=r"store format 2, written by a newer stageware.*Upgrade"
+            SessionError, match=r"store format 3, written by a newer stageware.*Upgrade"
         ) as caught:
             call()
         assert f"(schema {postgres_spec.schema})" in str(caught.value)
 
-    set_format(postgres_spec, "1")
+    set_format(postgres_spec, "2")
     assert open_postgres(postgres_spec).load("s1") == StoredSession(make_snapshot(), 1, None)
 
 
@@ -214,16 +247,86 @@ def test_an_open_store_notices_a_newer_format_and_writes_nothing(
 ) -> None:
     store = open_postgres(postgres_spec)
     save(store, "s1", 0)
-    set_format(postgres_spec, "2")
+    recorded = escalation("s1")
+    store.save(
+        "s2",
+        make_snapshot(),
+        expected_version=0,
+        owner="w",
+        lease_seconds=None,
+        escalation=escalation("s2"),
+    )
+    set_format(postgres_spec, "3")
 
-    calls: list[Callable[[], object]] = [*every_call(store), lambda: save(store, "s3", 0)]
+    calls: list[Callable[[], object]] = [
+        *every_call(store),
+        lambda: save(store, "s3", 0),
+        lambda: store.save(
+            "s1",
+            make_snapshot(1),
+            expected_version=1,
+            owner="w",
+            lease_seconds=None,
+            escalation=recorded,
+        ),
+    ]
     for call in calls:
-        with pytest.raises(SessionError, match="store format 2"):
+        with pytest.raises(SessionError, match="store format 3"):
             call()
 
-    set_format(postgres_spec, "1")
+    set_format(postgres_spec, "2")
     assert store.load("s1") == StoredSession(make_snapshot(), 1, None)
     assert store.load("s3") is None
+    assert [e.session_id for e in store.escalations()] == ["s2"]
+
+
+# The layout of format 1, as the stageware before escalations created it.
+FORMAT_1: tuple[LiteralString, ...] = (
+    "CREATE SCHEMA {schema}",
+    "CREATE TABLE {schema}.sessions (session_id text PRIMARY KEY, "
+    "version bigint NOT NULL CHECK (version > 0), document text NOT NULL, lease_owner text, "
+    "lease_expires_at timestamptz, updated_at timestamptz NOT NULL)",
+    "CREATE TABLE {schema}.store_format (format integer NOT NULL, "
+    "one_row boolean PRIMARY KEY DEFAULT true CHECK (one_row))",
+    "INSERT INTO {schema}.store_format (format) VALUES (1)",
+)
+
+
+def test_a_format_1_schema_gets_its_escalations_table(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    for statement in FORMAT_1:
+        execute(postgres_spec, in_schema(postgres_spec, statement))
+    execute(
+        postgres_spec,
+        in_schema(
+            postgres_spec,
+            "INSERT INTO {schema}.sessions VALUES ('old', 3, %s, NULL, NULL, now())",
+        ),
+        json.dumps(make_snapshot(5)),
+    )
+
+    stores = [open_postgres(postgres_spec) for _ in range(4)]
+
+    def open_(index: int) -> None:
+        stores[index].session_ids()
+
+    run_threads(len(stores), open_)
+
+    assert formats(postgres_spec) == [(2,)]
+    assert table_names(postgres_spec) == ["escalations", "sessions", "store_format"]
+    store = stores[0]
+    assert store.load("old") == StoredSession(make_snapshot(5), 3, None)
+    recorded = escalation("old")
+    store.save(
+        "old",
+        make_snapshot(6),
+        expected_version=3,
+        owner="w",
+        lease_seconds=None,
+        escalation=recorded,
+    )
+    assert open_postgres(postgres_spec).open_escalation("old") == recorded
 
 
 def test_an_empty_format_table_is_refused(
@@ -296,7 +399,7 @@ def test_a_closed_store_refuses_calls(
 
     store.close()  # closing twice is fine
     for call in every_call(store):
-        with pytest.raises(SessionError, match=r"session 's1': the store for .* is closed"):
+        with pytest.raises(SessionError, match=r": the store for .* is closed"):
             call()
     assert open_postgres(postgres_spec).load("s1") == StoredSession(make_snapshot(), 1, None)
 

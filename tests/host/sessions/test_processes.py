@@ -19,6 +19,7 @@ from typing import IO, Any
 import pytest
 
 from stageware._host.sessions import (
+    Escalation,
     SessionLeasedError,
     SessionStore,
     StoredSession,
@@ -196,3 +197,40 @@ def test_a_killed_holder_blocks_others_until_its_lease_expires(
     assert loaded.version == 3
     assert loaded.lease is not None
     assert loaded.lease.owner == "rescuer"
+
+
+def test_of_two_processes_claiming_one_escalation_exactly_one_wins(
+    shared_spec: StoreSpec, store: SessionStore, workers: Callable[..., Worker]
+) -> None:
+    ids: list[str] = []
+    for index in range(10):
+        escalation = Escalation.new(
+            f"escalated-{index}",
+            queue="refunds",
+            hook="tool.before",
+            middleware="limit",
+            reason="over the limit",
+            event={"index": index},
+        )
+        store.save(
+            escalation.session_id,
+            counter_snapshot(0),
+            expected_version=0,
+            owner="test",
+            lease_seconds=None,
+            escalation=escalation,
+        )
+        ids.append(escalation.id)
+    started = [
+        workers(shared_spec, "claim-escalations", ",".join(ids), f"human-{i}") for i in (0, 1)
+    ]
+
+    go_all(started)
+    results = [worker.result()["results"] for worker in started]
+
+    for index, escalation_id in enumerate(ids):
+        outcomes = [result[index] for result in results]
+        assert sorted(outcomes) == ["refused", "won"], escalation_id
+        found = store.open_escalation(f"escalated-{index}")
+        assert found is not None
+        assert (found.status, found.claimed_by) == ("claimed", f"human-{outcomes.index('won')}")

@@ -13,6 +13,8 @@ waits for a line on its standard input so that all workers start at once, then r
   save at VERSION that takes a 30 s lease. Prints ``won`` or ``conflict`` for each.
 * ``hold SESSION VERSION OWNER LEASE``: claim the session with a LEASE-second lease, print
   the lease, then sleep until killed.
+* ``claim-escalations IDS OWNER``: claim each escalation (comma-separated ids) as OWNER.
+  Prints ``won`` or ``refused`` for each.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import json
 import sys
 import time
 
-from stageware._host.sessions import SessionConflictError, SessionStore
+from stageware._host.sessions import EscalationError, SessionConflictError, SessionStore
 
 from .stores import StoreSpec, close_store, counter_snapshot, open_store
 
@@ -78,6 +80,17 @@ def hold(store: SessionStore, session_id: str, version: int, owner: str, lease: 
         time.sleep(60)
 
 
+def claim_escalations(store: SessionStore, ids: str, owner: str) -> dict[str, object]:
+    results: list[str] = []
+    for escalation_id in ids.split(","):
+        try:
+            store.claim_escalation(escalation_id, by=owner)
+            results.append("won")
+        except EscalationError:
+            results.append("refused")
+    return {"results": results}
+
+
 def main(argv: list[str]) -> None:
     spec_json, command, *args = argv
     store = open_store(StoreSpec.from_json(spec_json))
@@ -88,6 +101,8 @@ def main(argv: list[str]) -> None:
             result = increment(store, args[0], int(args[1]), args[2])
         elif command == "claim":
             result = claim(store, args[0], int(args[1]), args[2])
+        elif command == "claim-escalations":
+            result = claim_escalations(store, args[0], args[1])
         elif command == "hold":
             hold(store, args[0], int(args[1]), args[2], float(args[3]))
             return

@@ -3,6 +3,9 @@
 - ``_store``: ``SessionSnapshot``, ``StoredSession`` and ``Lease``, the ``SessionStore``
   protocol, its errors and the rule every conditional write follows (``check_write``).
 - ``_encoding``: snapshots as JSON documents, checked both ways; shared by the stores.
+- ``_escalations``: ``Escalation`` (a run handed to a human queue), its errors and the
+  rule of a claim and a resolution; ``_escalation_rows``: escalations as table rows,
+  shared by the stores.
 - ``_memory``: ``MemorySessionStore``.
 - ``_sqlite``: ``SQLiteSessionStore``.
 - ``_postgres``: ``PostgresSessionStore`` (public as ``stageware.postgres``; it needs the
@@ -10,6 +13,12 @@
   statements) and ``_postgres_conninfo`` (naming its database without the password).
 """
 
+from ._escalations import (
+    Escalation,
+    EscalationError,
+    EscalationStatus,
+    SessionEscalatedError,
+)
 from ._memory import MemorySessionStore
 from ._sqlite import SQLiteSessionStore
 from ._store import (
@@ -25,11 +34,15 @@ from ._store import (
 
 __all__ = [
     "SNAPSHOT_VERSION",
+    "Escalation",
+    "EscalationError",
+    "EscalationStatus",
     "Lease",
     "MemorySessionStore",
     "SQLiteSessionStore",
     "SessionConflictError",
     "SessionError",
+    "SessionEscalatedError",
     "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",

@@ -8,6 +8,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Final, final
 
 from ._encoding import decode_snapshot, encode_snapshot
+from ._escalation_rows import EscalationRow, from_row, to_row
+from ._escalations import (
+    Escalation,
+    EscalationStatus,
+    already_escalated,
+    check_claim,
+    check_listing,
+    check_new,
+    check_resolution,
+    claim,
+    duplicate,
+    resolve,
+    unknown,
+)
 from ._store import (
     Lease,
     SessionSnapshot,
@@ -38,13 +52,15 @@ class MemorySessionStore:
     the way in and out (later changes by the caller never reach the store, nor the other
     way round) and the same values are refused as by the database stores. Versions and
     leases follow the same rule too: swapping one store for another does not change what
-    an agent may save, or when.
+    an agent may save, or when. Escalations are kept as the rows a database store writes,
+    in the order they were recorded.
     """
 
-    __slots__ = ("_lock", "_records")
+    __slots__ = ("_escalations", "_lock", "_records")
 
     def __init__(self) -> None:
         self._records: dict[str, _Record] = {}
+        self._escalations: dict[str, EscalationRow] = {}
         # Each save reads, checks and writes; the lock makes that one step.
         self._lock = threading.Lock()
 
@@ -66,13 +82,29 @@ class MemorySessionStore:
         expected_version: int,
         owner: str,
         lease_seconds: float | None,
+        escalation: Escalation | None = None,
     ) -> int:
-        """Store a copy of *snapshot* if the session is still at *expected_version*."""
+        """Store a copy of *snapshot* if the session is still at *expected_version*.
+
+        With *escalation*, record it too, in the same step.
+        """
         check_session_id(session_id, _WHERE)
         document = encode_snapshot(snapshot, session_id, _WHERE)
+        what = f"save session {session_id!r} in {_WHERE}"
+        row: EscalationRow | None = None
+        if escalation is not None:
+            check_new(escalation, session_id, what)
+            row = to_row(escalation, what)
         with self._lock:
             now = datetime.now(UTC)
             self._check(session_id, expected_version, owner, now)
+            if row is not None:
+                pending = self._pending(session_id)
+                if pending is not None:
+                    raise already_escalated(pending, what)
+                if row[0] in self._escalations:
+                    raise duplicate(row[0], what)
+                self._escalations[row[0]] = row
             lease = _lease(owner, lease_seconds, now)
             self._records[session_id] = _Record(document, expected_version + 1, lease)
         return expected_version + 1
@@ -90,10 +122,90 @@ class MemorySessionStore:
             )
 
     def delete(self, session_id: str) -> None:
-        """Forget *session_id*, if it was saved."""
+        """Forget *session_id* and its escalations, if it was saved."""
         check_session_id(session_id, _WHERE)
         with self._lock:
             self._records.pop(session_id, None)
+            self._escalations = {
+                key: row
+                for key, row in self._escalations.items()
+                if from_row(row, _WHERE).session_id != session_id
+            }
+
+    def session_ids(self) -> list[str]:
+        """The ids of every stored session, sorted."""
+        with self._lock:
+            return sorted(self._records)
+
+    def open_escalation(self, session_id: str) -> Escalation | None:
+        """The session's unresolved escalation, or ``None``."""
+        check_session_id(session_id, _WHERE)
+        with self._lock:
+            return self._pending(session_id)
+
+    def escalations(
+        self, queue: str | None = None, *, status: EscalationStatus | None = None
+    ) -> list[Escalation]:
+        """The escalations in *queue* with *status*, oldest first."""
+        check_listing(queue, status)
+        with self._lock:
+            rows = list(self._escalations.values())
+        found = [from_row(row, _WHERE) for row in rows]
+        return sorted(
+            (e for e in found if queue in (None, e.queue) and status in (None, e.status)),
+            key=lambda e: (e.created_at, e.id),
+        )
+
+    def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
+        """Mark an open escalation as taken by *by*."""
+        check_claim(escalation_id, by)
+        with self._lock:
+            current = self._escalation(escalation_id, "claim")
+            claimed = claim(current, by=by, now=datetime.now(UTC), where=_WHERE)
+            self._escalations[escalation_id] = to_row(
+                claimed, f"claim escalation {escalation_id!r}"
+            )
+        return claimed
+
+    def resolve_escalation(
+        self,
+        escalation_id: str,
+        *,
+        by: str,
+        resolution: str,
+        comment: str | None = None,
+        take_over: bool = False,
+    ) -> Escalation:
+        """Resolve an open or claimed escalation."""
+        check_resolution(escalation_id, by, resolution, comment)
+        with self._lock:
+            current = self._escalation(escalation_id, "resolve")
+            resolved = resolve(
+                current,
+                by=by,
+                resolution=resolution,
+                comment=comment,
+                take_over=take_over,
+                now=datetime.now(UTC),
+                where=_WHERE,
+            )
+            self._escalations[escalation_id] = to_row(
+                resolved, f"resolve escalation {escalation_id!r}"
+            )
+        return resolved
+
+    def _escalation(self, escalation_id: str, verb: str) -> Escalation:
+        row = self._escalations.get(escalation_id)
+        if row is None:
+            raise unknown(escalation_id, verb, _WHERE)
+        return from_row(row, _WHERE)
+
+    def _pending(self, session_id: str) -> Escalation | None:
+        for row in self._escalations.values():
+            escalation = from_row(row, _WHERE)
+            if escalation.session_id == session_id and escalation.unresolved:
+                return escalation
+        return None
 
     def _check(self, session_id: str, version: int, owner: str, now: datetime) -> _Record | None:
         record = self._records.get(session_id)

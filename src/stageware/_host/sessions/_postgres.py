@@ -26,6 +26,19 @@ from psycopg.rows import TupleRow, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ._encoding import decode_snapshot, encode_snapshot
+from ._escalation_rows import COLUMNS, from_row, to_row
+from ._escalations import (
+    Escalation,
+    EscalationStatus,
+    already_escalated,
+    check_claim,
+    check_listing,
+    check_new,
+    check_resolution,
+    claim,
+    resolve,
+    unknown,
+)
 from ._postgres_conninfo import Location, locate
 from ._postgres_tables import FORMAT, Statements, create_tables, statements
 from ._store import (
@@ -49,6 +62,8 @@ _DEFAULT_TIMEOUT: Final = 10.0
 # Postgres truncates longer identifiers, so two long names could meet in one schema.
 _MAX_IDENTIFIER_BYTES: Final = 63
 
+# pending, escalation: format, then an escalation's columns.
+_ESCALATION_WIDTH: Final = 1 + len(COLUMNS)
 # load: format, version, document, lease owner, lease expiry.
 _LoadRow = tuple[object, int | None, str | None, str | None, datetime | None]
 # inspect: format, version, lease owner, lease expiry, the server's clock.
@@ -141,12 +156,13 @@ class PostgresSessionStore:
 
     def load(self, session_id: str) -> StoredSession | None:
         """Return the session saved as *session_id*, or ``None`` if there is none."""
+        what = f"load session {session_id!r}"
 
         def read(cursor: Cursor[TupleRow]) -> _LoadRow:
-            return cast(_LoadRow, self._one(cursor, self._sql.load, {"session_id": session_id}))
+            return cast(_LoadRow, self._one(cursor, self._sql.load, {"session_id": session_id}, 5))
 
-        found, version, document, owner, expires = self._run(session_id, "load", read)
-        self._check_format(found, session_id, "load")
+        found, version, document, owner, expires = self._run_session(session_id, what, read)
+        self._check_format(found, what)
         if version is None:
             return None
         snapshot = decode_snapshot(document, session_id, self._where)
@@ -160,12 +176,16 @@ class PostgresSessionStore:
         expected_version: int,
         owner: str,
         lease_seconds: float | None,
+        escalation: Escalation | None = None,
     ) -> int:
-        """Store *snapshot* if the session is still at *expected_version*, in one statement."""
+        """Store *snapshot* if the session is still at *expected_version*, in one statement.
+
+        With *escalation*, the same statement inserts it.
+        """
         check_session_id(session_id, self._where)
         # Encode before touching the database: a value that is not JSON data fails here.
         document = encode_snapshot(snapshot, session_id, self._where)
-        params = {
+        params: dict[str, object] = {
             "session_id": session_id,
             "version": expected_version,
             "document": document,
@@ -173,8 +193,26 @@ class PostgresSessionStore:
             "lease_owner": None if lease_seconds is None else owner,
             "lease_seconds": lease_seconds,
         }
-        statement = self._sql.create if expected_version == 0 else self._sql.update
-        self._write(session_id, "save", statement, params, expected_version, owner)
+        what = f"save session {session_id!r}"
+        explain: Callable[[Cursor[TupleRow]], None] | None = None
+        if escalation is None:
+            statement = self._sql.create if expected_version == 0 else self._sql.update
+        else:
+            described = f"{what} in {self._where}"
+            check_new(escalation, session_id, described)
+            params.update(zip(COLUMNS, to_row(escalation, described), strict=True))
+            statement = (
+                self._sql.create_escalated if expected_version == 0 else self._sql.update_escalated
+            )
+
+            def refuse_a_second(cursor: Cursor[TupleRow]) -> None:
+                pending = self._pending(cursor, session_id, what)
+                if pending is not None:
+                    raise already_escalated(pending, described)
+
+            explain = refuse_a_second
+
+        self._write(session_id, what, statement, params, expected_version, owner, explain)
         return expected_version + 1
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
@@ -188,16 +226,111 @@ class PostgresSessionStore:
             "lease_owner": owner,
             "lease_seconds": lease_seconds,
         }
-        self._write(session_id, "renew the lease of", self._sql.renew, params, version, owner)
+        what = f"renew the lease of session {session_id!r}"
+        self._write(session_id, what, self._sql.renew, params, version, owner)
 
     def delete(self, session_id: str) -> None:
-        """Forget *session_id*; deleting a session that does not exist is not an error."""
+        """Forget *session_id* and its escalations; a session that does not exist is fine."""
+        what = f"delete session {session_id!r}"
 
         def remove(cursor: Cursor[TupleRow]) -> object:
-            return self._one(cursor, self._sql.delete, {"session_id": session_id})[0]
+            return self._one(cursor, self._sql.delete, {"session_id": session_id}, 1)[0]
 
-        found = self._run(session_id, "delete", remove)
-        self._check_format(found, session_id, "delete")
+        found = self._run_session(session_id, what, remove)
+        self._check_format(found, what)
+
+    def session_ids(self) -> list[str]:
+        """The ids of every stored session, sorted (by code point, whatever the collation)."""
+        what = "list the sessions"
+
+        def read(cursor: Cursor[TupleRow]) -> list[TupleRow]:
+            return cursor.execute(self._sql.session_ids).fetchall()
+
+        rows = self._run(what, read)
+        self._check_format(rows[0][0] if rows else None, what)
+        return [row[1] for row in rows if row[1] is not None]
+
+    def open_escalation(self, session_id: str) -> Escalation | None:
+        """The session's unresolved escalation, or ``None``."""
+        what = f"look up the escalation of session {session_id!r}"
+        return self._run_session(
+            session_id, what, lambda cursor: self._pending(cursor, session_id, what)
+        )
+
+    def escalations(
+        self, queue: str | None = None, *, status: EscalationStatus | None = None
+    ) -> list[Escalation]:
+        """The escalations in *queue* with *status*, oldest first."""
+        check_listing(queue, status)
+        what = "list escalations"
+
+        def read(cursor: Cursor[TupleRow]) -> list[TupleRow]:
+            params = {"queue": queue, "status": status}
+            return cursor.execute(self._sql.escalations, params).fetchall()
+
+        rows = self._run(what, read)
+        self._check_format(rows[0][0] if rows else None, what)
+        return [from_row(row[1:], self._where) for row in rows if row[1] is not None]
+
+    def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
+        """Mark an open escalation as taken by *by*, in one statement."""
+        check_claim(escalation_id, by)
+        what = f"claim escalation {escalation_id!r}"
+        params = {"escalation_id": escalation_id, "by": by}
+
+        def attempt(cursor: Cursor[TupleRow]) -> Escalation:
+            while True:
+                row = cursor.execute(self._sql.claim, params).fetchone()
+                if row is not None:
+                    return from_row(row, self._where)
+                # Refused: read the row, and let the rule say why (or, for one's own
+                # claim, hand it back unchanged).
+                current = self._escalation(cursor, escalation_id, "claim", what)
+                claimed = claim(current, by=by, now=datetime.now(UTC), where=self._where)
+                if claimed is current:
+                    return current
+
+        return self._run(what, attempt)
+
+    def resolve_escalation(
+        self,
+        escalation_id: str,
+        *,
+        by: str,
+        resolution: str,
+        comment: str | None = None,
+        take_over: bool = False,
+    ) -> Escalation:
+        """Resolve an open or claimed escalation, in one statement."""
+        check_resolution(escalation_id, by, resolution, comment)
+        what = f"resolve escalation {escalation_id!r}"
+        params = {
+            "escalation_id": escalation_id,
+            "by": by,
+            "resolution": resolution,
+            "comment": comment,
+            "take_over": take_over,
+        }
+
+        def attempt(cursor: Cursor[TupleRow]) -> Escalation:
+            while True:
+                row = cursor.execute(self._sql.resolve, params).fetchone()
+                if row is not None:
+                    return from_row(row, self._where)
+                # Refused: the rule raises the reason. A record it would resolve changed
+                # between the two statements in a way that now allows it: try again.
+                current = self._escalation(cursor, escalation_id, "resolve", what)
+                resolve(
+                    current,
+                    by=by,
+                    resolution=resolution,
+                    comment=comment,
+                    take_over=take_over,
+                    now=datetime.now(UTC),
+                    where=self._where,
+                )
+
+        return self._run(what, attempt)
 
     def close(self) -> None:
         """Close the store, and its pool if the store made it; later calls fail."""
@@ -225,21 +358,26 @@ class PostgresSessionStore:
     def _write(
         self,
         session_id: str,
-        verb: str,
+        what: str,
         statement: sql.Composed,
         params: Mapping[str, object],
         version: int,
         owner: str,
+        explain: Callable[[Cursor[TupleRow]], None] | None = None,
     ) -> None:
-        """Run a conditional write; explain a refusal with ``check_write``'s errors."""
+        """Run a conditional write; explain a refusal with ``check_write``'s errors.
+
+        *explain*, if given, raises the reason for a refusal that the version and the
+        lease do not account for (an unresolved escalation, for a save that records one).
+        """
 
         def attempt(cursor: Cursor[TupleRow]) -> None:
             # Each pass that neither writes nor raises saw the session change in between
             # (a lease expired, a deleted row), in a way that now allows the write.
             while cursor.execute(statement, params).fetchone() is None:
-                row = cast(_InspectRow, self._one(cursor, self._sql.inspect, params))
+                row = cast(_InspectRow, self._one(cursor, self._sql.inspect, params, 5))
                 found, found_version, lease_owner, expires, now = row
-                self._check_format(found, session_id, verb)
+                self._check_format(found, what)
                 check_write(
                     session_id,
                     self._where,
@@ -249,22 +387,52 @@ class PostgresSessionStore:
                     found_lease=_lease(lease_owner, expires),
                     now=now.astimezone(UTC),
                 )
+                if explain is not None:
+                    explain(cursor)
 
-        self._run(session_id, verb, attempt)
+        self._run_session(session_id, what, attempt)
+
+    def _pending(self, cursor: Cursor[TupleRow], session_id: str, what: str) -> Escalation | None:
+        row = self._one(cursor, self._sql.pending, {"session_id": session_id}, _ESCALATION_WIDTH)
+        self._check_format(row[0], what)
+        return None if row[1] is None else from_row(row[1:], self._where)
+
+    def _escalation(
+        self, cursor: Cursor[TupleRow], escalation_id: str, verb: str, what: str
+    ) -> Escalation:
+        params = {"escalation_id": escalation_id}
+        row = self._one(cursor, self._sql.escalation, params, _ESCALATION_WIDTH)
+        self._check_format(row[0], what)
+        if row[1] is None:
+            raise unknown(escalation_id, verb, self._where)
+        return from_row(row[1:], self._where)
 
     @staticmethod
     def _one(
-        cursor: Cursor[TupleRow], statement: sql.Composed, params: Mapping[str, object]
+        cursor: Cursor[TupleRow],
+        statement: sql.Composed,
+        params: Mapping[str, object],
+        width: int,
     ) -> TupleRow:
+        """The statement's one row, or *width* ``NULL`` columns if it returned none."""
         row = cursor.execute(statement, params).fetchone()
         # No row means store_format is empty: the format check that follows refuses that.
-        return (None,) * 5 if row is None else row
+        return (None,) * width if row is None else row
 
-    def _run(self, session_id: str, verb: str, action: Callable[[Cursor[TupleRow]], _T]) -> _T:
-        """Run *action* on a pooled connection; psycopg errors become ``SessionError``."""
+    def _run_session(
+        self, session_id: str, what: str, action: Callable[[Cursor[TupleRow]], _T]
+    ) -> _T:
+        """``_run`` for a call on one session, whose id is checked first."""
         check_session_id(session_id, self._where)
+        return self._run(what, action)
+
+    def _run(self, what: str, action: Callable[[Cursor[TupleRow]], _T]) -> _T:
+        """Run *action* on a pooled connection; psycopg errors become ``SessionError``.
+
+        *what* says what the call does, for messages (``"load session 's1'"``).
+        """
         try:
-            self._ensure_tables(session_id, verb)
+            self._ensure_tables(what)
             # A pool's connection block commits at its end, for a pool whose connections
             # are not in autocommit mode; each cursor reads rows as tuples, whatever row
             # factory a caller's pool set.
@@ -274,19 +442,17 @@ class PostgresSessionStore:
             ):
                 return action(cursor)
         except PoolTimeout as exc:
-            raise self._failure(session_id, verb, self._timeout_problem()) from exc
+            raise self._failure(what, self._timeout_problem()) from exc
         except psycopg.Error as exc:
-            raise self._failure(session_id, verb, str(exc)) from exc
+            raise self._failure(what, str(exc)) from exc
 
     # --- The schema ---------------------------------------------------------------------
 
-    def _ensure_tables(self, session_id: str, verb: str) -> None:
-        """Open the pool and create (or check) the store's tables on first use."""
+    def _ensure_tables(self, what: str) -> None:
+        """Open the pool and create (or check, or migrate) the store's tables on first use."""
         with self._lock:
             if self._closed:
-                raise SessionError(
-                    f"cannot {verb} session {session_id!r}: the store for {self._where} is closed"
-                )
+                raise SessionError(f"cannot {what}: the store for {self._where} is closed")
             if self._ready:
                 return
             if self._owns_pool:
@@ -299,14 +465,14 @@ class PostgresSessionStore:
                 setup = create_tables(cursor, self._schema)
             if setup.foreign:
                 raise SessionError(
-                    f"cannot {verb} session {session_id!r}: schema {self._schema!r} of "
+                    f"cannot {what}: schema {self._schema!r} of "
                     f"{self._location.description} has a table named sessions that this "
                     "stageware did not write (no store_format table); use another schema"
                 )
-            self._check_format(setup.format, session_id, verb)
+            self._check_format(setup.format, what)
             self._ready = True
 
-    def _check_format(self, found: object, session_id: str, verb: str) -> None:
+    def _check_format(self, found: object, what: str) -> None:
         if found == FORMAT:
             return
         if isinstance(found, int) and found > FORMAT:
@@ -319,7 +485,7 @@ class PostgresSessionStore:
                 f"has a store_format table that holds {found!r}, which is not a store "
                 f"format (this stageware reads format {FORMAT})"
             )
-        raise SessionError(f"cannot {verb} session {session_id!r}: {self._where} {detail}")
+        raise SessionError(f"cannot {what}: {self._where} {detail}")
 
     def _timeout_problem(self) -> str:
         """Say why the pool had no connection to give: the server's answer, or a full pool.
@@ -341,8 +507,8 @@ class PostgresSessionStore:
         probe.close()
         return f"{waited}: all {pool.max_size} of its connections stayed busy; raise max_size"
 
-    def _failure(self, session_id: str, verb: str, problem: str) -> SessionError:
-        message = f"cannot {verb} session {session_id!r} in {self._where}: {problem}"
+    def _failure(self, what: str, problem: str) -> SessionError:
+        message = f"cannot {what} in {self._where}: {problem}"
         return SessionError(self._location.scrub(message))
 
 

@@ -1,9 +1,11 @@
 """A ``SessionStore`` in an SQLite file, shared by the threads and processes of one machine.
 
-The store keeps to its own two tables, so the file may belong to another application:
+The store keeps to its own three tables, so the file may belong to another application:
 
 * ``stageware_sessions``: one row per session, with its version, its JSON document and
   the lease of the worker running it.
+* ``stageware_escalations``: one row per escalation (see ``_escalations``), written in the
+  transaction of the session's save that recorded it.
 * ``stageware_store_format``: one row, the table layout this file holds. It is the store's
   own version marker; the file's ``user_version`` pragma belongs to whoever owns the file.
 
@@ -26,6 +28,20 @@ from pathlib import Path
 from typing import Final, TypeVar, final
 
 from ._encoding import decode_snapshot, encode_snapshot
+from ._escalation_rows import COLUMNS, EscalationRow, from_row, to_row
+from ._escalations import (
+    Escalation,
+    EscalationStatus,
+    already_escalated,
+    check_claim,
+    check_listing,
+    check_new,
+    check_resolution,
+    claim,
+    duplicate,
+    resolve,
+    unknown,
+)
 from ._store import (
     Lease,
     SessionError,
@@ -40,12 +56,43 @@ __all__ = ["SQLiteSessionStore"]
 
 _T = TypeVar("_T")
 
-_FORMAT: Final = 2
+_FORMAT: Final = 3
 """The table layout this module writes, kept in ``stageware_store_format``.
 
 Format 1 (stageware 0.x before versioned sessions) had no version or lease columns and
-marked the file through ``user_version``; it is migrated in place on first use.
+marked the file through ``user_version``; format 2 had no escalations. Both are migrated
+in place on first use.
 """
+
+_ESCALATION_TABLES: Final = (
+    """
+    CREATE TABLE stageware_escalations (
+        escalation_id TEXT PRIMARY KEY NOT NULL,
+        session_id TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        hook TEXT NOT NULL,
+        middleware TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        event TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('open', 'claimed', 'resolved')),
+        claimed_by TEXT,
+        claimed_at TEXT,
+        resolved_by TEXT,
+        resolved_at TEXT,
+        resolution TEXT,
+        comment TEXT
+    )
+    """,
+    # A queue's list, oldest first, without a sort.
+    "CREATE INDEX stageware_escalations_by_queue "
+    "ON stageware_escalations (queue, status, created_at)",
+    # A session's escalations, for delete; the index below holds only unresolved ones.
+    "CREATE INDEX stageware_escalations_by_session ON stageware_escalations (session_id)",
+    # One unresolved escalation per session, and the agent's lookup before every claim.
+    "CREATE UNIQUE INDEX stageware_escalations_unresolved "
+    "ON stageware_escalations (session_id) WHERE status <> 'resolved'",
+)
 
 _CREATE: Final = (
     """
@@ -58,6 +105,7 @@ _CREATE: Final = (
         updated_at TEXT NOT NULL
     )
     """,
+    *_ESCALATION_TABLES,
     "CREATE TABLE stageware_store_format (format INTEGER NOT NULL)",
     f"INSERT INTO stageware_store_format (format) VALUES ({_FORMAT})",
 )
@@ -67,15 +115,34 @@ _MIGRATE_FROM_1: Final = (
     "ALTER TABLE stageware_sessions ADD COLUMN lease_owner TEXT",
     "ALTER TABLE stageware_sessions ADD COLUMN lease_expires_at TEXT",
     "CREATE TABLE stageware_store_format (format INTEGER NOT NULL)",
-    f"INSERT INTO stageware_store_format (format) VALUES ({_FORMAT})",
+    "INSERT INTO stageware_store_format (format) VALUES (2)",
     # Format 1 set the pragma; it is the file owner's again.
     "PRAGMA user_version = 0",
+)
+
+_MIGRATE_FROM_2: Final = (
+    *_ESCALATION_TABLES,
+    f"UPDATE stageware_store_format SET format = {_FORMAT}",
 )
 
 _SELECT: Final = """
 SELECT version, document, lease_owner, lease_expires_at
 FROM stageware_sessions WHERE session_id = ?
 """
+
+_ESCALATION_COLUMNS: Final = ", ".join(COLUMNS)
+
+_INSERT_ESCALATION: Final = (
+    f"INSERT INTO stageware_escalations ({_ESCALATION_COLUMNS}) "
+    f"VALUES ({', '.join('?' * len(COLUMNS))})"
+)
+
+_SELECT_ESCALATIONS: Final = f"SELECT {_ESCALATION_COLUMNS} FROM stageware_escalations"
+
+_UPDATE_ESCALATION: Final = (
+    "UPDATE stageware_escalations SET status = ?, claimed_by = ?, claimed_at = ?, "
+    "resolved_by = ?, resolved_at = ?, resolution = ?, comment = ? WHERE escalation_id = ?"
+)
 
 _Row = tuple[int, object, str | None, str | None]
 
@@ -119,7 +186,7 @@ class SQLiteSessionStore:
 
     def load(self, session_id: str) -> StoredSession | None:
         """Return the session saved as *session_id*, or ``None`` if there is none."""
-        row = self._run(session_id, "load", lambda c: _read(c, session_id), write=False)
+        row = self._run_session(session_id, "load", lambda c: _read(c, session_id), write=False)
         if row is None:
             return None
         version, document, owner, expires = row
@@ -134,12 +201,21 @@ class SQLiteSessionStore:
         expected_version: int,
         owner: str,
         lease_seconds: float | None,
+        escalation: Escalation | None = None,
     ) -> int:
-        """Store *snapshot* if the session is still at *expected_version*, in one transaction."""
+        """Store *snapshot* if the session is still at *expected_version*, in one transaction.
+
+        With *escalation*, its row is inserted in the same transaction.
+        """
         check_session_id(session_id, str(self._path))
         # Encode before touching the database: a value that is not JSON data fails here
         # and leaves the stored session as it was.
         document = encode_snapshot(snapshot, session_id, str(self._path))
+        what = f"save session {session_id!r} in {self._path}"
+        escalation_row: EscalationRow | None = None
+        if escalation is not None:
+            check_new(escalation, session_id, what)
+            escalation_row = to_row(escalation, what)
         version = expected_version + 1
 
         def write(connection: sqlite3.Connection) -> None:
@@ -158,8 +234,21 @@ class SQLiteSessionStore:
                     "lease_expires_at = ?, updated_at = ? WHERE session_id = ?",
                     (version, document, lease_owner, expires, stamp, session_id),
                 )
+            if escalation_row is not None:
+                # Checked first for messages that name the escalation in the way; the
+                # unique indexes would refuse the insert anyway. Raised after the session's
+                # write, the error rolls that back with the transaction.
+                pending = _pending(connection, session_id, str(self._path))
+                if pending is not None:
+                    raise already_escalated(pending, what)
+                if connection.execute(
+                    "SELECT 1 FROM stageware_escalations WHERE escalation_id = ?",
+                    (escalation_row[0],),
+                ).fetchone():
+                    raise duplicate(escalation_row[0], what)
+                connection.execute(_INSERT_ESCALATION, _sqlite_values(escalation_row))
 
-        self._run(session_id, "save", write, write=True)
+        self._run_session(session_id, "save", write, write=True)
         return version
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
@@ -176,15 +265,100 @@ class SQLiteSessionStore:
                 (lease_owner, expires, session_id),
             )
 
-        self._run(session_id, "renew the lease of", write, write=True)
+        self._run_session(session_id, "renew the lease of", write, write=True)
 
     def delete(self, session_id: str) -> None:
-        """Forget *session_id*; deleting a session that does not exist is not an error."""
+        """Forget *session_id* and its escalations; a session that does not exist is fine."""
 
         def remove(connection: sqlite3.Connection) -> None:
             connection.execute("DELETE FROM stageware_sessions WHERE session_id = ?", (session_id,))
+            connection.execute(
+                "DELETE FROM stageware_escalations WHERE session_id = ?", (session_id,)
+            )
 
-        self._run(session_id, "delete", remove, write=True)
+        self._run_session(session_id, "delete", remove, write=True)
+
+    def session_ids(self) -> list[str]:
+        """The ids of every stored session, sorted (SQLite's binary order is code points')."""
+
+        def read(connection: sqlite3.Connection) -> list[str]:
+            rows: list[tuple[str]] = connection.execute(
+                "SELECT session_id FROM stageware_sessions ORDER BY session_id"
+            ).fetchall()
+            return [session_id for (session_id,) in rows]
+
+        return self._run("list the sessions", read, write=False)
+
+    def open_escalation(self, session_id: str) -> Escalation | None:
+        """The session's unresolved escalation, or ``None``."""
+        return self._run_session(
+            session_id,
+            "look up the escalation of",
+            lambda c: _pending(c, session_id, str(self._path)),
+            write=False,
+        )
+
+    def escalations(
+        self, queue: str | None = None, *, status: EscalationStatus | None = None
+    ) -> list[Escalation]:
+        """The escalations in *queue* with *status*, oldest first."""
+        check_listing(queue, status)
+        conditions: list[str] = []
+        params: list[str] = []
+        for column, value in (("queue", queue), ("status", status)):
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                params.append(value)
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        statement = f"{_SELECT_ESCALATIONS}{where} ORDER BY created_at, escalation_id"
+
+        def read(connection: sqlite3.Connection) -> list[tuple[object, ...]]:
+            rows: list[tuple[object, ...]] = connection.execute(statement, params).fetchall()
+            return rows
+
+        rows = self._run("list escalations", read, write=False)
+        return [from_row(row, str(self._path)) for row in rows]
+
+    def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
+        """Mark an open escalation as taken by *by*, in one transaction."""
+        check_claim(escalation_id, by)
+
+        def write(connection: sqlite3.Connection) -> Escalation:
+            current = self._escalation(connection, escalation_id, "claim")
+            claimed = claim(current, by=by, now=datetime.now(UTC), where=str(self._path))
+            if claimed is not current:
+                self._update(connection, claimed, "claim")
+            return claimed
+
+        return self._run(f"claim escalation {escalation_id!r}", write, write=True)
+
+    def resolve_escalation(
+        self,
+        escalation_id: str,
+        *,
+        by: str,
+        resolution: str,
+        comment: str | None = None,
+        take_over: bool = False,
+    ) -> Escalation:
+        """Resolve an open or claimed escalation, in one transaction."""
+        check_resolution(escalation_id, by, resolution, comment)
+
+        def write(connection: sqlite3.Connection) -> Escalation:
+            current = self._escalation(connection, escalation_id, "resolve")
+            resolved = resolve(
+                current,
+                by=by,
+                resolution=resolution,
+                comment=comment,
+                take_over=take_over,
+                now=datetime.now(UTC),
+                where=str(self._path),
+            )
+            self._update(connection, resolved, "resolve")
+            return resolved
+
+        return self._run(f"resolve escalation {escalation_id!r}", write, write=True)
 
     def __repr__(self) -> str:
         return f"SQLiteSessionStore({str(self._path)!r})"
@@ -210,7 +384,22 @@ class SQLiteSessionStore:
             now=now,
         )
 
-    def _run(
+    def _escalation(
+        self, connection: sqlite3.Connection, escalation_id: str, verb: str
+    ) -> Escalation:
+        row: tuple[object, ...] | None = connection.execute(
+            f"{_SELECT_ESCALATIONS} WHERE escalation_id = ?", (escalation_id,)
+        ).fetchone()
+        if row is None:
+            raise unknown(escalation_id, verb, str(self._path))
+        return from_row(row, str(self._path))
+
+    def _update(self, connection: sqlite3.Connection, escalation: Escalation, verb: str) -> None:
+        row = _sqlite_values(to_row(escalation, f"{verb} escalation {escalation.id!r}"))
+        # The columns a claim or a resolution may change, as COLUMNS orders them.
+        connection.execute(_UPDATE_ESCALATION, (*row[8:], escalation.id))
+
+    def _run_session(
         self,
         session_id: str,
         verb: str,
@@ -218,13 +407,18 @@ class SQLiteSessionStore:
         *,
         write: bool,
     ) -> _T:
+        """``_run`` for a call on one session, whose id is checked first."""
+        check_session_id(session_id, str(self._path))
+        return self._run(f"{verb} session {session_id!r}", action, write=write)
+
+    def _run(self, what: str, action: Callable[[sqlite3.Connection], _T], *, write: bool) -> _T:
         """Run *action* in one transaction on a fresh connection.
 
-        Any ``sqlite3`` failure becomes a ``SessionError`` that names the session and file.
+        *what* says what the call does, for messages (``"load session 's1'"``). Any
+        ``sqlite3`` failure becomes a ``SessionError`` that names it and the file.
         """
-        check_session_id(session_id, str(self._path))
-        self._ensure_tables(session_id, verb)
-        connection = self._connect(session_id, verb)
+        self._ensure_tables(what)
+        connection = self._connect(what)
         try:
             # IMMEDIATE takes the write lock up front, so a writer waits (up to the
             # timeout) at BEGIN instead of failing halfway through with SQLITE_BUSY, and
@@ -232,24 +426,24 @@ class SQLiteSessionStore:
             connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             # Checked in every transaction, not only once: a newer stageware in another
             # process may have migrated the file since this store first opened it.
-            self._check_format(connection, session_id, verb)
+            self._check_format(connection, what)
             result = action(connection)
             connection.execute("COMMIT")
             return result
         except sqlite3.Error as exc:
-            raise self._failure(session_id, verb, exc) from exc
+            raise self._failure(what, exc) from exc
         finally:
             # Closing with a transaction still open rolls it back.
             connection.close()
 
     # --- The file and its tables ------------------------------------------------------
 
-    def _ensure_tables(self, session_id: str, verb: str) -> None:
+    def _ensure_tables(self, what: str) -> None:
         """Create (or migrate) the store's tables on this store's first use."""
         with self._lock:
             if self._ready:
                 return
-            connection = self._connect(session_id, verb)
+            connection = self._connect(what)
             try:
                 if not _table_names(connection):
                     # A new, empty file is the store's own: WAL suits many workers. A file
@@ -258,30 +452,42 @@ class SQLiteSessionStore:
                 connection.execute("BEGIN IMMEDIATE")
                 tables = _table_names(connection)
                 if "stageware_store_format" in tables:
-                    self._check_format(connection, session_id, verb)
+                    self._migrate_from_2(connection)
                 elif "stageware_sessions" in tables:
-                    self._migrate_from_1(connection, session_id, verb)
+                    self._migrate_from_1(connection, what)
+                    self._migrate_from_2(connection)
                 else:
                     for statement in _CREATE:
                         connection.execute(statement)
+                self._check_format(connection, what)
                 connection.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise self._failure(session_id, verb, exc) from exc
+                raise self._failure(what, exc) from exc
             finally:
                 connection.close()
             self._ready = True
 
-    def _migrate_from_1(self, connection: sqlite3.Connection, session_id: str, verb: str) -> None:
+    def _migrate_from_1(self, connection: sqlite3.Connection, what: str) -> None:
         found: tuple[int] = connection.execute("PRAGMA user_version").fetchone()
         if found[0] != 1:
             raise SessionError(
-                f"cannot {verb} session {session_id!r}: {self._path} has a table named "
+                f"cannot {what}: {self._path} has a table named "
                 "stageware_sessions that this stageware did not write (no "
                 "stageware_store_format table, user_version "
                 f"{found[0]}); use another file"
             )
         for statement in _MIGRATE_FROM_1:
             connection.execute(statement)
+
+    @staticmethod
+    def _migrate_from_2(connection: sqlite3.Connection) -> None:
+        """Add the escalations to a file at format 2; any other format is left alone."""
+        row: tuple[object] | None = connection.execute(
+            "SELECT format FROM stageware_store_format"
+        ).fetchone()
+        if row is not None and row[0] == 2:
+            for statement in _MIGRATE_FROM_2:
+                connection.execute(statement)
 
     def _use_wal(self, connection: sqlite3.Connection) -> None:
         """Put the file in WAL mode; the mode is the file's, so this is needed once."""
@@ -304,15 +510,15 @@ class SQLiteSessionStore:
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
 
-    def _connect(self, session_id: str, verb: str) -> sqlite3.Connection:
+    def _connect(self, what: str) -> sqlite3.Connection:
         try:
             # isolation_level=None: transactions are begun and committed explicitly above,
             # not implicitly by the sqlite3 module. timeout sets SQLite's busy timeout.
             return sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None)
         except sqlite3.Error as exc:
-            raise self._failure(session_id, verb, exc) from exc
+            raise self._failure(what, exc) from exc
 
-    def _check_format(self, connection: sqlite3.Connection, session_id: str, verb: str) -> None:
+    def _check_format(self, connection: sqlite3.Connection, what: str) -> None:
         row: tuple[object] | None = connection.execute(
             "SELECT format FROM stageware_store_format"
         ).fetchone()
@@ -329,15 +535,31 @@ class SQLiteSessionStore:
                 f"its stageware_store_format table holds {found!r}, which is not a store "
                 f"format (this stageware reads format {_FORMAT})"
             )
-        raise SessionError(f"cannot {verb} session {session_id!r}: {self._path} {detail}")
+        raise SessionError(f"cannot {what}: {self._path} {detail}")
 
-    def _failure(self, session_id: str, verb: str, exc: sqlite3.Error) -> SessionError:
-        return SessionError(f"cannot {verb} session {session_id!r} in {self._path}: {exc}")
+    def _failure(self, what: str, exc: sqlite3.Error) -> SessionError:
+        return SessionError(f"cannot {what} in {self._path}: {exc}")
 
 
 def _read(connection: sqlite3.Connection, session_id: str) -> _Row | None:
     row: _Row | None = connection.execute(_SELECT, (session_id,)).fetchone()
     return row
+
+
+def _pending(connection: sqlite3.Connection, session_id: str, where: str) -> Escalation | None:
+    row: tuple[object, ...] | None = connection.execute(
+        f"{_SELECT_ESCALATIONS} WHERE session_id = ? AND status <> 'resolved'", (session_id,)
+    ).fetchone()
+    return None if row is None else from_row(row, where)
+
+
+def _sqlite_values(row: EscalationRow) -> tuple[object, ...]:
+    """*row* as SQLite keeps it: times as ISO 8601 text, in UTC, of one width, so that
+    text order is time order."""
+    return tuple(
+        value.isoformat(timespec="microseconds") if isinstance(value, datetime) else value
+        for value in row
+    )
 
 
 def _table_names(connection: sqlite3.Connection) -> set[str]:

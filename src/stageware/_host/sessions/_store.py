@@ -29,11 +29,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Protocol, final, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, final, runtime_checkable
 
 from typing_extensions import TypedDict
 
 from stageware._generated.payloads import Message
+
+if TYPE_CHECKING:
+    # Only for annotations: _escalations imports SessionError from here.
+    from ._escalations import Escalation, EscalationStatus
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -169,6 +173,11 @@ class SessionStore(Protocol):
     The agent calls these methods from worker threads, possibly several agents on one
     store at once, so an implementation must be thread-safe. Each call is atomic: a
     refused or failed ``save`` leaves the stored session exactly as it was.
+
+    A store also keeps the sessions' escalations (see ``_escalations``): written by the
+    final save of a run that escalated, in the same transaction, then claimed and resolved
+    by humans. Claims and resolutions change only the escalation, never the session or
+    its version.
     """
 
     def load(self, session_id: str) -> StoredSession | None:
@@ -186,6 +195,7 @@ class SessionStore(Protocol):
         expected_version: int,
         owner: str,
         lease_seconds: float | None,
+        escalation: Escalation | None = None,
     ) -> int:
         """Store *snapshot* if the session is still at *expected_version*; return the new one.
 
@@ -194,11 +204,15 @@ class SessionStore(Protocol):
         lease. On success the version is ``expected_version + 1`` and *owner* holds the
         lease for *lease_seconds* from now, or nobody does if it is ``None``.
 
+        With *escalation* (a new, open escalation of this session), the escalation is
+        recorded in the same transaction: both are written, or neither is.
+
         Raises:
             SessionConflictError: The session changed since *expected_version*.
             SessionLeasedError: Another owner holds a live lease.
-            SessionError: The snapshot is not JSON data of the snapshot's shape, or the
-                store failed; nothing was written.
+            SessionError: The snapshot is not JSON data of the snapshot's shape, the
+                escalation is not a new one of this session or the session already has
+                an unresolved one, or the store failed; nothing was written.
         """
         ...
 
@@ -215,7 +229,61 @@ class SessionStore(Protocol):
         ...
 
     def delete(self, session_id: str) -> None:
-        """Forget *session_id*; deleting a session that does not exist is not an error."""
+        """Forget *session_id* and its escalations; a session that does not exist is fine."""
+        ...
+
+    def session_ids(self) -> list[str]:
+        """The ids of every stored session, sorted (by code point)."""
+        ...
+
+    def open_escalation(self, session_id: str) -> Escalation | None:
+        """The session's unresolved (open or claimed) escalation, or ``None``.
+
+        A session has at most one: while it has one, the agent takes no new prompt.
+        """
+        ...
+
+    def escalations(
+        self, queue: str | None = None, *, status: EscalationStatus | None = None
+    ) -> list[Escalation]:
+        """The escalations in *queue* with *status*, oldest first; ``None`` matches any.
+
+        Raises:
+            SessionError: A status that is not ``open``, ``claimed`` or ``resolved``.
+        """
+        ...
+
+    def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
+        """Mark an open escalation as taken by *by*, and return it.
+
+        Atomic: of two humans who claim one escalation, one wins and the other gets
+        ``EscalationError``. Claiming one's own claim again returns it unchanged.
+
+        Raises:
+            EscalationError: The id is unknown, another human claimed it, or it was
+                resolved; nothing was written.
+        """
+        ...
+
+    def resolve_escalation(
+        self,
+        escalation_id: str,
+        *,
+        by: str,
+        resolution: str,
+        comment: str | None = None,
+        take_over: bool = False,
+    ) -> Escalation:
+        """Resolve an open or claimed escalation, and return it; its session is free again.
+
+        Anyone may resolve an open escalation. A claimed one is its claimer's: another
+        human resolving it is refused unless *take_over* is true, and the record then
+        keeps both names.
+
+        Raises:
+            EscalationError: The id is unknown, it was resolved already, or another human
+                claimed it and *take_over* is false; nothing was written.
+        """
         ...
 
 

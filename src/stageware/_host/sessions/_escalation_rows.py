@@ -1,0 +1,200 @@
+"""Escalations as table rows, shared by every store: the columns, encoded and checked.
+
+An escalation is kept as one row of plain columns, with the hook event as JSON text. The
+same encoding serves the memory store, which keeps the rows themselves, so that a store of
+any kind hands back copies and refuses the same values. Times are ``datetime`` here; the
+SQLite store writes them as ISO 8601 text, which ``from_row`` reads back as well.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final, LiteralString, NoReturn, cast
+
+from ._encoding import json_problem
+from ._escalations import ESCALATION_STATUSES, Escalation, EscalationStatus, text_problem
+from ._store import SessionError
+
+__all__ = ["COLUMNS", "EscalationRow", "from_row", "to_row"]
+
+# LiteralString, so that the database stores may compose their statements from them.
+COLUMNS: Final[tuple[LiteralString, ...]] = (
+    "escalation_id",
+    "session_id",
+    "queue",
+    "hook",
+    "middleware",
+    "reason",
+    "event",
+    "created_at",
+    "status",
+    "claimed_by",
+    "claimed_at",
+    "resolved_by",
+    "resolved_at",
+    "resolution",
+    "comment",
+)
+"""The columns of a row, in the order ``to_row`` and ``from_row`` use."""
+
+EscalationRow = tuple[
+    str,
+    str,
+    str,
+    str,
+    str,
+    str,
+    str,
+    datetime,
+    str,
+    str | None,
+    datetime | None,
+    str | None,
+    datetime | None,
+    str | None,
+    str | None,
+]
+
+_TEXTS: Final = ("id", "session_id", "queue", "hook", "middleware")
+_STATUSES: Final[dict[object, EscalationStatus]] = {name: name for name in ESCALATION_STATUSES}
+
+_OPTIONAL_TEXTS: Final = ("claimed_by", "resolved_by", "resolution", "comment")
+
+
+_Fail = Callable[[str], NoReturn]
+
+
+def to_row(escalation: Escalation, what: str) -> EscalationRow:
+    """The row that keeps *escalation*; times in UTC.
+
+    *what* says what the store was doing, for the message (``"save session 's1' in
+    sessions.db"``).
+
+    Raises:
+        SessionError: A field that no store can keep, or that is not of its type.
+    """
+
+    def fail(problem: str) -> NoReturn:
+        raise SessionError(f"cannot {what}: escalation.{problem}; nothing was written")
+
+    for name in (*_TEXTS, "reason", *_OPTIONAL_TEXTS):
+        value = getattr(escalation, name)
+        if value is None and name in _OPTIONAL_TEXTS:
+            continue
+        problem = text_problem(value, name, empty_allowed=name in ("reason", "comment"))
+        if problem is not None:
+            fail(problem)
+    if escalation.status not in ESCALATION_STATUSES:
+        fail(f"status must be one of {', '.join(ESCALATION_STATUSES)}, got {escalation.status!r}")
+    # The field's type says dict, but an escalation built by hand may hold anything.
+    event: object = cast(object, escalation.event)
+    event_problem = json_problem(event, "event")
+    if event_problem is None and not isinstance(event, dict):
+        event_problem = f"event is a {type(event).__qualname__}, not a JSON object"
+    if event_problem is not None:
+        fail(event_problem)
+    created_at = _utc(escalation.created_at, "created_at", fail)
+    if created_at is None:
+        fail("created_at must be a timezone-aware datetime, got None")
+    return (
+        escalation.id,
+        escalation.session_id,
+        escalation.queue,
+        escalation.hook,
+        escalation.middleware,
+        escalation.reason,
+        # Escaped to ASCII, as snapshots are: a lone surrogate in the event stays storable.
+        json.dumps(escalation.event, allow_nan=False, separators=(",", ":")),
+        created_at,
+        escalation.status,
+        escalation.claimed_by,
+        _utc(escalation.claimed_at, "claimed_at", fail),
+        escalation.resolved_by,
+        _utc(escalation.resolved_at, "resolved_at", fail),
+        escalation.resolution,
+        escalation.comment,
+    )
+
+
+def from_row(row: Sequence[object], where: str) -> Escalation:
+    """The escalation a stored row keeps; times may be ``datetime`` or ISO 8601 text.
+
+    Raises:
+        SessionError: The row is damaged (a hand edit, say): it names the escalation and
+            the column.
+    """
+    values: dict[str, object] = dict(zip(COLUMNS, row, strict=True))
+    escalation_id = values["escalation_id"]
+
+    def fail(problem: str) -> NoReturn:
+        raise SessionError(f"escalation {escalation_id!r} in {where} is damaged: {problem}")
+
+    def text(column: str) -> str:
+        value = values[column]
+        if not isinstance(value, str):
+            fail(f"column {column} holds {type(value).__qualname__}, not text")
+        return value
+
+    def optional_text(column: str) -> str | None:
+        return None if values[column] is None else text(column)
+
+    status = _STATUSES.get(values["status"])
+    if status is None:
+        fail(
+            f"column status holds {values['status']!r}, not one of {', '.join(ESCALATION_STATUSES)}"
+        )
+    created_at = _read_time(values["created_at"], "created_at", fail)
+    if created_at is None:
+        fail("column created_at is empty")
+    return Escalation(
+        id=text("escalation_id"),
+        session_id=text("session_id"),
+        queue=text("queue"),
+        hook=text("hook"),
+        middleware=text("middleware"),
+        reason=text("reason"),
+        event=_read_event(values["event"], fail),
+        created_at=created_at,
+        status=status,
+        claimed_by=optional_text("claimed_by"),
+        claimed_at=_read_time(values["claimed_at"], "claimed_at", fail),
+        resolved_by=optional_text("resolved_by"),
+        resolved_at=_read_time(values["resolved_at"], "resolved_at", fail),
+        resolution=optional_text("resolution"),
+        comment=optional_text("comment"),
+    )
+
+
+def _read_event(value: object, fail: _Fail) -> dict[str, Any]:
+    if not isinstance(value, str):
+        fail(f"column event holds {type(value).__qualname__}, not JSON text")
+    try:
+        event: object = json.loads(value)
+    except (ValueError, RecursionError) as exc:
+        fail(f"column event is not valid JSON ({exc})")
+    if not isinstance(event, dict):
+        fail(f"column event holds a JSON {type(event).__qualname__}, not an object")
+    return cast(dict[str, Any], event)
+
+
+def _read_time(value: object, column: str, fail: _Fail) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            fail(f"column {column} holds {value!r}, not an ISO 8601 time")
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        fail(f"column {column} holds {value!r}, not a time with its time zone")
+    return value.astimezone(UTC)
+
+
+def _utc(value: object, name: str, fail: _Fail) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        fail(f"{name} must be a timezone-aware datetime, got {value!r}")
+    return value.astimezone(UTC)

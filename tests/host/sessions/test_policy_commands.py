@@ -1,0 +1,567 @@
+"""``stageware policy escalations`` and ``stageware policy approvals``, on SQLite and Postgres.
+
+The commands are run through ``main([...])``, as the console script runs them, and once
+in a real process. A suspended approval is made by a real agent run with a policy whose
+middleware returns ``Suspend`` for a large refund.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from stageware import (
+    Agent,
+    Escalation,
+    ScriptedModel,
+    SessionStore,
+    SQLiteSessionStore,
+    tool,
+)
+from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent, middleware
+from stageware_codegen.cli import main
+from tests.host.agent_helpers import calls
+
+from .stores import StoreSpec, make_snapshot
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def store_arguments(spec: StoreSpec) -> list[str]:
+    if spec.kind == "sqlite":
+        return ["--store", f"sqlite:///{spec.target}"]
+    return ["--store", spec.target, "--schema", spec.schema]
+
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def run(shared_spec: StoreSpec, capsys: pytest.CaptureFixture[str]) -> Run:
+    """``run(action, *arguments)``: the exit status, stdout and stderr of one command."""
+
+    def run_(action: str, *arguments: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = main(["policy", action, *store_arguments(shared_spec), *arguments])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run_
+
+
+@pytest.fixture
+def store(shared_spec: StoreSpec, opener: Callable[[StoreSpec], SessionStore]) -> SessionStore:
+    return opener(shared_spec)
+
+
+def escalate(
+    store: SessionStore, session_id: str, queue: str = "refunds", **changes: Any
+) -> Escalation:
+    escalation = Escalation.new(
+        session_id,
+        queue=queue,
+        hook="tool.before",
+        middleware="refund_limit",
+        reason=f"a refund for {session_id} is over the limit",
+        event={"amount": 900},
+    )
+    escalation = dataclasses.replace(escalation, **changes)
+    store.save(
+        session_id,
+        make_snapshot(),
+        expected_version=0,
+        owner="worker",
+        lease_seconds=None,
+        escalation=escalation,
+    )
+    return escalation
+
+
+def error_line(err: str) -> str:
+    """The one line a failed command prints."""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# --- policy escalations ------------------------------------------------------------------
+
+
+def test_escalations_lists_the_unresolved_oldest_first(store: SessionStore, run: Run) -> None:
+    store.session_ids()  # the store's tables, empty
+    assert run("escalations") == (0, "no open or claimed escalations\n", "")
+    now = datetime.now(UTC)
+    newer = escalate(store, "s-newer", created_at=now - timedelta(minutes=5))
+    older = escalate(store, "s-older", queue="fraud", created_at=now - timedelta(hours=3))
+    done = escalate(store, "s-done", created_at=now - timedelta(days=2))
+    store.claim_escalation(older.id, by="ana")
+    store.resolve_escalation(done.id, by="bo", resolution="refunded")
+
+    status, out, err = run("escalations")
+
+    assert (status, err) == (0, "")
+    header, *rows = out.splitlines()
+    assert header.split() == [
+        "ID",
+        "QUEUE",
+        "SESSION",
+        "HOOK",
+        "MIDDLEWARE",
+        "REASON",
+        "AGE",
+        "STATUS",
+    ]
+    assert len(rows) == 2
+    assert rows[0].startswith(older.id)
+    assert "fraud" in rows[0]
+    assert "s-older" in rows[0]
+    assert "tool.before" in rows[0]
+    assert "refund_limit" in rows[0]
+    assert "a refund for s-older is over the limit" in rows[0]
+    assert rows[0].split()[-4:] == ["3h", "claimed", "by", "ana"]
+    assert rows[1].startswith(newer.id)
+    assert rows[1].split()[-2:] == ["5m", "open"]
+    # The columns line up.
+    assert rows[0].index("fraud") == rows[1].index("refunds") == header.index("QUEUE")
+
+    status, out, _ = run("escalations", "--queue", "refunds")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [newer.id]
+    status, out, _ = run("escalations", "--status", "resolved")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [done.id]
+    assert out.splitlines()[1].split()[-4:] == ["2d", "resolved", "by", "bo"]
+    status, out, _ = run("escalations", "--status", "all")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [done.id, older.id, newer.id]
+    assert run("escalations", "--queue", "none", "--status", "open") == (
+        0,
+        "no open escalations in queue 'none'\n",
+        "",
+    )
+
+
+def test_a_reason_is_shown_on_one_line_with_control_characters_escaped(
+    store: SessionStore, run: Run
+) -> None:
+    escalate(store, "s1", reason="line one\nline two \x1b[31mred\x1b[0m " + "x" * 100)
+
+    _, out, _ = run("escalations")
+
+    [row] = out.splitlines()[1:]
+    assert "line one line two \\x1b[31mred\\x1b[0m xxx" in row
+    assert "\x1b" not in out
+    assert "..." in row
+
+
+def test_escalations_claims_and_resolves(store: SessionStore, run: Run) -> None:
+    escalation = escalate(store, "s1")
+
+    status, out, err = run("escalations", "--claim", escalation.id, "--by", "ana")
+    assert (status, err) == (0, "")
+    assert out == (
+        f"claimed escalation {escalation.id} (queue 'refunds', session 's1') for 'ana'\n"
+    )
+    found = store.open_escalation("s1")
+    assert found is not None
+    assert found.claimed_by == "ana"
+
+    status, _, err = run("escalations", "--claim", escalation.id, "--by", "bo")
+    assert status == 2
+    assert error_line(err).startswith(
+        f"stageware policy escalations: cannot claim escalation '{escalation.id}'"
+    )
+    assert "'ana' claimed it" in err
+
+    status, _, err = run(
+        "escalations", "--resolve", escalation.id, "--by", "bo", "--resolution", "refunded"
+    )
+    assert status == 2
+    assert "pass take_over=True (--take-over)" in error_line(err)
+
+    status, out, err = run(
+        "escalations",
+        "--resolve",
+        escalation.id,
+        "--by",
+        "bo",
+        "--resolution",
+        "refunded by hand",
+        "--comment",
+        "customer called",
+        "--take-over",
+    )
+    assert (status, err) == (0, "")
+    assert out == (
+        f"resolved escalation {escalation.id} as 'bo': refunded by hand; session 's1' takes "
+        "prompts again\n"
+    )
+    assert store.open_escalation("s1") is None
+    [resolved] = store.escalations()
+    assert (resolved.claimed_by, resolved.resolved_by, resolved.comment) == (
+        "ana",
+        "bo",
+        "customer called",
+    )
+
+    status, _, err = run(
+        "escalations", "--resolve", escalation.id, "--by", "ana", "--resolution", "again"
+    )
+    assert status == 2
+    assert "'bo' resolved it already" in error_line(err)
+
+
+def test_an_unknown_escalation_is_one_line(run: Run, store: SessionStore) -> None:
+    escalate(store, "s1")
+
+    status, out, err = run("escalations", "--claim", "nope", "--by", "ana")
+
+    assert (status, out) == (2, "")
+    line = error_line(err)
+    assert line.startswith("stageware policy escalations: cannot claim escalation 'nope': ")
+    assert line.endswith(" holds no escalation with that id")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        pytest.param(["--claim", "x"], "--claim needs --by", id="claim without by"),
+        pytest.param(["--resolve", "x", "--by", "a"], "--resolve needs --resolution", id="no text"),
+        pytest.param(["--comment", "c"], "--comment goes with --resolve", id="stray comment"),
+        pytest.param(["--by", "a"], "--by goes with --claim or --resolve", id="stray by"),
+        pytest.param(["--take-over"], "--take-over goes with --resolve", id="stray take-over"),
+        pytest.param(
+            ["--claim", "x", "--by", "a", "--queue", "q"],
+            "--queue goes with a listing",
+            id="queue with claim",
+        ),
+    ],
+)
+def test_escalations_refuses_options_that_do_not_go_together(
+    run: Run, store: SessionStore, arguments: list[str], expected: str
+) -> None:
+    escalate(store, "s1")
+
+    status, _, err = run("escalations", *arguments)
+
+    assert status == 2
+    assert error_line(err).startswith(f"stageware policy escalations: {expected}")
+
+
+# --- policy approvals --------------------------------------------------------------------
+
+
+SESSION = "customer-7"
+POLICY_ID = "v1:policy:tool.before:refund_guard:t1"
+
+
+@middleware(hooks=["tool.before"], fail_mode="closed", timeout="2s")
+async def refund_guard(event: ToolCallEvent, env: PolicyEnv) -> Suspend | None:
+    """Refunds over 500 wait for a manager."""
+    if event.input.get("amount", 0) > 500:
+        return Suspend(
+            "a refund over 500 needs a manager", details={"amount": event.input["amount"]}
+        )
+    return None
+
+
+class Desk:
+    """A refund tool that records its payouts, behind the policy that suspends big ones."""
+
+    def __init__(self) -> None:
+        self.paid: list[int] = []
+
+        @tool
+        def refund(amount: int) -> str:
+            """Refund an amount.
+
+            Args:
+                amount: How much.
+            """
+            self.paid.append(amount)
+            return "refunded"
+
+        self.refund = refund
+
+    def agent(self, store: SessionStore, replies: list[Any], session_id: str = SESSION) -> Agent:
+        return Agent(
+            ScriptedModel(replies),
+            tools=[self.refund],
+            policy=PolicyEngine([refund_guard]),
+            session_store=store,
+            session_id=session_id,
+        )
+
+
+def suspend(store: SessionStore, desk: Desk, session_id: str = SESSION) -> None:
+    result = desk.agent(store, [calls(("refund", {"amount": 900}, "t1"))], session_id)("refund 900")
+    assert result.stop_reason == "interrupt"
+    assert [i.id for i in result.interrupts] == [POLICY_ID]
+
+
+def test_approvals_lists_the_suspended_steps(store: SessionStore, run: Run) -> None:
+    store.session_ids()  # the store's tables, empty
+    assert run("approvals") == (0, "no suspended approvals\n", "")
+    desk = Desk()
+    suspend(store, desk)
+    # A session without a policy interrupt, and one stopped on a plain tool interrupt, are
+    # not listed.
+    Agent(ScriptedModel(["hi"]), session_store=store, session_id="plain")("hello")
+
+    status, out, err = run("approvals")
+
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        f"SESSION     INTERRUPT{' ' * (len(POLICY_ID) - 7)}REASON",
+        f"{SESSION}  {POLICY_ID}  a refund over 500 needs a manager",
+    ]
+
+
+def test_an_approval_lets_the_app_continue_and_the_step_runs_once(
+    store: SessionStore,
+    run: Run,
+    shared_spec: StoreSpec,
+    opener: Callable[[StoreSpec], SessionStore],
+) -> None:
+    desk = Desk()
+    suspend(store, desk)
+
+    status, out, err = run("approvals", "--approve", POLICY_ID, "--by", "ana", "--comment", "ok")
+
+    assert (status, err) == (0, "")
+    assert out == (
+        f"approved {POLICY_ID} in session '{SESSION}' as 'ana'; the application continues "
+        "the run with agent() and no prompt\n"
+    )
+    assert run("approvals")[1] == "no suspended approvals\n"
+    # A new worker (a new store on the database, as after a restart) continues the run.
+    worker = desk.agent(opener(shared_spec), ["Refunded 900."])
+    result = worker()
+    assert result.text == "Refunded 900."
+    assert desk.paid == [900]
+
+    status, _, err = run("approvals", "--approve", POLICY_ID, "--by", "ana")
+    assert status == 2
+    assert "no session waits on an approval" in error_line(err)
+    assert desk.paid == [900]
+
+
+def test_a_denial_blocks_the_step(store: SessionStore, run: Run) -> None:
+    desk = Desk()
+    suspend(store, desk)
+
+    status, out, _ = run("approvals", "--deny", POLICY_ID, "--by", "bo")
+    assert status == 0
+    assert out.startswith(f"denied {POLICY_ID} in session '{SESSION}' as 'bo'")
+
+    result = desk.agent(store, ["never"])()
+    # Widened: the generated StopReason does not list the policy layer's stops yet.
+    assert cast(str, result.stop_reason) == "blocked"
+    assert desk.paid == []
+
+
+def test_an_answer_to_a_session_a_worker_runs_is_refused(store: SessionStore, run: Run) -> None:
+    desk = Desk()
+    suspend(store, desk)
+    stored = store.load(SESSION)
+    assert stored is not None
+    # A worker has claimed the session (its lease is live).
+    store.save(
+        SESSION,
+        stored.snapshot,
+        expected_version=stored.version,
+        owner="worker-9",
+        lease_seconds=30,
+    )
+
+    status, _, err = run("approvals", "--approve", POLICY_ID, "--by", "ana")
+
+    assert status == 2
+    line = error_line(err)
+    assert f"session '{SESSION}' is in use by worker 'worker-9' until" in line
+    assert "nothing was written" in line
+    after = store.load(SESSION)
+    assert after is not None
+    assert after.version == stored.version + 1  # only the worker's save
+    assert "a refund over 500" in run("approvals")[1]
+
+
+def test_approvals_needs_one_policy_interrupt_in_one_session(store: SessionStore, run: Run) -> None:
+    desk = Desk()
+    suspend(store, desk, "first")
+    suspend(store, desk, "second")
+
+    status, _, err = run("approvals", "--approve", POLICY_ID, "--by", "ana")
+    assert status == 2
+    assert "waits in several sessions ('first', 'second'); name one with --session" in err
+
+    status, out, _ = run("approvals", "--approve", POLICY_ID, "--by", "ana", "--session", "second")
+    assert status == 0
+    assert "in session 'second'" in out
+    assert run("approvals")[1].splitlines()[1].startswith("first")
+
+    status, _, err = run("approvals", "--approve", "v1:tool_call:t1:x", "--by", "ana")
+    assert status == 2
+    assert "is not a policy approval" in error_line(err)
+    status, _, err = run(
+        "approvals", "--deny", "v1:policy:tool.before:refund_guard:t9", "--by", "a"
+    )
+    assert status == 2
+    assert "no session waits on an approval 'v1:policy:tool.before:refund_guard:t9'" in err
+    status, _, err = run("approvals", "--deny", "v1:policy:nope", "--by", "ana")
+    assert status == 2
+    assert "'v1:policy:nope' is not a policy approval" in error_line(err)
+    status, _, err = run("approvals", "--deny", POLICY_ID)
+    assert "--deny needs --by" in error_line(err)
+    status, _, err = run("approvals", "--by", "ana")
+    assert "--by goes with --approve or --deny" in error_line(err)
+
+
+def test_a_session_that_cannot_be_read_is_reported_and_skipped(
+    store: SessionStore, run: Run
+) -> None:
+    suspend(store, Desk())
+    # Interrupt state in a shape this host never wrote.
+    store.save("odd", make_snapshot(), expected_version=0, owner="w", lease_seconds=None)
+
+    status, out, err = run("approvals")
+
+    assert status == 0
+    assert POLICY_ID in out
+    assert error_line(err).startswith(
+        "stageware policy approvals: skipped: session 'odd' has interrupt state"
+    )
+
+
+# --- --store --------------------------------------------------------------------------
+
+
+def test_a_store_that_is_not_there_is_refused_and_not_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.db"
+    other = tmp_path / "other.db"
+    connection = sqlite3.connect(other)
+    connection.execute("CREATE TABLE orders (id INTEGER)")
+    connection.close()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database, just long enough to be read as one " * 20)
+    cases = [
+        ([str(missing)], f"--store {missing}: no such file"),
+        ([f"sqlite:///{missing}"], f"--store {missing}: no such file"),
+        ([str(other)], f"--store {other}: holds no stageware sessions"),
+        ([str(text)], f"--store {text}: cannot read it as an SQLite database"),
+        (["sqlite://host/x.db"], "--store sqlite://host/x.db: an SQLite URL is sqlite:///"),
+        (["redis://user:s3cret@host/0"], "--store: redis:// is no kind of store"),
+        ([str(other), "--schema", "x"], "--schema names a PostgreSQL schema"),
+        ([""], "--store is empty"),
+    ]
+    for arguments, expected in cases:
+        capsys.readouterr()
+        status = main(["policy", "escalations", "--store", *arguments])
+        _, err = capsys.readouterr()
+        assert status == 2, arguments
+        line = error_line(err)
+        assert line.startswith(f"stageware policy escalations: {expected}"), line
+        assert "s3cret" not in line
+
+    assert not missing.exists()
+    connection = sqlite3.connect(other)
+    tables = connection.execute("SELECT name FROM sqlite_master").fetchall()
+    connection.close()
+    assert tables == [("orders",)]
+
+
+def test_a_relative_sqlite_url_is_relative_to_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    SQLiteSessionStore(tmp_path / "here.db").session_ids()
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["policy", "escalations", "--store", "sqlite:///here.db"]) == 0
+    assert main(["policy", "approvals", "--store", "here.db"]) == 0
+    assert capsys.readouterr().out == "no open or claimed escalations\nno suspended approvals\n"
+
+
+def test_a_postgres_schema_without_a_store_is_refused(
+    postgres_spec: StoreSpec, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(
+        ["policy", "escalations", "--store", postgres_spec.target, "--schema", postgres_spec.schema]
+    )
+
+    assert status == 2
+    line = error_line(capsys.readouterr().err)
+    assert f"(schema {postgres_spec.schema}): holds no stageware sessions" in line
+
+
+def test_an_unreachable_postgres_is_one_line_without_the_password(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["policy", "approvals", "--store", "postgresql://app:s3cret@127.0.0.1:1/orders"])
+
+    assert status == 2
+    line = error_line(capsys.readouterr().err)
+    assert line.startswith(
+        "stageware policy approvals: --store postgresql://app:***@127.0.0.1:1/orders "
+        "(schema stageware): "
+        "cannot connect:"
+    )
+    assert "s3cret" not in line
+
+
+def test_without_the_postgres_extra_the_command_names_it() -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from stageware_codegen.cli import main\n"
+        "sys.exit(main(['policy', 'escalations', '--store', 'postgresql://app@db/x']))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "stageware policy escalations: --store postgresql://...: the PostgreSQL store needs "
+        "the postgres extra: pip install 'stageware[postgres]'\n"
+    )
+
+
+def test_the_commands_in_a_real_process(shared_spec: StoreSpec, store: SessionStore) -> None:
+    escalation = escalate(store, "s1")
+    command = [sys.executable, "-m", "stageware_codegen.cli", "policy", "escalations"]
+    arguments = store_arguments(shared_spec)
+
+    listed = subprocess.run(
+        [*command, *arguments], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    claimed = subprocess.run(
+        [*command, *arguments, "--claim", escalation.id, "--by", "ana"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    refused = subprocess.run(
+        [*command, *arguments, "--claim", escalation.id, "--by", "bo"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+
+    assert (listed.returncode, listed.stderr) == (0, "")
+    assert listed.stdout.splitlines()[1].startswith(escalation.id)
+    assert (claimed.returncode, claimed.stderr) == (0, "")
+    assert claimed.stdout.startswith(f"claimed escalation {escalation.id}")
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert error_line(refused.stderr).startswith(
+        "stageware policy escalations: cannot claim escalation"
+    )
