@@ -134,7 +134,6 @@ def test_a_return_value_that_is_not_an_outcome_fails(returned: object, shown: st
     ("outcome", "problem"),
     [
         (Block(""), "returned Block with reason ''"),
-        (Escalate("needs a human", queue=None), "returned Escalate with queue None"),  # type: ignore[arg-type]
         (Suspend("approve?", details={"at": time}), "returned Suspend with details that are not"),
     ],
 )

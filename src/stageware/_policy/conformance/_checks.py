@@ -155,8 +155,6 @@ def _field_problem(outcome: Outcome) -> str | None:
         return None
     if _blank(outcome.reason):
         return f"reason {outcome.reason!r}; give a non-empty string, it is logged and traced"
-    if isinstance(outcome, Escalate) and _blank(outcome.queue):
-        return f"queue {outcome.queue!r}; name the queue with a non-empty string"
     if isinstance(outcome, Suspend) and outcome.details is not None:
         return _json_problem(outcome.details)
     return None
