@@ -1,4 +1,4 @@
-"""The direction of imports: runtime <- generated <- host, kept true by these tests.
+"""The direction of imports: runtime <- generated <- host <- policy, kept true by these tests.
 
 The runtime knows nothing the generator emits; a generated package imports only public
 stageware modules, because a user's generated package depends on them as a contract;
@@ -106,3 +106,12 @@ def test_the_type_checking_imports_of_the_package_match_its_all() -> None:
                 assert isinstance(statement, ast.ImportFrom)
                 imported.update(alias.name for alias in statement.names)
     assert imported == set(stageware.__all__)
+
+
+def test_the_host_never_imports_the_policy_layer() -> None:
+    upward = [
+        (path, line, module)
+        for path, line, module in _stageware_imports(PACKAGE / "_host")
+        if module.startswith(("stageware._policy", "stageware.policy", "stageware._demo"))
+    ]
+    assert upward == []

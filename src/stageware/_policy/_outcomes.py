@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias, final
+from typing import Any, TypeAlias, cast, final
 
 from pydantic import BaseModel
 
@@ -85,7 +85,8 @@ class Escalate(_Outcome):
     queue: str = "default"
 
     def __post_init__(self) -> None:
-        if not self.queue or not isinstance(self.queue, str):
+        queue = cast(object, self.queue)  # untyped callers exist
+        if not isinstance(queue, str) or not queue:
             raise ValueError(f"Escalate needs a queue name, got {self.queue!r}")
 
 
