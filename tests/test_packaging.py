@@ -148,6 +148,8 @@ def test_the_wheel_holds_the_runtime_and_the_generator_with_its_data(wheel: Path
         if path.is_file()
     }
     assert "stageware_codegen/render/templates/stages.py.jinja" in names
+    # The policy demo reads its spec and org profile from the package.
+    assert {"stageware/_demo/policy/policy.yaml", "stageware/_demo/policy/org.yaml"} <= set(names)
     assert {"stageware/py.typed", "stageware_codegen/py.typed"} <= set(names)
     assert wheel.name.startswith(f"stageware-{stageware.__version__}-")
 
@@ -211,6 +213,25 @@ def test_without_the_codegen_extra_generate_names_the_extra(
 
     assert result.returncode == 2
     assert "pip install 'stageware[codegen]'" in result.stderr
+
+
+def test_without_the_policy_extra_the_policy_demo_names_the_extra(
+    runtime_venv: Venv, tmp_path: Path
+) -> None:
+    result = runtime_venv.run("stageware", "demo", "policy", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert "pip install 'stageware[policy]'" in result.stderr
+
+
+def test_the_policy_demo_runs_from_the_wheel_with_pyyaml(
+    codegen_venv: Venv, tmp_path: Path
+) -> None:
+    # The codegen extra brings PyYAML too; the demo's YAML files come from the wheel.
+    result = codegen_venv.run("stageware", "demo", "policy", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith("every check passed")
 
 
 def test_without_the_policy_extra_policy_check_names_the_extra(

@@ -208,6 +208,18 @@ def _run_schema_command(args: argparse.Namespace) -> int:
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    # The names of stageware._demo.STORIES, which is not imported until the demo runs.
+    parser.add_argument(
+        "story",
+        nargs="?",
+        choices=("middleware", "policy"),
+        default="middleware",
+        help=(
+            "middleware (the default): typed stage middleware around a support agent; "
+            "policy: a refund desk under a policy spec and an org baseline profile "
+            "(needs the policy extra)"
+        ),
+    )
     parser.add_argument(
         "--session-dir",
         type=Path,
@@ -221,16 +233,24 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_demo(args: argparse.Namespace) -> int:
     # Imported here: the demo imports the agent and the generated package, which
     # `generate` must not.
-    from stageware._demo import DemoCheckError, run_demo
+    from stageware._demo import STORIES, DemoCheckError
 
+    story: str = args.story
     session_dir: Path | None = args.session_dir
     if session_dir is not None and not session_dir.is_dir():
         raise _UsageError(f"--session-dir {session_dir}: not a directory")
+    command = "stageware demo" if story == "middleware" else f"stageware demo {story}"
     try:
-        run_demo(sys.stdout, session_dir)
+        STORIES[story](sys.stdout, session_dir)
     except DemoCheckError as exc:
-        print(f"stageware demo: check failed: {exc}", file=sys.stderr)
+        print(f"{command}: check failed: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except ImportError as exc:
+        # The policy story reads its spec with PyYAML, from the policy extra;
+        # load_policy's message names the extra.
+        if exc.name != "yaml":
+            raise
+        raise _UsageError(f"{command}: {exc}") from None
     return EXIT_OK
 
 

@@ -50,6 +50,11 @@ def test_the_command_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert "every check passed" in capsys.readouterr().out
 
 
+def test_the_default_story_is_the_middleware_story(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "middleware"]) == 0
+    assert capsys.readouterr().out.startswith("stageware demo: a support agent")
+
+
 def test_a_missing_session_dir_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

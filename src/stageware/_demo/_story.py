@@ -35,6 +35,7 @@ from stageware import (
     SQLiteSessionStore,
 )
 
+from ._errors import DemoCheckError
 from ._middleware import REDACTED, ResponseCache, redactor, refund_gate, retrier
 from ._support_desk import POLICY_ANSWER, SupportDesk, scripted_model
 from ._trace import Trace
@@ -45,10 +46,6 @@ SESSION_ID = "support-42"
 SYSTEM_PROMPT = "You are a support agent. Be brief."
 CUSTOMER = "Hi, I'm jane.doe@example.com. Order 1042 arrived broken, please refund it."
 POLICY_QUESTION = "What is your refund policy?"
-
-
-class DemoCheckError(AssertionError):
-    """The demo did not do what its trace claims."""
 
 
 def run_demo(out: TextIO, session_dir: Path | None = None) -> None:
