@@ -17,6 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 import stageware._policy.conformance._suite as suite_module
+from stageware._demo.policy._middleware import csat_survey
 from stageware._policy.conformance._failures import event_json
 from stageware.conformance import (
     Check,
@@ -473,3 +474,18 @@ def test_a_given_event_must_belong_to_a_declared_hook() -> None:
     event = InputEvent(run_id="r1", messages=[])
     with pytest.raises(ValueError, match=r"an event of input\.received was given, but middleware"):
         check_middleware(refund_limits, events=[event])
+
+
+def test_the_demo_survey_crashes_when_its_service_is_down() -> None:
+    thanks = InputEvent(
+        run_id="r1", messages=[{"role": "user", "content": [{"text": "Thanks a lot!"}]}]
+    )
+    down = {"endpoint": "https://surveys.example"}
+
+    assert check_middleware(csat_survey, events=[thanks]) == []
+    failure = _only(check_middleware(csat_survey, settings=down, events=[thanks]))
+
+    assert failure.check is Check.CRASH
+    assert failure.message == (
+        "raised ConnectionError: survey service https://surveys.example is unreachable"
+    )

@@ -270,6 +270,31 @@ def test_a_broken_plugin_is_a_usage_error_naming_it(
     )
 
 
+# The demo's policies.
+
+
+def test_the_demo_policies_pass(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_demo_policies="""
+        from stageware._demo.policy import _middleware
+        from stageware.conformance import conformance_test
+
+        test_demo = conformance_test(_middleware, backends=["asyncio", "trio"])
+        """
+    )
+
+    result = pytester.runpytest("-v", "-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=14)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_demo[[]csat_survey-input.received-trio[]] PASSED*",
+            "*test_demo[[]redact_pii-input.received[]] PASSED*",
+            "*test_demo[[]stream_guard-stream.chunk-trio[]] PASSED*",
+        ]
+    )
+
+
 # What the policy layer and the suite import.
 
 
