@@ -60,7 +60,8 @@ def check_modified(point: HookPoint, original: BaseModel, modified: object) -> B
             f"change (it may change: {may})"
         )
     problem = _conversation_problem(point, event)
-    if problem is not None:
+    # Only what the modification introduced: a middleware is not blamed for its input.
+    if problem is not None and problem != _conversation_problem(point, original):
         raise ModificationError(f"modified would break the conversation: {problem}")
     return event
 
