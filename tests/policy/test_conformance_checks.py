@@ -299,6 +299,17 @@ async def reads_the_amount(event: ToolCallEvent, env: PolicyEnv) -> Outcome | No
     return Block("too much") if event.input["amount"] > 100 else None
 
 
+def test_a_timeout_error_the_middleware_raises_itself_is_a_crash() -> None:
+    @middleware(hooks=["tool.before"], fail_mode="closed", timeout="1s")
+    async def limits_service_timed_out(event: Any, env: PolicyEnv) -> None:
+        raise TimeoutError("the limits service did not answer")
+
+    failure = _only(check_middleware(limits_service_timed_out))
+
+    assert failure.check is Check.CRASH
+    assert failure.message == "raised TimeoutError: the limits service did not answer"
+
+
 def test_a_middleware_that_raises_fails() -> None:
     failure = _only(check_middleware(reads_the_amount))
 

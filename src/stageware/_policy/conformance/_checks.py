@@ -8,7 +8,6 @@ itself.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import anyio
 from pydantic import BaseModel
 
 from stageware._generated.policy_points import HookPoint
+from stageware._host.sessions._encoding import json_problem
 from stageware._policy._declare import Handler
 from stageware._policy._env import PolicyEnv
 from stageware._policy._modified import ModificationError, check_modified
@@ -57,12 +57,15 @@ async def check_call(call: Call, pristine: BaseModel, env: PolicyEnv) -> list[Co
     report = _Report(call, pristine)
     event = pristine.model_copy(deep=True)
     started = time.monotonic()
+    returned: object = None
     try:
-        with anyio.fail_after(call.limit):
-            returned: object = await call.handler(event, env)
-    except TimeoutError:
-        report.fail(Check.TIMEOUT, f"did not return within {call.limit_text}")
-        return report.failures
+        # A scope of its own, not fail_after: a TimeoutError the middleware raises itself
+        # is a crash, not its timeout (as the engine judges it).
+        with anyio.move_on_after(call.limit) as scope:
+            returned = await call.handler(event, env)
+        if scope.cancelled_caught:
+            report.fail(Check.TIMEOUT, f"did not return within {call.limit_text}")
+            return report.failures
     except Exception as error:
         report.fail(Check.CRASH, f"raised {type(error).__name__}: {error}")
         _check_mutation(report, event)
@@ -167,11 +170,11 @@ def _blank(text: object) -> bool:
 def _json_problem(details: object) -> str | None:
     if not isinstance(details, Mapping):
         return f"details of type {type(details).__name__}; give a mapping"
-    try:
-        json.dumps(dict(cast("Mapping[str, object]", details)), allow_nan=False)
-    except (TypeError, ValueError) as error:
-        return f"details that are not JSON data ({error}); the session store keeps them"
-    return None
+    # The check the engine makes, and the session store after it.
+    problem = json_problem(dict(cast("Mapping[str, object]", details)), "Suspend.details")
+    if problem is None:
+        return None
+    return f"details that are not JSON data ({problem}); an approval is kept with the session"
 
 
 def _short_repr(value: object) -> str:
