@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from types import ModuleType
-from typing import final
+from typing import cast, final
 
 from ._declare import MiddlewareDef, check_name
 from ._errors import SpecError
@@ -106,7 +106,7 @@ class Plugin:
                     )
             return [item for item in items if isinstance(item, MiddlewareDef)]
         if isinstance(target, ModuleType):
-            return _module_middleware(target)
+            return module_middleware(target)
         raise self._error(
             f"points at {_kind(target)}; it must point at a middleware declared with "
             "@middleware, a list or tuple of them, or a module"
@@ -208,14 +208,17 @@ def _did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _module_middleware(module: ModuleType) -> list[MiddlewareDef]:
+def module_middleware(module: ModuleType) -> list[MiddlewareDef]:
+    """The middleware *module* contributes: those its ``__all__`` names, or else its public
+    ones. The same object exported twice (an alias) is one middleware."""
     exported: object = getattr(module, "__all__", None)
     if isinstance(exported, (list, tuple)):
-        names = [str(name) for name in exported]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        names = [str(name) for name in cast("Iterable[object]", exported)]
     else:
         names = [name for name in vars(module) if not name.startswith("_")]
-    values = [getattr(module, name, None) for name in names]
-    return [value for value in values if isinstance(value, MiddlewareDef)]
+    found = [getattr(module, name, None) for name in names]
+    unique = {id(value): value for value in found if isinstance(value, MiddlewareDef)}
+    return list(unique.values())
 
 
 def _kind(value: object) -> str:

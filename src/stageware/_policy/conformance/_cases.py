@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from stageware._generated.policy_points import HOOK_POINTS, HookPoint
 from stageware._policy._declare import MiddlewareDef
 
-from ._discover import middleware_in, plugin_middleware
+from ._discover import module_middleware, plugin_middleware
 from ._suite import DEFAULT_EXAMPLES, Backend, assert_conforms
 
 __all__ = ["ConformanceCase", "cases_of"]
@@ -90,7 +90,7 @@ def cases_of(
         if isinstance(source, MiddlewareDef):
             definitions.append(source)
         elif isinstance(source, ModuleType):
-            definitions.extend(middleware_in(source))
+            definitions.extend(module_middleware(source))
         else:
             definitions.extend(plugin_middleware(source))
     if not definitions:

@@ -7,28 +7,10 @@ exactly the middleware a policy spec would install under the same names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from types import ModuleType
-from typing import cast
-
 from stageware._policy._declare import MiddlewareDef
-from stageware._policy._plugins import GROUP, installed_plugins
+from stageware._policy._plugins import GROUP, installed_plugins, module_middleware
 
-__all__ = ["middleware_in", "plugin_middleware"]
-
-
-def middleware_in(module: ModuleType) -> list[MiddlewareDef]:
-    """The middleware *module* exports: those its ``__all__`` names, or else its public ones,
-    as a plugin whose entry point names a module contributes them."""
-    exported: object = getattr(module, "__all__", None)
-    if isinstance(exported, (list, tuple)):
-        names = [str(name) for name in cast("Iterable[object]", exported)]
-    else:
-        names = [name for name in vars(module) if not name.startswith("_")]
-    found = [getattr(module, name, None) for name in names]
-    # The same object exported twice (an alias) is one middleware.
-    unique = {id(value): value for value in found if isinstance(value, MiddlewareDef)}
-    return list(unique.values())
+__all__ = ["module_middleware", "plugin_middleware"]
 
 
 def plugin_middleware(namespace: str) -> list[MiddlewareDef]:
