@@ -31,14 +31,19 @@ from ._declare import FailMode
 from ._entries import PolicyEntry
 from ._env import PolicyEnv
 from ._modified import ModificationError, check_modified
-from ._outcomes import Block, Continue, Escalate, Outcome, Retry, Suspend, outcome_name
+from ._outcomes import (
+    OUTCOME_TYPES,
+    Block,
+    Continue,
+    Outcome,
+    Suspend,
+    outcome_name,
+)
 from ._rules import ALLOWED, allowed_names, is_allowed
 
 __all__ = ["PolicyRun", "Verdict", "decide"]
 
 logger = logging.getLogger("stageware.policy")
-
-_OUTCOMES = (Continue, Block, Suspend, Escalate, Retry)
 
 
 @final
@@ -195,7 +200,7 @@ def _settle(
     """The outcome a middleware returned, its modified event, or what is wrong with it."""
     if returned is None:
         return Continue(), None, None
-    if not isinstance(returned, _OUTCOMES):
+    if not isinstance(returned, OUTCOME_TYPES):
         return (
             Continue(),
             None,

@@ -13,7 +13,16 @@ from typing import Any, TypeAlias, cast, final
 
 from pydantic import BaseModel
 
-__all__ = ["Block", "Continue", "Escalate", "Outcome", "Retry", "Suspend", "outcome_name"]
+__all__ = [
+    "OUTCOME_TYPES",
+    "Block",
+    "Continue",
+    "Escalate",
+    "Outcome",
+    "Retry",
+    "Suspend",
+    "outcome_name",
+]
 
 
 class _Outcome:
@@ -105,15 +114,10 @@ class Retry(_Outcome):
 Outcome: TypeAlias = Continue | Block | Suspend | Escalate | Retry
 """Any outcome a policy middleware may return."""
 
-_NAMES: dict[type[_Outcome], str] = {
-    Continue: "continue",
-    Block: "block",
-    Suspend: "suspend",
-    Escalate: "escalate",
-    Retry: "retry",
-}
+OUTCOME_TYPES: tuple[type[Outcome], ...] = (Continue, Block, Suspend, Escalate, Retry)
+"""The outcome classes, in the order tables list them; for ``isinstance`` checks."""
 
 
 def outcome_name(outcome: Outcome) -> str:
     """The outcome's name in traces and tables: ``continue``, ``block``, ..."""
-    return _NAMES[type(outcome)]
+    return type(outcome).__name__.lower()

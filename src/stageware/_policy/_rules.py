@@ -22,7 +22,7 @@ from typing import Final
 
 from stageware._generated.policy_points import HookPoint
 
-from ._outcomes import Block, Continue, Escalate, Outcome, Retry, Suspend
+from ._outcomes import OUTCOME_TYPES, Block, Continue, Escalate, Outcome, Retry, Suspend
 
 __all__ = [
     "ALLOWED",
@@ -89,6 +89,6 @@ def is_allowed(point: HookPoint, outcome: Outcome) -> bool:
 
 def allowed_names(point: HookPoint) -> list[str]:
     """The outcomes allowed at *point*, in table order, for messages and the README."""
-    names = [kind.__name__ for kind in (Continue, Block, Suspend, Escalate, Retry)]
+    names = [kind.__name__ for kind in OUTCOME_TYPES]
     allowed = {kind.__name__ for kind in ALLOWED[point]}
     return [name for name in names if name in allowed]

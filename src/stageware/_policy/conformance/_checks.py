@@ -21,14 +21,18 @@ from stageware._host.sessions._encoding import json_problem
 from stageware._policy._declare import Handler
 from stageware._policy._env import PolicyEnv
 from stageware._policy._modified import ModificationError, check_modified
-from stageware._policy._outcomes import Block, Continue, Escalate, Outcome, Retry, Suspend
+from stageware._policy._outcomes import (
+    OUTCOME_TYPES,
+    Continue,
+    Outcome,
+    Suspend,
+)
 from stageware._policy._rules import allowed_names, is_allowed
 
 from ._failures import Check, ConformanceFailure, event_json
 
 __all__ = ["Call", "check_call"]
 
-_OUTCOMES = (Continue, Block, Suspend, Escalate, Retry)
 _MISSING = object()
 
 
@@ -117,7 +121,7 @@ def _check_outcome(report: _Report, returned: object) -> None:
     point = report.call.point
     if returned is None:
         return
-    if not isinstance(returned, _OUTCOMES):
+    if not isinstance(returned, OUTCOME_TYPES):
         report.fail(
             Check.OUTCOME,
             f"returned {_short_repr(returned)} (a {type(returned).__name__}), which is not an "
