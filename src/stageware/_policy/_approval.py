@@ -13,7 +13,7 @@ from typing import Any, Final, final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from stageware._data_paths import format_path
+from ._errors import problem_lines
 
 __all__ = ["INTERRUPT_PREFIX", "Approval", "check_answer", "interrupt_id", "parse_interrupt_id"]
 
@@ -69,9 +69,7 @@ def check_answer(interrupt: str, response: Any) -> Approval | None:
     try:
         return Approval.model_validate(response)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{format_path(p['loc']) or 'the answer'}: {p['msg']}" for p in error.errors()
-        )
+        problems = "; ".join(problem_lines(error, "the answer"))
         raise ValueError(
             f"the answer to policy approval {interrupt!r} is not an approval: {problems}. "
             "Answer with {'approved': true or false, 'approver': '<who>', 'comment': ...}"

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from stageware._data_paths import format_path
 
-__all__ = ["SpecError", "settings_error"]
+__all__ = ["SpecError", "problem_lines", "settings_error"]
 
 
 class SpecError(ValueError):
@@ -39,12 +39,16 @@ class SpecError(ValueError):
 def settings_error(middleware: str, error: ValidationError, what: str = "settings") -> SpecError:
     """A ``SpecError`` for *what* of *middleware* that failed validation, one line per problem."""
     locations = [tuple(problem["loc"]) for problem in error.errors()]
-    lines = [
-        f"  {format_path(problem['loc']) or '(the settings as a whole)'}: {problem['msg']}"
-        for problem in error.errors()
-    ]
+    lines = [f"  {line}" for line in problem_lines(error, "(the settings as a whole)")]
     return SpecError(
         f"invalid {what} for middleware {middleware!r}:\n" + "\n".join(lines),
         middleware=middleware,
         locations=locations,
     )
+
+
+def problem_lines(error: ValidationError, whole: str) -> list[str]:
+    """One ``path: message`` per problem of *error*; *whole* names the value itself."""
+    return [
+        f"{format_path(problem['loc']) or whole}: {problem['msg']}" for problem in error.errors()
+    ]

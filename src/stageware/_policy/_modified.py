@@ -9,9 +9,9 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
-from stageware._data_paths import format_path
 from stageware._generated.policy_points import HOOK_POINTS, HookPoint
 
+from ._errors import problem_lines
 from ._rules import MODIFIABLE
 
 __all__ = ["ModificationError", "check_modified"]
@@ -43,9 +43,7 @@ def check_modified(point: HookPoint, original: BaseModel, modified: object) -> B
     try:
         event = model.model_validate(data)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{format_path(p['loc']) or 'the event'}: {p['msg']}" for p in error.errors()
-        )
+        problems = "; ".join(problem_lines(error, "the event"))
         raise ModificationError(f"modified is not a valid {model.__name__}: {problems}") from None
     allowed = MODIFIABLE[point]
     changed = [
