@@ -12,6 +12,7 @@ from typing import Any, final, TYPE_CHECKING
 
 from stageware.runtime import (
     CallInterrupts,
+    copy_payload,
     Interrupt,
     interrupt_name_hash,
     MiddlewareInterruptResult,
@@ -108,10 +109,10 @@ class InvokeModelContext:
         """
         return cls(
             agent=agent,
-            messages=_copy.deepcopy(messages),
-            system_prompt=_copy.deepcopy(system_prompt),
-            tool_specs=_copy.deepcopy(tool_specs),
-            tool_choice=_copy.deepcopy(tool_choice),
+            messages=copy_payload(messages),
+            system_prompt=copy_payload(system_prompt),
+            tool_specs=copy_payload(tool_specs),
+            tool_choice=copy_payload(tool_choice),
             invocation_state=invocation_state,
             model=model,
             projected_input_tokens=projected_input_tokens,
@@ -374,7 +375,7 @@ class AgentStreamContext:
         """
         return cls(
             agent=agent,
-            messages=_copy.deepcopy(messages),
+            messages=copy_payload(messages),
             invocation_state=invocation_state,
             _interrupts=CallInterrupts(interrupts),
         )

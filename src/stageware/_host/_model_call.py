@@ -85,15 +85,7 @@ class ModelCall:
             )
             if core.cancel.is_set():  # a hook cancelled: do not pay for the request
                 return
-            context = InvokeModelContext.from_host(
-                agent=core.handle,
-                messages=core.messages,
-                system_prompt=core.system_prompt,
-                tool_specs=core.tool_specs(),
-                tool_choice=core.tool_choice,
-                invocation_state=invocation_state,
-                model=core.model,
-            )
+            context = self._context(invocation_state)
             pass_state.metrics.model_calls += 1
             result: ModelStopReason | None = None
             try:
@@ -144,6 +136,34 @@ class ModelCall:
             if not after.retry:
                 pass_state.metrics.add_usage(result.usage)
                 return
+
+    def _context(self, invocation_state: dict[str, Any]) -> InvokeModelContext:
+        """The call's context: with the copy rules applied only where a handler sees it.
+
+        The copies protect the agent's history from handlers. Without an InvokeModel
+        handler nothing can mutate the context, and copying a long history would be most
+        of the call's cost, so the model gets the agent's own messages, as in Strands.
+        """
+        core = self._core
+        if core.registry.has_handlers(InvokeModelStage):
+            return InvokeModelContext.from_host(
+                agent=core.handle,
+                messages=core.messages,
+                system_prompt=core.system_prompt,
+                tool_specs=core.tool_specs(),
+                tool_choice=core.tool_choice,
+                invocation_state=invocation_state,
+                model=core.model,
+            )
+        return InvokeModelContext(
+            agent=core.handle,
+            messages=core.messages,
+            system_prompt=core.system_prompt,
+            tool_specs=core.tool_specs(),
+            tool_choice=core.tool_choice,
+            invocation_state=invocation_state,
+            model=core.model,
+        )
 
     async def _terminal(self, context: InvokeModelContext) -> AsyncIterator[InvokeModelEvent]:
         core = self._core

@@ -5,6 +5,7 @@ public ``stageware.runtime``), never the reverse, and a test keeps it so.
 """
 
 from ._chain import close_all
+from ._copy import copy_payload
 from ._handlers import (
     AsyncInputHandler,
     AsyncOutputHandler,
@@ -59,6 +60,7 @@ __all__ = [
     "WrapPhase",
     "call_interrupts",
     "close_all",
+    "copy_payload",
     "interrupt_name_hash",
     "resolve_middleware_interrupt",
     "validate_registration",

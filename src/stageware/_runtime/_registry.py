@@ -81,6 +81,14 @@ class MiddlewareRegistry(MiddlewareHost):
             Phase.OUTPUT: tuple(r.handler for r in plan.outputs),
         }
 
+    def has_handlers(self, stage: MiddlewareStage[Any, Any, Any]) -> bool:
+        """Whether any handler is registered on *stage*, in any phase.
+
+        A host asks before building a context: where no handler can see the context,
+        the copies its copy rules make protect nothing, and can be skipped.
+        """
+        return stage in self._plans
+
     def compose(
         self,
         stage: MiddlewareStage[C, Any, E],

@@ -1,0 +1,281 @@
+"""How an agent's invocation time grows with the length of its conversation.
+
+Run with ``python -m tests.benchmarks.agent_scaling``. Each configuration runs the same
+invocation (a prompt, one tool call with a 2 KB result, a final answer: two model calls)
+on top of a history of 10, 100, 1,000 and 5,000 messages, built like real ones: rounds of
+a question, a tool call, a 2 KB tool result and an answer. The model is a minimal one that
+streams a fixed response and copies nothing, so what is measured is the agent. Every
+history length of every configuration runs once per round, rounds are interleaved, and
+each time is the median over rounds; each configuration is reported relative to its own
+10-message time, which is the scaling a user sees. Absolute times are printed for context.
+
+Configurations:
+
+- **stageware**: no InvokeModel handler, so nothing copies the history.
+- **stageware, Input handler**: one InvokeModel Input handler, so the history is copied
+  into the context the handler sees, as the spec's copy rules require.
+- **stageware, Input handler, deepcopy**: the same with the history copied by
+  ``copy.deepcopy``, as every model call did before issue 10: the reference for the copier.
+- **strands**: Strands Agents with the same conversation and an equally minimal model,
+  when ``strands-agents`` is installed (the ``benchmarks`` extra); skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import statistics
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+import stageware._generated.contexts as generated_contexts
+from stageware import Agent, InvokeModelContext, InvokeModelStage, Messages, StreamEvent, tool
+
+HISTORY_LENGTHS = (10, 100, 1_000, 5_000)
+TOOL_RESULT = "x" * 2048
+
+
+@tool
+async def lookup(query: str) -> str:
+    """Look something up.
+
+    Args:
+        query: What to look up.
+    """
+    return TOOL_RESULT
+
+
+def history(length: int) -> list[dict[str, Any]]:
+    """A valid conversation of *length* messages: rounds with a 2 KB tool result."""
+    messages: list[dict[str, Any]] = []
+    turn = 0
+    while len(messages) + 4 <= length:
+        tool_id = f"history_{turn}"
+        messages += [
+            {"role": "user", "content": [{"text": f"Question {turn}?"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"toolUse": {"toolUseId": tool_id, "name": "lookup", "input": {"query": "q"}}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": tool_id,
+                            "status": "success",
+                            "content": [{"text": TOOL_RESULT}],
+                        }
+                    }
+                ],
+            },
+            {"role": "assistant", "content": [{"text": f"Answer {turn}."}]},
+        ]
+        turn += 1
+    while len(messages) < length:
+        role = "user" if len(messages) % 2 == 0 else "assistant"
+        messages.append({"role": role, "content": [{"text": f"Note {len(messages)}."}]})
+    return messages
+
+
+def response(messages: Any) -> list[dict[str, Any]]:
+    """The Converse events of the answer to *messages*: a tool call, then a final answer."""
+    last = messages[-1]["content"]
+    if not any("toolResult" in block for block in last):
+        return [
+            {"messageStart": {"role": "assistant"}},
+            {
+                "contentBlockStart": {
+                    "start": {"toolUse": {"toolUseId": "call_1", "name": "lookup"}}
+                }
+            },
+            {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"query": "now"}'}}}},
+            {"contentBlockStop": {}},
+            {"messageStop": {"stopReason": "tool_use"}},
+        ]
+    return [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockDelta": {"delta": {"text": "Done."}}},
+        {"contentBlockStop": {}},
+        {"messageStop": {"stopReason": "end_turn"}},
+    ]
+
+
+class MinimalModel:
+    """A model that answers at once and keeps nothing: the agent's cost, not the model's."""
+
+    def stream(
+        self, messages: Messages, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[StreamEvent]:
+        return self._events(messages)
+
+    async def _events(self, messages: Messages) -> AsyncIterator[StreamEvent]:
+        for event in response(messages):
+            yield event  # type: ignore[misc]
+
+
+def keep(context: InvokeModelContext) -> InvokeModelContext:
+    return context
+
+
+@contextmanager
+def deepcopying() -> Iterator[None]:
+    """Copy contexts with ``copy.deepcopy``, as before issue 10, for the reference."""
+    saved = generated_contexts.copy_payload
+    generated_contexts.copy_payload = copy.deepcopy
+    try:
+        yield
+    finally:
+        generated_contexts.copy_payload = saved
+
+
+Runner = Callable[[list[dict[str, Any]]], Awaitable[float]]
+
+
+def stageware_runner(input_handler: bool, deepcopy: bool = False) -> Runner:
+    agent = Agent(MinimalModel(), tools=[lookup])
+    if input_handler:
+        agent.add_middleware(InvokeModelStage.Input, keep)
+
+    async def run(messages: list[dict[str, Any]]) -> float:
+        agent.messages = messages  # type: ignore[assignment]
+        if deepcopy:
+            with deepcopying():
+                start = time.perf_counter()
+                await agent.invoke_async("go")
+                return time.perf_counter() - start
+        start = time.perf_counter()
+        await agent.invoke_async("go")
+        return time.perf_counter() - start
+
+    return run
+
+
+def strands_runner() -> Runner:
+    from strands import Agent as StrandsAgent
+    from strands import tool as strands_tool
+    from strands.models import Model as StrandsModel
+
+    class StrandsMinimalModel(StrandsModel):  # type: ignore[misc]
+        def update_config(self, **model_config: Any) -> None:
+            pass
+
+        def get_config(self) -> Any:
+            return {}
+
+        async def structured_output(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+            yield  # pragma: no cover
+
+        async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            for event in response(messages):
+                yield event
+
+    @strands_tool(name="lookup")  # type: ignore[misc]
+    def strands_lookup(query: str) -> str:
+        """Look something up.
+
+        Args:
+            query: What to look up.
+        """
+        return TOOL_RESULT
+
+    agent = StrandsAgent(
+        model=StrandsMinimalModel(), tools=[strands_lookup], callback_handler=None
+    )
+
+    async def run(messages: list[dict[str, Any]]) -> float:
+        agent.messages = messages
+        start = time.perf_counter()
+        await agent.invoke_async("go")
+        return time.perf_counter() - start
+
+    return run
+
+
+def strands_installed() -> bool:
+    return importlib.util.find_spec("strands") is not None
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Median invocation time per history length, for one configuration."""
+
+    name: str
+    seconds: dict[int, float]
+
+    def ratio(self, length: int) -> float:
+        return self.seconds[length] / self.seconds[HISTORY_LENGTHS[0]]
+
+
+def configurations(with_strands: bool) -> dict[str, Callable[[], Runner]]:
+    found: dict[str, Callable[[], Runner]] = {
+        "stageware": lambda: stageware_runner(input_handler=False),
+        "stageware, Input handler": lambda: stageware_runner(input_handler=True),
+        "stageware, Input handler, deepcopy": lambda: stageware_runner(
+            input_handler=True, deepcopy=True
+        ),
+    }
+    if with_strands:
+        found["strands"] = strands_runner
+    return found
+
+
+async def measure(rounds: int, calls: int, with_strands: bool) -> list[Scaling]:
+    histories = {length: history(length) for length in HISTORY_LENGTHS}
+    runners = {name: build() for name, build in configurations(with_strands).items()}
+    samples: dict[str, dict[int, list[float]]] = {
+        name: {length: [] for length in HISTORY_LENGTHS} for name in runners
+    }
+    for _ in range(rounds):
+        for length, messages in histories.items():
+            for name, run in runners.items():
+                total = 0.0
+                for _ in range(calls):
+                    # A fresh list each call (the agent appends to it), same messages inside.
+                    total += await run(list(messages))
+                samples[name][length].append(total / calls)
+    return [
+        Scaling(name, {length: statistics.median(times) for length, times in by_length.items()})
+        for name, by_length in samples.items()
+    ]
+
+
+def print_scaling(results: list[Scaling]) -> None:
+    width = max(len("configuration"), *(len(result.name) for result in results))
+    header = "".join(f"{length:>12,}" for length in HISTORY_LENGTHS)
+    print(f"{'configuration':<{width}} {header}   (ms per invocation, ratio to 10 messages)")
+    for result in results:
+        cells = "".join(
+            f"{result.seconds[length] * 1e3:>6.2f} {result.ratio(length):>4.1f}x"
+            for length in HISTORY_LENGTHS
+        )
+        print(f"{result.name:<{width}} {cells}")
+
+
+def run_benchmark(rounds: int = 5, calls: int = 5) -> list[Scaling]:
+    """Measure every configuration; Strands only when it is installed."""
+    with_strands = strands_installed()
+    if not with_strands:
+        print("strands-agents is not installed: Strands is skipped (pip install -e '.[benchmarks]')")
+    return anyio.run(measure, rounds, calls, with_strands)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=5)
+    args = parser.parse_args()
+    print_scaling(run_benchmark(args.rounds, args.calls))
+
+
+if __name__ == "__main__":
+    main()
