@@ -265,7 +265,7 @@ def run_benchmark(rounds: int = 5, calls: int = 5) -> list[Scaling]:
     """Measure every configuration; Strands only when it is installed."""
     with_strands = strands_installed()
     if not with_strands:
-        print("strands-agents is not installed: Strands is skipped (pip install -e '.[benchmarks]')")
+        print("Strands is skipped: strands-agents is not installed (the benchmarks extra)")
     return anyio.run(measure, rounds, calls, with_strands)
 
 
