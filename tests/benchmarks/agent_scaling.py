@@ -112,9 +112,7 @@ def response(messages: Any) -> list[dict[str, Any]]:
 class MinimalModel:
     """A model that answers at once and keeps nothing: the agent's cost, not the model's."""
 
-    def stream(
-        self, messages: Messages, *args: Any, **kwargs: Any
-    ) -> AsyncIterator[StreamEvent]:
+    def stream(self, messages: Messages, *args: Any, **kwargs: Any) -> AsyncIterator[StreamEvent]:
         return self._events(messages)
 
     async def _events(self, messages: Messages) -> AsyncIterator[StreamEvent]:
@@ -188,9 +186,7 @@ def strands_runner() -> Runner:
         """
         return TOOL_RESULT
 
-    agent = StrandsAgent(
-        model=StrandsMinimalModel(), tools=[strands_lookup], callback_handler=None
-    )
+    agent = StrandsAgent(model=StrandsMinimalModel(), tools=[strands_lookup], callback_handler=None)
 
     async def run(messages: list[dict[str, Any]]) -> float:
         agent.messages = messages

@@ -9,6 +9,7 @@ calling the terminal directly. Absolute times are printed for context only.
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -31,6 +32,18 @@ async def terminal(context: EchoContext) -> AsyncIterator[EchoEvent]:
 async def passthrough(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
     async for event in next_fn(context):
         yield event
+
+
+def hand_nested(layers: int) -> Chain:
+    """The floor a Wrap layer is measured against: *layers* plain generators, nested by hand."""
+    chain: Chain = terminal
+    for _ in range(layers):
+
+        def layer(context: EchoContext, inner: Chain = chain) -> AsyncIterator[EchoEvent]:
+            return passthrough(context, inner)  # type: ignore[arg-type]
+
+        chain = layer
+    return chain
 
 
 def keep(context: EchoContext) -> EchoContext:
@@ -68,16 +81,41 @@ async def _time(chain: Chain, context: EchoContext, calls: int) -> float:
     return time.perf_counter() - start
 
 
+def invoke_chain(registry: MiddlewareRegistry) -> Chain:
+    def chain(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        return registry.invoke(EchoStage, context, terminal)
+
+    return chain
+
+
 async def measure(rounds: int, calls: int) -> dict[str, list[float]]:
     context = EchoContext(text="x")
     registries = configurations()
-    timings: dict[str, list[float]] = {"terminal": [], **{name: [] for name in registries}}
+    chains: dict[str, Chain] = {
+        "terminal": terminal,
+        "invoke(), no handlers": invoke_chain(registries["no handlers"]),
+        "1 hand-nested generator": hand_nested(1),
+        "5 hand-nested generators": hand_nested(5),
+    }
+    for name, registry in registries.items():
+        chains[name] = registry.compose(EchoStage, terminal)
+    chains["invoke(), 5 wraps"] = invoke_chain(registries["5 wraps"])
+    timings: dict[str, list[float]] = {name: [] for name in chains}
     for _ in range(rounds):
-        timings["terminal"].append(await _time(terminal, context, calls))
-        for name, registry in registries.items():
-            chain = registry.compose(EchoStage, terminal)
+        for name, chain in chains.items():
             timings[name].append(await _time(chain, context, calls))
     return timings
+
+
+def per_layer(timings: dict[str, list[float]], layered: str, floor: str, layers: int) -> float:
+    """What one layer of *layered* costs, relative to one layer of *floor*.
+
+    Each layer's cost is the chain's time less the terminal's, per layer.
+    """
+    bare = statistics.median(timings["terminal"])
+    ours = (statistics.median(timings[layered]) - bare) / layers
+    reference = (statistics.median(timings[floor]) - bare) / layers
+    return ours / reference
 
 
 def main() -> None:
@@ -87,6 +125,11 @@ def main() -> None:
     args = parser.parse_args()
     timings = anyio.run(measure, args.rounds, args.calls)
     print_ratios(timings, "terminal", args.calls, "us/call", 1e6)
+    print()
+    print(
+        "per Wrap layer / per hand-nested generator layer: "
+        f"{per_layer(timings, '5 wraps', '5 hand-nested generators', 5):.2f}"
+    )
 
 
 if __name__ == "__main__":

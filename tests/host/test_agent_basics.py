@@ -391,9 +391,9 @@ async def test_composed_chains_are_reused_across_invocations(
     built: list[str] = []
     original = chain_module.build_chain
 
-    def counting_build_chain(stage: Any, plan: Any, terminal: Any) -> Any:
+    def counting_build_chain(stage: Any, plan: Any, terminal: Any, **options: Any) -> Any:
         built.append(repr(stage))
-        return original(stage, plan, terminal)
+        return original(stage, plan, terminal, **options)
 
     monkeypatch.setattr(registry_module, "build_chain", counting_build_chain)
     model = ScriptedModel([calls(("add", {"a": 1, "b": 1}, "t1")), "Two.", "Again.", "More."])

@@ -55,7 +55,7 @@ from ._result import MiddlewareResult
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration, describe_handler
 
-__all__ = ["ResultTracker", "StagePlan", "build_chain", "close_all"]
+__all__ = ["StagePlan", "as_generator", "build_chain", "close_all"]
 
 C = TypeVar("C")
 E = TypeVar("E")
@@ -84,9 +84,18 @@ class StagePlan:
 
 
 def build_chain(
-    stage: MiddlewareStage[Any, Any, Any], plan: StagePlan, terminal: Chain[C, E]
+    stage: MiddlewareStage[Any, Any, Any],
+    plan: StagePlan,
+    terminal: Chain[C, E],
+    *,
+    checked: bool = False,
 ) -> Chain[C, E]:
-    """Compose *plan* around *terminal*. With no handlers the terminal itself is returned."""
+    """Compose *plan* around *terminal*. With no handlers the terminal itself is returned.
+
+    A *checked* chain also raises ``RuntimeError`` when its stream ends with neither the
+    stage's result nor an interrupt event: the check costs one type test per event until
+    the result, in the outermost layer, which is there anyway.
+    """
     if not (plan.inputs or plan.wraps or plan.outputs):
         return terminal
     inner: Next[C, E] = _terminal_layer(stage, terminal)
@@ -98,41 +107,9 @@ def build_chain(
     outputs = tuple(reversed(plan.outputs))
 
     def chain(context: C) -> AsyncIterator[E]:
-        return _run(stage, context, inputs, outermost, inner, outputs)
+        return _run(stage, context, inputs, outermost, inner, outputs, checked)
 
     return chain
-
-
-@final
-class ResultTracker:
-    """Watches a stage's events for its result, and for an interrupt that replaces it.
-
-    A call halted by an interrupt event (a truthy ``is_interrupt``, such as a tool's
-    ``ToolInterruptEvent``) legitimately has no result; any other chain without one has
-    dropped it, which is a bug worth an actionable error.
-    """
-
-    __slots__ = ("_result_event", "_stage", "has_result", "interrupted")
-
-    def __init__(self, stage: MiddlewareStage[Any, Any, Any]) -> None:
-        self._stage = stage
-        self._result_event = stage.result_event
-        self.has_result = False
-        self.interrupted = False
-
-    def see(self, event: object) -> bool:
-        """Record *event*; return whether it is a result event."""
-        if isinstance(event, self._result_event):
-            self.has_result = True
-            return True
-        if getattr(event, "is_interrupt", False):
-            self.interrupted = True
-        return False
-
-    def check(self) -> None:
-        """Raise if the stream ended with neither a result nor an interrupt."""
-        if not self.has_result and not self.interrupted:
-            raise _no_result(self._stage)
 
 
 def _no_result(stage: MiddlewareStage[Any, Any, Any]) -> RuntimeError:
@@ -150,6 +127,7 @@ async def _run(
     handler: Handler[C, E] | None,
     inner: Next[C, E],
     outputs: tuple[MiddlewareRegistration, ...],
+    checked: bool,
 ) -> AsyncGenerator[E, None]:
     """The outermost layer: Input handlers, the first Wrap handler, then Output handlers."""
     record = call_interrupts(context)
@@ -170,8 +148,9 @@ async def _run(
     result_event = stage.result_event
     held: E | None = None
     interrupted = False
+    seen_result = False
     try:
-        # Three copies of one loop, so that each does only the checks its chain needs.
+        # Four copies of one loop, so that each does only the checks its chain needs.
         if outputs:
             async for event in events:
                 if record is not None and record.raised is not None:
@@ -181,6 +160,16 @@ async def _run(
                     continue
                 if held is None and not interrupted:
                     interrupted = bool(getattr(event, "is_interrupt", False))
+                yield event
+        elif checked:
+            async for event in events:
+                if record is not None and record.raised is not None:
+                    raise record.swallowed(f"{stage!r} middleware")
+                if not seen_result:
+                    if isinstance(event, result_event):
+                        seen_result = True
+                    elif not interrupted:
+                        interrupted = bool(getattr(event, "is_interrupt", False))
                 yield event
         elif record is None:
             async for event in events:
@@ -201,6 +190,8 @@ async def _run(
     if record is not None and record.raised is not None:
         raise record.swallowed(f"{stage!r} middleware")
     if not outputs:
+        if checked and not seen_result and not interrupted:
+            raise _no_result(stage)
         return
     if held is None:
         if interrupted:
@@ -254,12 +245,12 @@ def _terminal_layer(stage: MiddlewareStage[Any, Any, Any], terminal: Chain[C, E]
         events = terminal(context)
         if type(events) is AsyncGeneratorType:
             return cast("AsyncGenerator[E, None]", events)
-        return _as_generator(events)
+        return as_generator(events)
 
     return call_terminal
 
 
-async def _as_generator(events: AsyncIterator[E]) -> AsyncGenerator[E, None]:
+async def as_generator(events: AsyncIterator[E]) -> AsyncGenerator[E, None]:
     """*events* as an async generator, so that ``next_fn`` always returns one."""
     try:
         async for event in events:

@@ -15,15 +15,17 @@ terminal. What a host can rely on from a running chain (``_chain`` has the detai
   raised (with a ``SwallowedInterruptWarning``). The host registers it as usual.
 
 Per call, n Wrap handlers cost 2n generators (one around each handler but the outermost,
-whose layer also runs the Input and Output handlers); ``invoke()`` adds one more.
+whose layer also runs the Input and Output handlers). ``invoke()`` adds nothing: its
+result check runs in the outermost layer, and a stage without handlers is its terminal.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, TypeVar, final
+from types import AsyncGeneratorType
+from typing import Any, TypeVar, cast, final
 
-from ._chain import ResultTracker, StagePlan, build_chain, close_all
+from ._chain import StagePlan, as_generator, build_chain
 from ._middleware_host import MiddlewareHost
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration
@@ -48,12 +50,16 @@ class MiddlewareRegistry(MiddlewareHost):
             ...
     """
 
-    __slots__ = ("_chains", "_plans")
+    __slots__ = ("_chains", "_checked", "_plans")
 
     def __init__(self) -> None:
         self._plans: dict[MiddlewareStage[Any, Any, Any], StagePlan] = {}
         # One composed chain per stage, remembered with the terminal it was built for.
         self._chains: dict[
+            MiddlewareStage[Any, Any, Any], tuple[object, Callable[[Any], AsyncIterator[Any]]]
+        ] = {}
+        # The same for invoke(), whose chains also check that the result came through.
+        self._checked: dict[
             MiddlewareStage[Any, Any, Any], tuple[object, Callable[[Any], AsyncIterator[Any]]]
         ] = {}
 
@@ -69,6 +75,7 @@ class MiddlewareRegistry(MiddlewareHost):
         stage = registration.stage
         self._plans[stage] = self._plans.get(stage, StagePlan()).with_registration(registration)
         self._chains.pop(stage, None)
+        self._checked.pop(stage, None)
 
     def handlers(
         self, stage: MiddlewareStage[Any, Any, Any]
@@ -112,31 +119,35 @@ class MiddlewareRegistry(MiddlewareHost):
         self._chains[stage] = (terminal, chain)
         return chain
 
-    async def invoke(
+    def invoke(
         self,
         stage: MiddlewareStage[C, Any, E],
         context: C,
         terminal: Callable[[C], AsyncIterator[E]],
     ) -> AsyncGenerator[E, None]:
-        """Run *stage* on *context*, yielding its events.
+        """Run *stage* on *context*, returning the async generator of its events.
 
-        A chain that ends on an interrupt event (a truthy ``is_interrupt``, such as a
-        tool's ``ToolInterruptEvent``) without a result is a halted call, not an error: the
-        host registers the interrupts. Unlike ``compose()``, this adds one generator layer
-        even to a stage without handlers, to check the result.
+        Unlike ``compose()``, the chain is checked: a chain that ends without the stage's
+        result event raises, because a handler dropped it. One that ends on an interrupt
+        event (a truthy ``is_interrupt``, such as a tool's ``ToolInterruptEvent``) without
+        a result is a halted call, not an error: the host registers the interrupts. A
+        stage without handlers runs its terminal as it is, unchecked and at no cost: the
+        terminal is the host's own, and the check guards against middleware.
 
         Raises:
-            RuntimeError: If the chain finishes without yielding the stage's result event
-                and without an interrupt event.
+            RuntimeError: If a handler's chain finishes without yielding the stage's result
+                event and without an interrupt event.
             InterruptException: When a middleware's ``context.interrupt()`` raised, whether
                 or not the middleware caught it.
         """
-        tracker = ResultTracker(stage)
-        events = self.compose(stage, terminal)(context)
-        try:
-            async for event in events:
-                tracker.see(event)
-                yield event
-        finally:
-            await close_all([events])
-        tracker.check()
+        plan = self._plans.get(stage)
+        if plan is None:
+            events = terminal(context)
+            if type(events) is AsyncGeneratorType:
+                return cast("AsyncGenerator[E, None]", events)
+            return as_generator(events)
+        cached = self._checked.get(stage)
+        if cached is None or cached[0] != terminal:
+            cached = (terminal, build_chain(stage, plan, terminal, checked=True))
+            self._checked[stage] = cached
+        return cast("AsyncGenerator[E, None]", cached[1](context))
