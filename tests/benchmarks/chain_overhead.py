@@ -40,7 +40,7 @@ def hand_nested(layers: int) -> Chain:
     for _ in range(layers):
 
         def layer(context: EchoContext, inner: Chain = chain) -> AsyncIterator[EchoEvent]:
-            return passthrough(context, inner)  # type: ignore[arg-type]
+            return passthrough(context, inner)
 
         chain = layer
     return chain
