@@ -1,7 +1,9 @@
 """Every generator a layer opened is closed, inner first, however the chain ends.
 
-A Wrap layer closes what its ``next_fn`` opened when its handler finishes (normally, by an
-error, by cancellation or by ``aclose()``), not when the whole chain ends.
+A stream a Wrap handler's ``next_fn`` opened and left unfinished (read halfway, a first
+attempt a retry left, one a failing or cancelled handler abandoned) is closed when the
+whole chain finishes, however it finishes, last opened first: the Wrap layers are the
+handlers' own generators, with nothing of the runtime's around each of them.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def _outer(log: list[str]) -> Callable[[EchoContext, Next], AsyncIterator[EchoEv
     return outer
 
 
-async def test_a_stream_a_handler_stopped_reading_is_closed_when_that_handler_finishes() -> None:
+async def test_a_stream_a_handler_stopped_reading_is_closed_when_the_chain_finishes() -> None:
     log: list[str] = []
     registry = MiddlewareRegistry()
 
@@ -148,11 +150,11 @@ async def test_a_stream_a_handler_stopped_reading_is_closed_when_that_handler_fi
     )
 
     assert events == [Done("enough")]
-    # Closed as `peek` finished, before the layer outside it went on; not at the chain's end.
-    assert log == ["closed terminal", "outer: inner layer finished"]
+    # Not when `peek` finished, but by the chain as it finished.
+    assert log == ["outer: inner layer finished", "closed terminal"]
 
 
-async def test_a_first_attempt_a_retry_left_half_read_is_closed_when_the_retry_finishes() -> None:
+async def test_a_first_attempt_a_retry_left_half_read_is_closed_when_the_chain_finishes() -> None:
     log: list[str] = []
     registry = MiddlewareRegistry()
     attempts = 0
@@ -178,10 +180,10 @@ async def test_a_first_attempt_a_retry_left_half_read_is_closed_when_the_retry_f
     events = await collect(registry.invoke(EchoStage, EchoContext(text=""), model))
 
     assert events == [Chunk("attempt 2"), Done("attempt 2")]
-    assert log == ["closed attempt 2", "closed attempt 1", "outer: inner layer finished"]
+    assert log == ["closed attempt 2", "outer: inner layer finished", "closed attempt 1"]
 
 
-async def test_leftovers_are_closed_innermost_first_when_their_layer_finishes() -> None:
+async def test_leftovers_are_closed_innermost_first_when_the_chain_finishes() -> None:
     log: list[str] = []
     registry = MiddlewareRegistry()
 
@@ -195,10 +197,10 @@ async def test_leftovers_are_closed_innermost_first_when_their_layer_finishes() 
 
     await collect(registry.invoke(EchoStage, EchoContext(text=""), _terminal(log, _endless)))
 
-    assert log == ["closed terminal", "closed inner", "outer: inner layer finished"]
+    assert log == ["outer: inner layer finished", "closed terminal", "closed inner"]
 
 
-async def test_a_stream_a_failing_handler_abandoned_is_closed_before_the_error_propagates() -> None:
+async def test_a_stream_a_failing_handler_abandoned_is_closed_when_the_chain_finishes() -> None:
     log: list[str] = []
     registry = MiddlewareRegistry()
 
@@ -223,10 +225,10 @@ async def test_a_stream_a_failing_handler_abandoned_is_closed_before_the_error_p
     )
 
     assert events == [Done("recovered")]
-    assert log == ["closed terminal", "outer: caught the error"]
+    assert log == ["outer: caught the error", "closed terminal"]
 
 
-async def test_a_layer_closed_by_the_handler_outside_it_closes_what_it_opened_first() -> None:
+async def test_a_layer_the_handler_outside_it_closed_leaves_its_streams_to_the_chain() -> None:
     log: list[str] = []
     registry = MiddlewareRegistry()
 
@@ -245,10 +247,10 @@ async def test_a_layer_closed_by_the_handler_outside_it_closes_what_it_opened_fi
     )
 
     assert events == [Chunk("first"), Done("closed early")]
-    assert log == ["closed terminal", "closed inner", "outer: closed the inner layer"]
+    assert log == ["closed inner", "outer: closed the inner layer", "closed terminal"]
 
 
-async def test_a_layer_ended_by_cancellation_closes_what_it_left_open() -> None:
+async def test_a_stream_a_cancelled_layer_left_open_is_closed_when_the_chain_finishes() -> None:
     log: list[str] = []
     registry = MiddlewareRegistry()
     attempts = 0
@@ -285,7 +287,7 @@ async def test_a_layer_ended_by_cancellation_closes_what_it_left_open() -> None:
     events = await collect(registry.invoke(EchoStage, EchoContext(text=""), model))
 
     assert events == [Chunk("attempt 2"), Done("timed out")]
-    assert log == ["closed attempt 2", "closed attempt 1", "outer: deadline passed"]
+    assert log == ["closed attempt 2", "outer: deadline passed", "closed attempt 1"]
 
 
 async def test_an_interrupt_passes_through_unchanged() -> None:

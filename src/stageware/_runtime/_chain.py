@@ -19,12 +19,16 @@ The rules a running chain keeps:
   events a Wrap handler yields after it included, so the last event is the result. A
   result that a later one superseded (a retrying or repeating Wrap handler) is dropped:
   the consumer never sees an untransformed result. Other events keep their order.
-- **Each layer closes what its ``next_fn`` opened.** ``next_fn(context)`` returns an async
-  generator (a terminal that returns another async iterator is wrapped in one). When a
-  Wrap handler's generator finishes, normally, by an error, by cancellation or by
-  ``aclose()``, every stream its ``next_fn`` opened and that is still open (read halfway,
-  or a first attempt a retry left) is closed then, innermost first, not when the whole
-  chain ends. Errors from closing do not stop the other closes; the first is raised.
+- **The chain closes what any ``next_fn`` opened.** ``next_fn(context)`` returns an async
+  generator (a terminal or handler that returns another async iterator is wrapped in
+  one). Every stream a ``next_fn`` opened and that is still open when the chain finishes
+  (read halfway, a first attempt a retry left, one a failing or cancelled handler
+  abandoned) is closed then, normally, by an error, by cancellation or by ``aclose()``,
+  last opened first, so inner streams before outer ones. Not sooner: closing each
+  handler's leftovers as that handler finished took a generator of ours around every
+  Wrap handler, which doubled what a layer costs. A handler that wants a stream closed
+  at once closes it itself. Errors from closing do not stop the other closes; the first
+  is raised.
 - **A swallowed interrupt still interrupts.** Once ``context.interrupt()`` has raised for
   a call (recorded in the ``CallInterrupts`` its context carries, shared by every
   ``replace()`` copy), the chain does not call the terminal for it, passes on no event
@@ -34,12 +38,11 @@ The rules a running chain keeps:
   and an interrupt that propagates normally passes through unchanged.
 
 Costs, per call: the outermost layer is one generator, which also runs the Input and
-Output handlers; every further Wrap handler adds one generator around the handler's own,
-so n Wrap handlers run 2n generators above the terminal (the price of closing leftovers
-as each handler finishes). Each layer makes one closure for its ``next_fn`` and one list
-of what it opened; a layer whose streams all finished closes nothing. A context that
-carries an interrupt record costs one attribute check per event; a stage without
-handlers is its terminal, at no cost at all.
+Output handlers and the first Wrap handler; every further Wrap handler is its own
+generator and nothing else, as in a hand-nested chain, plus two closures (its
+``next_fn``, and the function that starts it). A chain whose streams all finished
+closes nothing. A context that carries an interrupt record costs one attribute check
+per event; a stage without handlers is its terminal, at no cost at all.
 """
 
 from __future__ import annotations
@@ -98,16 +101,16 @@ def build_chain(
     """
     if not (plan.inputs or plan.wraps or plan.outputs):
         return terminal
-    inner: Next[C, E] = _terminal_layer(stage, terminal)
-    for registration in reversed(plan.wraps[1:]):
-        inner = _wrap_layer(registration.handler, inner)
+    call_terminal: Next[C, E] = _terminal_layer(stage, terminal)
     outermost: Handler[C, E] | None = plan.wraps[0].handler if plan.wraps else None
+    # Outermost first; each call nests them afresh, around a list of what they open.
+    inner_wraps: tuple[Handler[C, E], ...] = tuple(r.handler for r in plan.wraps[1:])
     inputs = plan.inputs
     # Innermost first: the first registered Output handler is the outermost one.
     outputs = tuple(reversed(plan.outputs))
 
     def chain(context: C) -> AsyncIterator[E]:
-        return _run(stage, context, inputs, outermost, inner, outputs, checked)
+        return _run(stage, context, inputs, outermost, inner_wraps, call_terminal, outputs, checked)
 
     return chain
 
@@ -125,11 +128,17 @@ async def _run(
     context: C,
     inputs: tuple[MiddlewareRegistration, ...],
     handler: Handler[C, E] | None,
-    inner: Next[C, E],
+    inner_wraps: tuple[Handler[C, E], ...],
+    call_terminal: Next[C, E],
     outputs: tuple[MiddlewareRegistration, ...],
     checked: bool,
 ) -> AsyncGenerator[E, None]:
-    """The outermost layer: Input handlers, the first Wrap handler, then Output handlers."""
+    """The outermost layer: Input handlers, the Wrap handlers, then Output handlers.
+
+    It is the chain's only layer of its own: the other Wrap handlers' generators are
+    nested directly, and every stream a ``next_fn`` opens is noted in one list, which this
+    layer closes when it finishes.
+    """
     record = call_interrupts(context)
     try:
         for registration in inputs:
@@ -142,9 +151,12 @@ async def _run(
     record = call_interrupts(context)
     opened: list[AsyncIterator[E]] = []
     if handler is None:
-        events: AsyncIterator[E] = inner(context)
+        events: AsyncIterator[E] = call_terminal(context)
     else:
-        events = handler(context, _recording(inner, opened))
+        next_fn = _recording(call_terminal, opened)
+        for wrap in reversed(inner_wraps):
+            next_fn = _opening(wrap, next_fn, opened)
+        events = handler(context, next_fn)
     result_event = stage.result_event
     held: E | None = None
     interrupted = False
@@ -200,25 +212,23 @@ async def _run(
     yield await _apply_outputs(stage, outputs, held)
 
 
-def _wrap_layer(handler: Handler[C, E], inner: Next[C, E]) -> Next[C, E]:
-    """The ``next_fn`` that runs *handler* around *inner*, as the layer outside it sees it."""
+def _opening(
+    handler: Handler[C, E], inner: Next[C, E], opened: list[AsyncIterator[E]]
+) -> Next[C, E]:
+    """The ``next_fn`` that starts *handler* on *inner*, noting its stream in *opened*.
 
-    def call_layer(context: C) -> AsyncGenerator[E, None]:
-        return _layer(handler, inner, context)
+    The stream is the handler's own generator: nothing of ours goes around it, so a Wrap
+    layer costs what a hand-written one does; the outermost layer closes what it left.
+    """
 
-    return call_layer
+    def next_fn(context: C) -> AsyncGenerator[E, None]:
+        events = handler(context, inner)
+        if type(events) is not AsyncGeneratorType:
+            events = as_generator(events)
+        opened.append(events)
+        return cast("AsyncGenerator[E, None]", events)
 
-
-async def _layer(handler: Handler[C, E], inner: Next[C, E], context: C) -> AsyncGenerator[E, None]:
-    """Run one Wrap handler; when it finishes, close what its ``next_fn`` left open."""
-    opened: list[AsyncIterator[E]] = []
-    events = handler(context, _recording(inner, opened))
-    try:
-        async for event in events:
-            yield event
-    finally:
-        if not _all_finished(events, opened):
-            await close_all([events, *opened])  # Inner first: last opened first, then events.
+    return next_fn
 
 
 def _recording(inner: Next[C, E], opened: list[AsyncIterator[E]]) -> Next[C, E]:

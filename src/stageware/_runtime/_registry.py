@@ -9,14 +9,14 @@ terminal. What a host can rely on from a running chain (``_chain`` has the detai
 
 - With Output handlers, the transformed result is the last event; a result a retrying
   Wrap handler superseded never reaches the host.
-- A stream a Wrap handler stopped reading is closed when that handler finishes.
+- A stream a Wrap handler stopped reading is closed when the chain finishes.
 - An ``InterruptException`` from ``context.interrupt()`` reaches the host even when a
   middleware caught it: the call's terminal does not run, and the original exception is
   raised (with a ``SwallowedInterruptWarning``). The host registers it as usual.
 
-Per call, n Wrap handlers cost 2n generators (one around each handler but the outermost,
-whose layer also runs the Input and Output handlers). ``invoke()`` adds nothing: its
-result check runs in the outermost layer, and a stage without handlers is its terminal.
+Per call, n Wrap handlers cost n + 1 generators: their own, and the outermost layer's,
+which also runs the Input and Output handlers. ``invoke()`` adds nothing: its result
+check runs in the outermost layer, and a stage without handlers is its terminal.
 """
 
 from __future__ import annotations
