@@ -99,8 +99,9 @@ async def _time(build: Callable[[], Agent], calls: int) -> float:
     agent = build()
     start = time.perf_counter()
     for _ in range(calls):
-        # A fresh history each run: the model call deep-copies it, and a history that grew
-        # run after run would measure the copy, not the middleware.
+        # A fresh history each run: with InvokeModel handlers the model call copies it, and
+        # a history that grew run after run would measure the copy, not the middleware
+        # (tests.benchmarks.agent_scaling measures that growth on its own).
         agent.messages = []
         await agent.invoke_async("go")
     return time.perf_counter() - start
