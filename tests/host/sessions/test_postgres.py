@@ -383,9 +383,7 @@ def test_a_format_2_schema_is_split_into_message_rows_and_reads_back_the_same(
     # And it goes on append-only.
     turn = make_snapshot(7)
     assert (
-        store.save(
-            "old", turn, expected_version=4, owner="w", lease_seconds=None, kept_messages=3
-        )
+        store.save("old", turn, expected_version=4, owner="w", lease_seconds=None, kept_messages=3)
         == 5
     )
     appended = store.load("old")

@@ -96,8 +96,7 @@ def test_a_new_file_gets_the_store_tables_in_wal_mode(path: Path) -> None:
     assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
     [(version, document, owner, updated_at, count)] = sql(
         path,
-        "SELECT version, document, lease_owner, updated_at, message_count "
-        "FROM stageware_sessions",
+        "SELECT version, document, lease_owner, updated_at, message_count FROM stageware_sessions",
     )
     assert (version, owner, count) == (1, None, 3)
     assert isinstance(document, str)
@@ -323,9 +322,7 @@ def test_a_format_3_file_is_split_into_message_rows_and_reads_back_the_same(
     # And it goes on append-only.
     turn = make_snapshot(7)
     assert (
-        store.save(
-            "old", turn, expected_version=4, owner="w", lease_seconds=None, kept_messages=3
-        )
+        store.save("old", turn, expected_version=4, owner="w", lease_seconds=None, kept_messages=3)
         == 5
     )
     appended = store.load("old")
@@ -453,15 +450,13 @@ def test_a_damaged_row_names_store_session_and_field(
         pytest.param(
             "DELETE FROM stageware_messages WHERE position = ?",
             1,
-            "its record says it has 3 messages, but the stored messages are at positions "
-            "[0, 2]",
+            "its record says it has 3 messages, but the stored messages are at positions [0, 2]",
             id="lost row",
         ),
         pytest.param(
             "UPDATE stageware_sessions SET message_count = ?",
             2,
-            "its record says it has 2 messages, but the stored messages are at positions "
-            "[0, 1, 2]",
+            "its record says it has 2 messages, but the stored messages are at positions [0, 1, 2]",
             id="stray row",
         ),
     ],
