@@ -7,7 +7,7 @@ or edited in place, and two agents that loaded the same version.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -80,8 +80,7 @@ def assert_stored(store: SessionStore, agent: Agent) -> None:
 
 
 def text(role: str, words: str) -> Message:
-    message: Any = {"role": role, "content": [{"text": words}]}
-    return message
+    return cast(Message, {"role": role, "content": [{"text": words}]})
 
 
 def test_each_invocation_saves_only_its_new_messages(store: SessionStore) -> None:

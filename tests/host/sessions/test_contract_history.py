@@ -8,7 +8,7 @@ conflict, a lease, an escalation, a count the store does not hold) writes no mes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -27,8 +27,7 @@ from .stores import make_snapshot
 
 
 def text(role: str, words: str) -> Message:
-    message: Any = {"role": role, "content": [{"text": words}]}
-    return message
+    return cast(Message, {"role": role, "content": [{"text": words}]})
 
 
 def turn(index: int) -> list[Message]:

@@ -378,7 +378,7 @@ def test_a_format_2_schema_is_split_into_message_rows_and_reads_back_the_same(
     assert empty_loaded.snapshot == empty
     counted = in_schema(postgres_spec, "SELECT count(*) FROM {schema}.messages")
     assert execute(postgres_spec, counted) == [(3,)]
-    with pytest.raises(SessionError, match="'damaged'.*is damaged"):
+    with pytest.raises(SessionError, match=r"'damaged'.*is damaged"):
         store.load("damaged")
     # And it goes on append-only.
     turn = make_snapshot(7)

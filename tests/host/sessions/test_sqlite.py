@@ -100,11 +100,12 @@ def test_a_new_file_gets_the_store_tables_in_wal_mode(path: Path) -> None:
     )
     assert (version, owner, count) == (1, None, 3)
     assert isinstance(document, str)
-    snapshot = make_snapshot()
-    messages = snapshot.pop("messages")
+    snapshot: dict[str, object] = dict(make_snapshot())
+    messages = make_snapshot()["messages"]
+    del snapshot["messages"]
     assert json.loads(document) == snapshot  # the messages are rows of their own
     rows = sql(path, "SELECT session_id, position, document FROM stageware_messages")
-    assert [(s, p, json.loads(d)) for s, p, d in rows] == [
+    assert [(s, p, json.loads(str(d))) for s, p, d in rows] == [
         ("s1", position, message) for position, message in enumerate(messages)
     ]
     assert isinstance(updated_at, str)
@@ -305,7 +306,11 @@ def test_a_format_3_file_is_split_into_message_rows_and_reads_back_the_same(
     connection.close()
 
     stores = [SQLiteSessionStore(path) for _ in range(4)]
-    run_threads(len(stores), lambda index: stores[index].session_ids())
+
+    def open_(index: int) -> None:
+        stores[index].session_ids()
+
+    run_threads(len(stores), open_)
 
     assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
     store = stores[0]
@@ -317,7 +322,7 @@ def test_a_format_3_file_is_split_into_message_rows_and_reads_back_the_same(
     assert empty_loaded is not None
     assert empty_loaded.snapshot == empty
     assert sql(path, "SELECT count(*) FROM stageware_messages") == [(3,)]
-    with pytest.raises(SessionError, match="'damaged'.*is damaged"):
+    with pytest.raises(SessionError, match=r"'damaged'.*is damaged"):
         store.load("damaged")
     # And it goes on append-only.
     turn = make_snapshot(7)

@@ -79,24 +79,25 @@ def encode_snapshot(snapshot: SessionSnapshot, session_id: str, where: str) -> E
     list, a string key) and a resumed run would not see what the first one saved. The
     cost is that of the messages *snapshot* brings, which a save that appends keeps small.
     """
-    encoded = _encode_faithfully(snapshot)
-    if encoded is None:
+    plain = _decoded_copy(snapshot)
+    if plain is None:
         raise SessionError(
             f"cannot save session {session_id!r} in {where}: {_explain_non_json(snapshot)}; "
             "nothing was written"
         )
     _check_shape(
-        encoded,
+        plain,
         f"cannot save session {session_id!r} in {where}: ",
         "; nothing was written",
         stored=False,
     )
-    rest = dict(cast(dict[str, object], encoded))
+    # Encoded again in pieces: the checks above see the snapshot whole, as it is loaded.
+    rest = dict(cast(dict[str, object], plain))
     messages = cast(list[object], rest.pop("messages"))
     return EncodedSnapshot(_dumps(rest), [_dumps(message) for message in messages])
 
 
-def _encode_faithfully(snapshot: SessionSnapshot) -> object | None:
+def _decoded_copy(snapshot: SessionSnapshot) -> object | None:
     """Return the decoded copy of *snapshot*'s JSON, or ``None`` if it differs."""
     try:
         plain: object = json.loads(_dumps(snapshot))
