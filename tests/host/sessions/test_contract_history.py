@@ -8,6 +8,7 @@ conflict, a lease, an escalation, a count the store does not hold) writes no mes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -23,7 +24,7 @@ from stageware._host.sessions import (
     StoredSession,
 )
 
-from .stores import make_snapshot
+from .stores import make_snapshot, run_threads
 
 
 def text(role: str, words: str) -> Message:
@@ -242,3 +243,28 @@ def test_a_loaded_history_is_the_callers_own(store: SessionStore) -> None:
     assert history(store) == messages
     save(store, turn(1), version, kept=4)
     assert history(store) == messages + turn(1)
+
+
+def test_of_writers_racing_from_one_version_one_appends_and_the_rest_write_nothing(
+    store: SessionStore, reopen: Callable[[], SessionStore]
+) -> None:
+    messages, version = grown(store, 2)
+    stores = [reopen() for _ in range(6)]
+    won: list[int] = []
+
+    def write(index: int) -> None:
+        # Half append a turn, half rewrite the last message: all from the same version.
+        kept = len(messages) - index % 2
+        try:
+            save(stores[index], turn(10 + index), version, kept=kept, owner=f"w{index}")
+        except SessionConflictError:
+            return
+        won.append(index)
+
+    run_threads(len(stores), write)
+
+    [winner] = won
+    kept = len(messages) - winner % 2
+    assert store.load("s1") == StoredSession(
+        with_messages(messages[:kept] + turn(10 + winner)), version + 1, None
+    )
