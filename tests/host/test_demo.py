@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import io
-import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from stageware._demo import run_demo
+from stageware._host.sessions import SQLiteSessionStore
 from stageware_codegen.cli import main
 
 
@@ -32,9 +31,11 @@ def test_the_demo_trace_shows_every_middleware_at_work(tmp_path: Path) -> None:
 def test_the_session_file_holds_the_finished_conversation(tmp_path: Path) -> None:
     run_demo(io.StringIO(), tmp_path)
 
-    with sqlite3.connect(tmp_path / "sessions.sqlite") as connection:
-        (document,) = connection.execute("SELECT document FROM stageware_sessions").fetchone()
-    snapshot = json.loads(document)
+    store = SQLiteSessionStore(tmp_path / "sessions.sqlite")
+    [session_id] = store.session_ids()
+    stored = store.load(session_id)
+    assert stored is not None
+    snapshot = stored.snapshot
     assert snapshot["messages"][-1]["content"][0]["text"].startswith("Refunds are accepted")
     # The interrupt cycle ended with the approved refund: no answer outlives it.
     assert snapshot["interrupt_state"] == {

@@ -21,6 +21,12 @@ workers serving one session only one runs it at a time:
 
 A worker killed mid-invocation keeps its lease until it expires; then another worker can
 load the session and continue (``agent()`` with no prompt, if a resume was under way).
+
+A save brings only the messages that changed since the version this agent holds: the
+agent keeps its own copy of the history as stored, finds how much of it the live history
+still starts with (a comparison, done in C, not a copy) and copies and sends the rest. An
+invocation that appended a turn sends the turn; one whose history was repaired at its end,
+or replaced, sends from the first message that differs.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ import threading
 from typing import Final, final
 
 import anyio.to_thread
+
+from stageware._generated.payloads import Message
 
 from ._cancel import CancelToken
 from ._core import AgentCore
@@ -62,12 +70,24 @@ class AgentSession:
     checkpoint is replacing.
     """
 
-    __slots__ = ("_heartbeat", "_lease_seconds", "_lock", "_owner", "id", "store", "version")
+    __slots__ = (
+        "_heartbeat",
+        "_lease_seconds",
+        "_lock",
+        "_owner",
+        "_stored",
+        "id",
+        "store",
+        "version",
+    )
 
     def __init__(self, store: SessionStore, session_id: str, *, lease_seconds: float) -> None:
         self.store = store
         self.id = session_id
         self.version = 0
+        # The history the store holds at self.version: this session's own copies, never
+        # handed out, and replaced (not changed) by each save.
+        self._stored: list[Message] = []
         self._lease_seconds = lease_seconds
         # Readable in a lease error: which machine and process holds the session.
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -77,7 +97,10 @@ class AgentSession:
     def load(self) -> StoredSession | None:
         """Read the session and remember its version (0 if there is none)."""
         stored = self.store.load(self.id)
-        self.version = 0 if stored is None else stored.version
+        with self._lock:
+            self.version = 0 if stored is None else stored.version
+            # The agent adopts the loaded messages themselves and may change them in place.
+            self._stored = [] if stored is None else copy.deepcopy(stored.snapshot["messages"])
         return stored
 
     async def claim(self, core: AgentCore) -> None:
@@ -129,10 +152,13 @@ class AgentSession:
     async def _save(
         self, core: AgentCore, *, lease: bool, escalation: Escalation | None = None
     ) -> None:
-        # Copied here, in the loop's thread, so the worker thread never reads live objects.
+        # Compared and copied here, in the loop's thread, so the worker thread never reads
+        # live objects.
+        base = self._stored
+        kept = _common_prefix(base, core.messages)
         snapshot: SessionSnapshot = {
             "version": SNAPSHOT_VERSION,
-            "messages": copy.deepcopy(core.messages),
+            "messages": copy.deepcopy(core.messages[kept:]),
             "state": core.state.to_dict(),
             "model_state": copy.deepcopy(core.model_state),
             "interrupt_state": core.interrupts.to_dict(),
@@ -142,7 +168,7 @@ class AgentSession:
 
         def write() -> None:
             try:
-                self._write(snapshot, lease_seconds, escalation)
+                self._write(snapshot, base, kept, lease_seconds, escalation)
             finally:
                 written.set()
 
@@ -161,10 +187,19 @@ class AgentSession:
     def _write(
         self,
         snapshot: SessionSnapshot,
+        base: list[Message],
+        kept: int,
         lease_seconds: float | None,
         escalation: Escalation | None,
     ) -> None:
+        """Save *snapshot*, whose messages follow the first *kept* of *base*."""
         with self._lock:
+            history = base[:kept] + snapshot["messages"]
+            if self._stored is not base:
+                # Another save (a concurrent tool's checkpoint) landed since *snapshot* was
+                # taken: compare with what that one stored. All of these are copies.
+                kept = _common_prefix(self._stored, history)
+                snapshot = {**snapshot, "messages": history[kept:]}
             self.version = self.store.save(
                 self.id,
                 snapshot,
@@ -172,7 +207,9 @@ class AgentSession:
                 owner=self._owner,
                 lease_seconds=lease_seconds,
                 escalation=escalation,
+                kept_messages=kept,
             )
+            self._stored = history
 
     def _let_go(self) -> None:
         """Let the lease lapse now, if this agent still holds it; best effort."""
@@ -197,6 +234,18 @@ class AgentSession:
 
     def __repr__(self) -> str:
         return f"AgentSession({self.id!r}, version={self.version}, store={self.store!r})"
+
+
+def _common_prefix(stored: list[Message], live: list[Message]) -> int:
+    """How many messages *live* starts with that are equal to *stored*'s."""
+    shorter = min(len(stored), len(live))
+    # One comparison in C for the usual case, a history that only grew.
+    if stored[:shorter] == live[:shorter]:
+        return shorter
+    kept = 0
+    while stored[kept] == live[kept]:
+        kept += 1
+    return kept
 
 
 @final

@@ -173,6 +173,7 @@ class DelegatingStore:
         owner: str,
         lease_seconds: float | None,
         escalation: Escalation | None = None,
+        kept_messages: int = 0,
     ) -> int:
         return self.inner.save(
             session_id,
@@ -181,6 +182,7 @@ class DelegatingStore:
             owner=owner,
             lease_seconds=lease_seconds,
             escalation=escalation,
+            kept_messages=kept_messages,
         )
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:

@@ -371,6 +371,7 @@ class SlowClaimStore(DelegatingStore):
         owner: str,
         lease_seconds: float | None,
         escalation: Escalation | None = None,
+        kept_messages: int = 0,
     ) -> int:
         version = super().save(
             session_id,
@@ -379,6 +380,7 @@ class SlowClaimStore(DelegatingStore):
             owner=owner,
             lease_seconds=lease_seconds,
             escalation=escalation,
+            kept_messages=kept_messages,
         )
         if lease_seconds is not None:
             time.sleep(0.4)

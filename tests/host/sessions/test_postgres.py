@@ -126,8 +126,8 @@ def test_creates_its_schema_tables_and_format_on_first_use(
 
     save(store, "s1", 0)
 
-    assert table_names(postgres_spec) == ["escalations", "sessions", "store_format"]
-    assert formats(postgres_spec) == [(2,)]
+    assert table_names(postgres_spec) == ["escalations", "messages", "sessions", "store_format"]
+    assert formats(postgres_spec) == [(3,)]
     assert index_names(postgres_spec, "escalations") == [
         "escalations_by_queue",
         "escalations_by_session",
@@ -188,7 +188,7 @@ def test_stores_that_start_together_create_the_schema_once(
 
     for index, store in enumerate(stores):
         assert store.load(f"s{index}") == StoredSession(make_snapshot(index), 1, None)
-    assert formats(postgres_spec) == [(2,)]
+    assert formats(postgres_spec) == [(3,)]
 
 
 def test_a_role_that_may_not_create_schemas_uses_tables_set_up_for_it(
@@ -228,17 +228,17 @@ def test_refuses_a_newer_store_format(
     postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
 ) -> None:
     save(open_postgres(postgres_spec), "s1", 0)
-    set_format(postgres_spec, "3")
+    set_format(postgres_spec, "4")
 
     store = open_postgres(postgres_spec)
     for call in every_call(store):
         with pytest.raises(
-            SessionError, match=r"store format 3, written by a newer stageware.*Upgrade"
+            SessionError, match=r"store format 4, written by a newer stageware.*Upgrade"
         ) as caught:
             call()
         assert f"(schema {postgres_spec.schema})" in str(caught.value)
 
-    set_format(postgres_spec, "2")
+    set_format(postgres_spec, "3")
     assert open_postgres(postgres_spec).load("s1") == StoredSession(make_snapshot(), 1, None)
 
 
@@ -256,7 +256,7 @@ def test_an_open_store_notices_a_newer_format_and_writes_nothing(
         lease_seconds=None,
         escalation=escalation("s2"),
     )
-    set_format(postgres_spec, "3")
+    set_format(postgres_spec, "4")
 
     calls: list[Callable[[], object]] = [
         *every_call(store),
@@ -271,10 +271,10 @@ def test_an_open_store_notices_a_newer_format_and_writes_nothing(
         ),
     ]
     for call in calls:
-        with pytest.raises(SessionError, match="store format 3"):
+        with pytest.raises(SessionError, match="store format 4"):
             call()
 
-    set_format(postgres_spec, "2")
+    set_format(postgres_spec, "3")
     assert store.load("s1") == StoredSession(make_snapshot(), 1, None)
     assert store.load("s3") is None
     assert [e.session_id for e in store.escalations()] == ["s2"]
@@ -313,8 +313,9 @@ def test_a_format_1_schema_gets_its_escalations_table(
 
     run_threads(len(stores), open_)
 
-    assert formats(postgres_spec) == [(2,)]
-    assert table_names(postgres_spec) == ["escalations", "sessions", "store_format"]
+    # On to format 3 in the same step.
+    assert formats(postgres_spec) == [(3,)]
+    assert table_names(postgres_spec) == ["escalations", "messages", "sessions", "store_format"]
     store = stores[0]
     assert store.load("old") == StoredSession(make_snapshot(5), 3, None)
     recorded = escalation("old")
@@ -327,6 +328,67 @@ def test_a_format_1_schema_gets_its_escalations_table(
         escalation=recorded,
     )
     assert open_postgres(postgres_spec).open_escalation("old") == recorded
+
+
+# The layout of format 2, as the stageware before append-only messages created it.
+FORMAT_2: tuple[LiteralString, ...] = (
+    *FORMAT_1[:-1],
+    "INSERT INTO {schema}.store_format (format) VALUES (2)",
+    "CREATE TABLE {schema}.escalations (escalation_id text PRIMARY KEY, "
+    "session_id text NOT NULL, queue text NOT NULL, hook text NOT NULL, "
+    "middleware text NOT NULL, reason text NOT NULL, event text NOT NULL, "
+    "created_at timestamptz NOT NULL, status text NOT NULL, claimed_by text, "
+    "claimed_at timestamptz, resolved_by text, resolved_at timestamptz, resolution text, "
+    "comment text)",
+)
+
+
+def test_a_format_2_schema_is_split_into_message_rows_and_reads_back_the_same(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    for statement in FORMAT_2:
+        execute(postgres_spec, in_schema(postgres_spec, statement))
+    insert = in_schema(
+        postgres_spec,
+        "INSERT INTO {schema}.sessions VALUES (%s, %s, %s, 'w', now() + interval '1 hour', now())",
+    )
+    # As format 2 wrote them: the encoder's compact JSON, a lone surrogate escaped.
+    old = make_snapshot(5)
+    empty = {**make_snapshot(6), "messages": []}
+    for session_id, version, snapshot in (("old", 4, old), ("empty", 1, empty)):
+        document = json.dumps(snapshot, separators=(",", ":"))
+        execute(postgres_spec, insert, session_id, version, document)
+    execute(postgres_spec, insert, "damaged", 1, '{"version": 1, "messages": "no list"}')
+
+    stores = [open_postgres(postgres_spec) for _ in range(4)]
+
+    def open_(index: int) -> None:
+        stores[index].session_ids()
+
+    run_threads(len(stores), open_)
+
+    assert formats(postgres_spec) == [(3,)]
+    store = stores[0]
+    loaded = store.load("old")
+    assert loaded is not None
+    assert (loaded.snapshot, loaded.version, loaded.lease is not None) == (old, 4, True)
+    assert json.dumps(loaded.snapshot) == json.dumps(old)  # the same, key order included
+    empty_loaded = store.load("empty")
+    assert empty_loaded is not None
+    assert empty_loaded.snapshot == empty
+    counted = in_schema(postgres_spec, "SELECT count(*) FROM {schema}.messages")
+    assert execute(postgres_spec, counted) == [(3,)]
+    with pytest.raises(SessionError, match=r"'damaged'.*is damaged"):
+        store.load("damaged")
+    # And it goes on append-only.
+    turn = make_snapshot(7)
+    assert (
+        store.save("old", turn, expected_version=4, owner="w", lease_seconds=None, kept_messages=3)
+        == 5
+    )
+    appended = store.load("old")
+    assert appended is not None
+    assert appended.snapshot == {**turn, "messages": old["messages"] + turn["messages"]}
 
 
 def test_an_empty_format_table_is_refused(

@@ -87,18 +87,27 @@ def test_a_new_file_gets_the_store_tables_in_wal_mode(path: Path) -> None:
 
     assert sql(path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == [
         ("stageware_escalations",),
+        ("stageware_messages",),
         ("stageware_sessions",),
         ("stageware_store_format",),
     ]
     assert sql(path, "PRAGMA journal_mode") == [("wal",)]
     assert sql(path, "PRAGMA user_version") == [(0,)]  # the file owner's, left alone
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(3,)]
-    [(version, document, owner, updated_at)] = sql(
-        path, "SELECT version, document, lease_owner, updated_at FROM stageware_sessions"
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
+    [(version, document, owner, updated_at, count)] = sql(
+        path,
+        "SELECT version, document, lease_owner, updated_at, message_count FROM stageware_sessions",
     )
-    assert (version, owner) == (1, None)
+    assert (version, owner, count) == (1, None, 3)
     assert isinstance(document, str)
-    assert json.loads(document) == make_snapshot()
+    snapshot: dict[str, object] = dict(make_snapshot())
+    messages = make_snapshot()["messages"]
+    del snapshot["messages"]
+    assert json.loads(document) == snapshot  # the messages are rows of their own
+    rows = sql(path, "SELECT session_id, position, document FROM stageware_messages")
+    assert [(s, p, json.loads(str(d))) for s, p, d in rows] == [
+        ("s1", position, message) for position, message in enumerate(messages)
+    ]
     assert isinstance(updated_at, str)
 
 
@@ -190,9 +199,9 @@ def test_a_format_1_file_is_migrated(path: Path) -> None:
     assert store.load("old") == StoredSession(make_snapshot(5), 1, None)
     assert save(store, "old", 1, 6) == 2
     assert store.load("old") == StoredSession(make_snapshot(6), 2, None)
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(3,)]
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
     assert sql(path, "PRAGMA user_version") == [(0,)]
-    # On to format 3 in the same step: escalations work.
+    # On to format 4 in the same step: escalations work.
     recorded = escalation("old")
     store.save(
         "old",
@@ -229,7 +238,7 @@ def test_a_format_2_file_gets_its_escalations_table(path: Path) -> None:
     loaded = store.load("old")
     assert loaded is not None
     assert (loaded.snapshot, loaded.version) == (make_snapshot(5), 4)
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(3,)]
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
     assert sql(
         path,
         "SELECT name FROM sqlite_master WHERE tbl_name = 'stageware_escalations' ORDER BY name",
@@ -261,33 +270,94 @@ def test_stores_opening_a_format_2_file_together_migrate_it_once(path: Path) -> 
 
     run_threads(len(stores), open_)
 
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(3,)]
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
     assert stores[0].escalations() == []
+
+
+# The layout of format 3, as the stageware before append-only messages created it.
+FORMAT_3: tuple[str, ...] = (
+    *FORMAT_2[:-1],
+    "INSERT INTO stageware_store_format (format) VALUES (3)",
+    "CREATE TABLE stageware_escalations (escalation_id TEXT PRIMARY KEY NOT NULL, "
+    "session_id TEXT NOT NULL, queue TEXT NOT NULL, hook TEXT NOT NULL, "
+    "middleware TEXT NOT NULL, reason TEXT NOT NULL, event TEXT NOT NULL, "
+    "created_at TEXT NOT NULL, status TEXT NOT NULL, claimed_by TEXT, claimed_at TEXT, "
+    "resolved_by TEXT, resolved_at TEXT, resolution TEXT, comment TEXT)",
+)
+
+
+def test_a_format_3_file_is_split_into_message_rows_and_reads_back_the_same(
+    path: Path,
+) -> None:
+    sql(path, *FORMAT_3)
+    insert = (
+        "INSERT INTO stageware_sessions VALUES (?, ?, ?, 'w', '2999-01-01T00:00:00+00:00', "
+        "'2024-01-01T00:00:00Z')"
+    )
+    # As format 3 wrote them: the encoder's compact JSON, a lone surrogate escaped.
+    old = make_snapshot(5)
+    empty = {**make_snapshot(6), "messages": []}
+    connection = sqlite3.connect(path)
+    with connection:
+        for session_id, version, snapshot in (("old", 4, old), ("empty", 1, empty)):
+            document = json.dumps(snapshot, separators=(",", ":"))
+            connection.execute(insert, (session_id, version, document))
+        connection.execute(insert, ("damaged", 1, '{"version": 1, "messages": "no list"}'))
+    connection.close()
+
+    stores = [SQLiteSessionStore(path) for _ in range(4)]
+
+    def open_(index: int) -> None:
+        stores[index].session_ids()
+
+    run_threads(len(stores), open_)
+
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
+    store = stores[0]
+    loaded = store.load("old")
+    assert loaded is not None
+    assert (loaded.snapshot, loaded.version, loaded.lease is not None) == (old, 4, True)
+    assert json.dumps(loaded.snapshot) == json.dumps(old)  # the same, key order included
+    empty_loaded = store.load("empty")
+    assert empty_loaded is not None
+    assert empty_loaded.snapshot == empty
+    assert sql(path, "SELECT count(*) FROM stageware_messages") == [(3,)]
+    with pytest.raises(SessionError, match=r"'damaged'.*is damaged"):
+        store.load("damaged")
+    # And it goes on append-only.
+    turn = make_snapshot(7)
+    assert (
+        store.save("old", turn, expected_version=4, owner="w", lease_seconds=None, kept_messages=3)
+        == 5
+    )
+    appended = store.load("old")
+    assert appended is not None
+    assert appended.snapshot == {**turn, "messages": old["messages"] + turn["messages"]}
 
 
 def test_refuses_a_newer_store_format(path: Path) -> None:
     save(SQLiteSessionStore(path), "s1", 0)
-    sql(path, "UPDATE stageware_store_format SET format = 4")
+    sql(path, "UPDATE stageware_store_format SET format = 5")
 
     store = SQLiteSessionStore(path)
     for call in every_call(store):
-        with pytest.raises(SessionError, match="store format 4, written by a newer stageware"):
+        with pytest.raises(SessionError, match="store format 5, written by a newer stageware"):
             call()
 
-    sql(path, "UPDATE stageware_store_format SET format = 3")
+    sql(path, "UPDATE stageware_store_format SET format = 4")
     assert SQLiteSessionStore(path).load("s1") == StoredSession(make_snapshot(), 1, None)
 
 
 def test_an_open_store_notices_a_newer_format(path: Path) -> None:
     store = SQLiteSessionStore(path)
     save(store, "s1", 0)
-    sql(path, "UPDATE stageware_store_format SET format = 4")
+    sql(path, "UPDATE stageware_store_format SET format = 5")
 
     for call in every_call(store):
-        with pytest.raises(SessionError, match=r"store format 4.*Upgrade stageware"):
+        with pytest.raises(SessionError, match=r"store format 5.*Upgrade stageware"):
             call()
 
-    sql(path, "UPDATE stageware_store_format SET format = 3")
+    sql(path, "UPDATE stageware_store_format SET format = 4")
     assert store.load("s1") == StoredSession(make_snapshot(), 1, None)
 
 
@@ -302,53 +372,52 @@ def test_a_format_marker_that_is_no_format_is_refused(path: Path) -> None:
 # --- Damaged rows --------------------------------------------------------------------------
 
 
+def head(**changes: object) -> str:
+    """The stored document of ``make_snapshot()``, its messages left out, with *changes*."""
+    document: dict[str, object] = {**make_snapshot(), **changes}
+    del document["messages"]
+    return json.dumps(document)
+
+
 @pytest.mark.parametrize(
     ("document", "expected"),
     [
-        pytest.param("{not json", "is not valid JSON", id="bad json"),
+        pytest.param("{not json", "the stored document is not valid JSON", id="bad json"),
         pytest.param(b"\xff\xfe", "is not valid JSON", id="bad utf-8 blob"),
         # TEXT affinity stores the number as the text "42", which is JSON, but not an object.
         pytest.param(42, "the snapshot is an int, not a JSON object", id="a number"),
         pytest.param("[]", "the snapshot is a list, not a JSON object", id="not an object"),
         pytest.param('{"version": NaN}', "NaN is not a JSON number", id="nan"),
         pytest.param(
-            json.dumps({**make_snapshot(), "version": 7}),
+            head(version=7),
             "snapshot format version 7 (written by a newer stageware?); "
             "this stageware reads version 1",
             id="newer version",
         ),
         pytest.param(
-            json.dumps({**make_snapshot(), "version": 0}),
+            head(version=0),
             "snapshot format version 0; this stageware reads version 1",
             id="older version",
         ),
         pytest.param(
-            json.dumps({**make_snapshot(), "version": "1"}),
+            head(version="1"),
             "field version: Input should be a valid integer, got a str",
             id="version as text",
         ),
         pytest.param(
-            json.dumps({k: v for k, v in make_snapshot().items() if k != "model_state"}),
+            json.dumps({"version": 1, "state": {}, "interrupt_state": {}}),
             "field model_state: Field required",
             id="missing field",
         ),
         pytest.param(
-            json.dumps({**make_snapshot(), "state": []}),
+            head(state=[]),
             "field state: Input should be a valid dictionary, got a list",
             id="wrong type",
         ),
         pytest.param(
-            json.dumps(
-                {
-                    **make_snapshot(),
-                    "messages": [
-                        {"role": "user", "content": [{"text": "a"}]},
-                        {"role": "user", "content": [{"toolUse": {"toolUseId": "t"}}]},
-                    ],
-                }
-            ),
-            "field messages[1].content[0].toolUse.name: Field required (and 1 more)",
-            id="deep field",
+            json.dumps(make_snapshot()),
+            "the stored document holds messages, which are stored one by one",
+            id="messages in the document",
         ),
     ],
 )
@@ -366,6 +435,51 @@ def test_a_damaged_row_names_store_session_and_field(
     assert f"session 's1' in {path} is damaged" in message
     assert expected in message
     assert "lookup" not in message  # the type of a bad value is named, never its content
+
+
+@pytest.mark.parametrize(
+    ("statement", "value", "expected"),
+    [
+        pytest.param(
+            "UPDATE stageware_messages SET document = ? WHERE position = 1",
+            json.dumps({"role": "user", "content": [{"toolUse": {"toolUseId": "t"}}]}),
+            "field messages[1].content[0].toolUse.name: Field required (and 1 more)",
+            id="deep field",
+        ),
+        pytest.param(
+            "UPDATE stageware_messages SET document = ? WHERE position = 2",
+            "{not json",
+            "stored message 2 is not valid JSON",
+            id="bad json",
+        ),
+        pytest.param(
+            "DELETE FROM stageware_messages WHERE position = ?",
+            1,
+            "its record says it has 3 messages, but the stored messages are at positions [0, 2]",
+            id="lost row",
+        ),
+        pytest.param(
+            "UPDATE stageware_sessions SET message_count = ?",
+            2,
+            "its record says it has 2 messages, but the stored messages are at positions [0, 1, 2]",
+            id="stray row",
+        ),
+    ],
+)
+def test_a_damaged_message_row_names_store_session_and_message(
+    path: Path, statement: str, value: object, expected: str
+) -> None:
+    store = SQLiteSessionStore(path)
+    save(store, "s1", 0)
+    write(path, statement, value)
+
+    with pytest.raises(SessionError) as caught:
+        store.load("s1")
+
+    message = str(caught.value)
+    assert f"session 's1' in {path} is damaged" in message
+    assert expected in message
+    assert "lookup" not in message
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,8 @@
 
 - ``_store``: ``SessionSnapshot``, ``StoredSession`` and ``Lease``, the ``SessionStore``
   protocol, its errors and the rule every conditional write follows (``check_write``).
-- ``_encoding``: snapshots as JSON documents, checked both ways; shared by the stores.
+- ``_encoding``: snapshots as the JSON documents the stores keep (the snapshot without its
+  messages, and one document per message), checked both ways; shared by the stores.
 - ``_escalations``: ``Escalation`` (a run handed to a human queue), its errors and the
   rule of a claim and a resolution; ``_escalation_rows``: escalations as table rows,
   shared by the stores.

@@ -4,6 +4,12 @@ Shared by every store, so swapping one store for another never changes what an a
 save: a snapshot is plain JSON data, checked on the way in and on the way out, and nothing
 that only seemed to be stored (a tuple, a set, an object) gets through, nor anything a
 hand-edited or damaged record could slip past.
+
+A snapshot is stored in pieces, so that a save writes only the messages it brings: the
+*document* (the snapshot without its messages: its version, state, model state and
+interrupt state) and one JSON document per message, kept by its position in the history.
+``split_document`` cuts a whole-snapshot document of an older store format into those
+pieces, for the stores' migrations.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ from __future__ import annotations
 import functools
 import json
 import math
-from typing import NoReturn, cast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NoReturn, cast, final
 
 import pydantic
 
@@ -19,7 +27,32 @@ from stageware._data_paths import format_path
 
 from ._store import SNAPSHOT_VERSION, SessionError, SessionSnapshot
 
-__all__ = ["decode_snapshot", "encode_snapshot", "json_problem"]
+__all__ = [
+    "EncodedSnapshot",
+    "decode_snapshot",
+    "encode_snapshot",
+    "json_problem",
+    "split_document",
+]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class EncodedSnapshot:
+    """A snapshot as a store writes it.
+
+    Attributes:
+        document: The snapshot without its messages, as a JSON document.
+        messages: One JSON document per message the snapshot brings, in order.
+    """
+
+    document: str
+    messages: list[str]
+
+    @property
+    def size(self) -> int:
+        """The bytes of the documents (ASCII: the encoder escapes everything else)."""
+        return len(self.document) + sum(map(len, self.messages))
 
 
 def json_problem(value: object, name: str) -> str | None:
@@ -38,48 +71,62 @@ def json_problem(value: object, name: str) -> str | None:
     return _explain_non_json(value, root=name, inside=True)
 
 
-def encode_snapshot(snapshot: SessionSnapshot, session_id: str, where: str) -> str:
-    """Encode *snapshot* as a JSON document, or raise ``SessionError`` naming the bad value.
+def encode_snapshot(snapshot: SessionSnapshot, session_id: str, where: str) -> EncodedSnapshot:
+    """Encode *snapshot* for a store, or raise ``SessionError`` naming the bad value.
 
     *where* names the store in messages. Stricter than ``json.dumps``: a tuple or a
     non-string dict key is refused too, because it would load back as something else (a
-    list, a string key) and a resumed run would not see what the first one saved.
+    list, a string key) and a resumed run would not see what the first one saved. The
+    cost is that of the messages *snapshot* brings, which a save that appends keeps small.
     """
-    encoded = _encode_faithfully(snapshot)
-    if encoded is None:
+    plain = _decoded_copy(snapshot)
+    if plain is None:
         raise SessionError(
             f"cannot save session {session_id!r} in {where}: {_explain_non_json(snapshot)}; "
             "nothing was written"
         )
-    document, plain = encoded
     _check_shape(
         plain,
         f"cannot save session {session_id!r} in {where}: ",
         "; nothing was written",
         stored=False,
     )
-    return document
+    # Encoded again in pieces: the checks above see the snapshot whole, as it is loaded.
+    rest = dict(cast(dict[str, object], plain))
+    messages = cast(list[object], rest.pop("messages"))
+    return EncodedSnapshot(_dumps(rest), [_dumps(message) for message in messages])
 
 
-def _encode_faithfully(snapshot: SessionSnapshot) -> tuple[str, object] | None:
-    """Return the JSON document and its decoded copy, or ``None`` if they differ."""
+def _decoded_copy(snapshot: SessionSnapshot) -> object | None:
+    """Return the decoded copy of *snapshot*'s JSON, or ``None`` if it differs."""
     try:
-        # ensure_ascii (the default) escapes lone surrogates, which are valid in a Python
-        # str but cannot be written to SQLite as UTF-8.
-        document = json.dumps(
-            snapshot, allow_nan=False, separators=(",", ":"), default=_refuse_object
-        )
-        plain: object = json.loads(document)
+        plain: object = json.loads(_dumps(snapshot))
     except (TypeError, ValueError, RecursionError):
         return None
     # Comparing with the decoded copy catches, in C, every value that json.dumps accepts
     # but changes (tuples, int keys); the slow walk in _find_non_json only runs to explain
     # a failure.
-    return (document, plain) if plain == snapshot else None
+    return plain if plain == snapshot else None
 
 
-def decode_snapshot(document: object, session_id: str, where: str) -> SessionSnapshot:
-    """Decode and check a stored document; a damaged one is a ``SessionError``.
+def _dumps(value: object) -> str:
+    # ensure_ascii (the default) escapes lone surrogates, which are valid in a Python
+    # str but cannot be written to SQLite as UTF-8.
+    return json.dumps(value, allow_nan=False, separators=(",", ":"), default=_refuse_object)
+
+
+def decode_snapshot(
+    document: object,
+    messages: Sequence[tuple[object, object]],
+    message_count: object,
+    session_id: str,
+    where: str,
+) -> SessionSnapshot:
+    """Decode and check a stored snapshot; a damaged one is a ``SessionError``.
+
+    *document* is the snapshot without its messages; *messages* are the stored messages
+    as (position, document) pairs in the order of their positions, and *message_count* is
+    how many the session's record says it has, so that a lost or stray row is caught.
 
     The decoded data itself is returned, not pydantic's copy of it: pydantic drops keys a
     TypedDict does not declare, and the store must hand back everything it was given.
@@ -90,16 +137,63 @@ def decode_snapshot(document: object, session_id: str, where: str) -> SessionSna
     def fail(problem: str) -> NoReturn:
         raise SessionError(prefix + problem)
 
-    if not isinstance(document, str | bytes):
-        fail(f"the stored document is {_describe_type(document)}, not JSON text")
-    try:
-        plain: object = json.loads(document, parse_constant=_refuse_constant)
-    except RecursionError:
-        fail("the stored document is nested too deeply to read")
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN and Infinity
-        fail(f"the stored document is not valid JSON ({exc})")
+    plain = _decode(document, "the stored document", fail)
+    if type(message_count) is not int or [p for p, _ in messages] != list(range(message_count)):
+        fail(
+            f"its record says it has {message_count!r} messages, but the stored messages are "
+            f"at positions {_describe_positions([p for p, _ in messages])}"
+        )
+    if isinstance(plain, dict):
+        head = cast(dict[str, object], plain)
+        if "messages" in head:
+            fail("the stored document holds messages, which are stored one by one")
+        decoded = [_decode(text, f"stored message {position}", fail) for position, text in messages]
+        # In the order a snapshot is written, so that a loaded snapshot reads as it was saved.
+        plain = {"version": head.get("version"), "messages": decoded, **head}
+        if "version" not in head:
+            del plain["version"]
     _check_shape(plain, prefix, stored=True)
     return cast(SessionSnapshot, plain)
+
+
+def _decode(text: object, name: str, fail: Callable[[str], NoReturn]) -> object:
+    if not isinstance(text, str | bytes):
+        fail(f"{name} is {_describe_type(text)}, not JSON text")
+    try:
+        return cast(object, json.loads(text, parse_constant=_refuse_constant))
+    except RecursionError:
+        fail(f"{name} is nested too deeply to read")
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN and Infinity
+        fail(f"{name} is not valid JSON ({exc})")
+
+
+def _describe_positions(positions: list[object]) -> str:
+    if len(positions) > 6:
+        shown = ", ".join(map(repr, positions[:3])) + ", ..., " + repr(positions[-1])
+    else:
+        shown = ", ".join(map(repr, positions))
+    return f"[{shown}]"
+
+
+def split_document(document: object) -> EncodedSnapshot | None:
+    """Cut a whole snapshot's document, as older store formats kept it, into its pieces.
+
+    Returns ``None`` for a document that is not a JSON object with a list of messages:
+    a store's migration leaves that one as it was, and loading it reports the damage.
+    """
+    try:
+        plain: object = json.loads(cast(str, document), parse_constant=_refuse_constant)
+        if not isinstance(plain, dict):
+            return None
+        rest = dict(cast(dict[str, object], plain))
+        messages = rest.pop("messages", None)
+        if not isinstance(messages, list):
+            return None
+        return EncodedSnapshot(
+            _dumps(rest), [_dumps(message) for message in cast(list[object], messages)]
+        )
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) -> None:

@@ -1,4 +1,9 @@
-"""``MemorySessionStore``: sessions kept in this process, for tests and short-lived agents."""
+"""``MemorySessionStore``: sessions kept in this process, for tests and short-lived agents.
+
+A session is kept as the database stores keep it: the encoded snapshot without its
+messages, and a list of encoded messages that a save cuts back to the messages it keeps
+and extends with the ones it brings, in place, so that a save copies only the new turn.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from ._store import (
     Lease,
     SessionSnapshot,
     StoredSession,
+    check_kept,
     check_renewal,
     check_session_id,
     check_write,
@@ -40,6 +46,8 @@ _WHERE: Final = "the memory store"
 @dataclass(frozen=True, slots=True)
 class _Record:
     document: str
+    # Changed in place by saves, under the store's lock, and never handed out.
+    messages: list[str]
     version: int
     lease: Lease | None
 
@@ -69,9 +77,11 @@ class MemorySessionStore:
         check_session_id(session_id, _WHERE)
         with self._lock:
             record = self._records.get(session_id)
-        if record is None:
+            # Strings are immutable, so a copy of the list is a snapshot of the history.
+            messages = None if record is None else list(enumerate(record.messages))
+        if record is None or messages is None:
             return None
-        snapshot = decode_snapshot(record.document, session_id, _WHERE)
+        snapshot = decode_snapshot(record.document, messages, len(messages), session_id, _WHERE)
         return StoredSession(snapshot=snapshot, version=record.version, lease=record.lease)
 
     def save(
@@ -83,13 +93,15 @@ class MemorySessionStore:
         owner: str,
         lease_seconds: float | None,
         escalation: Escalation | None = None,
+        kept_messages: int = 0,
     ) -> int:
         """Store a copy of *snapshot* if the session is still at *expected_version*.
 
-        With *escalation*, record it too, in the same step.
+        The history keeps the first *kept_messages* stored messages. With *escalation*,
+        record it too, in the same step.
         """
         check_session_id(session_id, _WHERE)
-        document = encode_snapshot(snapshot, session_id, _WHERE)
+        encoded = encode_snapshot(snapshot, session_id, _WHERE)
         what = f"save session {session_id!r} in {_WHERE}"
         row: EscalationRow | None = None
         if escalation is not None:
@@ -97,7 +109,11 @@ class MemorySessionStore:
             row = to_row(escalation, what)
         with self._lock:
             now = datetime.now(UTC)
-            self._check(session_id, expected_version, owner, now)
+            record = self._check(session_id, expected_version, owner, now)
+            messages = [] if record is None else record.messages
+            check_kept(
+                session_id, _WHERE, kept_messages=kept_messages, found_messages=len(messages)
+            )
             if row is not None:
                 pending = self._pending(session_id)
                 if pending is not None:
@@ -105,8 +121,13 @@ class MemorySessionStore:
                 if row[0] in self._escalations:
                     raise duplicate(row[0], what)
                 self._escalations[row[0]] = row
+            # Every check has passed: from here on nothing raises, so nothing is half done.
+            del messages[kept_messages:]
+            messages.extend(encoded.messages)
             lease = _lease(owner, lease_seconds, now)
-            self._records[session_id] = _Record(document, expected_version + 1, lease)
+            self._records[session_id] = _Record(
+                encoded.document, messages, expected_version + 1, lease
+            )
         return expected_version + 1
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
@@ -118,7 +139,7 @@ class MemorySessionStore:
             record = self._check(session_id, version, owner, now)
             assert record is not None  # check_write refuses a missing session at version > 0
             self._records[session_id] = _Record(
-                record.document, version, _lease(owner, lease_seconds, now)
+                record.document, record.messages, version, _lease(owner, lease_seconds, now)
             )
 
     def delete(self, session_id: str) -> None:

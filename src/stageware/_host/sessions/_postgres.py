@@ -46,6 +46,7 @@ from ._store import (
     SessionError,
     SessionSnapshot,
     StoredSession,
+    check_kept,
     check_renewal,
     check_session_id,
     check_write,
@@ -64,10 +65,20 @@ _MAX_IDENTIFIER_BYTES: Final = 63
 
 # pending, escalation: format, then an escalation's columns.
 _ESCALATION_WIDTH: Final = 1 + len(COLUMNS)
-# load: format, version, document, lease owner, lease expiry.
-_LoadRow = tuple[object, int | None, str | None, str | None, datetime | None]
-# inspect: format, version, lease owner, lease expiry, the server's clock.
-_InspectRow = tuple[object, int | None, str | None, datetime | None, datetime]
+# load: format, version, document, lease owner, lease expiry, message count, then the
+# messages' positions and documents (NULL for none).
+_LoadRow = tuple[
+    object,
+    int | None,
+    str | None,
+    str | None,
+    datetime | None,
+    int | None,
+    list[object] | None,
+    list[object] | None,
+]
+# inspect: format, version, lease owner, lease expiry, the server's clock, message count.
+_InspectRow = tuple[object, int | None, str | None, datetime | None, datetime, int | None]
 
 
 @final
@@ -159,13 +170,15 @@ class PostgresSessionStore:
         what = f"load session {session_id!r}"
 
         def read(cursor: Cursor[TupleRow]) -> _LoadRow:
-            return cast(_LoadRow, self._one(cursor, self._sql.load, {"session_id": session_id}, 5))
+            return cast(_LoadRow, self._one(cursor, self._sql.load, {"session_id": session_id}, 8))
 
-        found, version, document, owner, expires = self._run_session(session_id, what, read)
+        row = self._run_session(session_id, what, read)
+        found, version, document, owner, expires, count, positions, documents = row
         self._check_format(found, what)
         if version is None:
             return None
-        snapshot = decode_snapshot(document, session_id, self._where)
+        messages = list(zip(positions or [], documents or [], strict=True))
+        snapshot = decode_snapshot(document, messages, count, session_id, self._where)
         return StoredSession(snapshot=snapshot, version=version, lease=_lease(owner, expires))
 
     def save(
@@ -177,18 +190,25 @@ class PostgresSessionStore:
         owner: str,
         lease_seconds: float | None,
         escalation: Escalation | None = None,
+        kept_messages: int = 0,
     ) -> int:
         """Store *snapshot* if the session is still at *expected_version*, in one statement.
 
-        With *escalation*, the same statement inserts it.
+        The same statement keeps the first *kept_messages* message rows and writes
+        *snapshot*'s messages after them; with *escalation*, it inserts that too.
         """
         check_session_id(session_id, self._where)
         # Encode before touching the database: a value that is not JSON data fails here.
-        document = encode_snapshot(snapshot, session_id, self._where)
+        encoded = encode_snapshot(snapshot, session_id, self._where)
+        # A count that is no count would otherwise reach the server as a type error.
+        check_kept(session_id, self._where, kept_messages=kept_messages, found_messages=None)
         params: dict[str, object] = {
             "session_id": session_id,
             "version": expected_version,
-            "document": document,
+            "document": encoded.document,
+            "kept": kept_messages,
+            "message_count": kept_messages + len(encoded.messages),
+            "messages": encoded.messages,
             "owner": owner,
             "lease_owner": None if lease_seconds is None else owner,
             "lease_seconds": lease_seconds,
@@ -212,7 +232,9 @@ class PostgresSessionStore:
 
             explain = refuse_a_second
 
-        self._write(session_id, what, statement, params, expected_version, owner, explain)
+        self._write(
+            session_id, what, statement, params, expected_version, owner, explain, kept_messages
+        )
         return expected_version + 1
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
@@ -364,9 +386,11 @@ class PostgresSessionStore:
         version: int,
         owner: str,
         explain: Callable[[Cursor[TupleRow]], None] | None = None,
+        kept_messages: int = 0,
     ) -> None:
         """Run a conditional write; explain a refusal with ``check_write``'s errors.
 
+        A save's refusal is also explained by ``check_kept`` with its *kept_messages*;
         *explain*, if given, raises the reason for a refusal that the version and the
         lease do not account for (an unresolved escalation, for a save that records one).
         """
@@ -375,8 +399,8 @@ class PostgresSessionStore:
             # Each pass that neither writes nor raises saw the session change in between
             # (a lease expired, a deleted row), in a way that now allows the write.
             while cursor.execute(statement, params).fetchone() is None:
-                row = cast(_InspectRow, self._one(cursor, self._sql.inspect, params, 5))
-                found, found_version, lease_owner, expires, now = row
+                row = cast(_InspectRow, self._one(cursor, self._sql.inspect, params, 6))
+                found, found_version, lease_owner, expires, now, found_messages = row
                 self._check_format(found, what)
                 check_write(
                     session_id,
@@ -386,6 +410,12 @@ class PostgresSessionStore:
                     found_version=found_version or 0,
                     found_lease=_lease(lease_owner, expires),
                     now=now.astimezone(UTC),
+                )
+                check_kept(
+                    session_id,
+                    self._where,
+                    kept_messages=kept_messages,
+                    found_messages=found_messages or 0,
                 )
                 if explain is not None:
                     explain(cursor)

@@ -2,21 +2,30 @@
 
 The store keeps to one Postgres schema of its own (``stageware`` unless configured):
 
-* ``sessions``: one row per session, with its version, its JSON document, the lease of
-  the worker running it and when it was last saved.
+* ``sessions``: one row per session, with its version, its JSON document (the snapshot
+  without its messages: see ``_encoding``), how many messages it has, the lease of the
+  worker running it and when it was last saved.
+* ``messages``: one row per message of a session, keyed by the session and the message's
+  position in its history, written by the same statement as the session's save. A save
+  writes only the messages it brings, after the ones it keeps: it upserts their
+  positions and deletes the rows past the new end, so appending a turn writes the turn.
 * ``escalations``: one row per escalation (see ``_escalations``), inserted by the same
   statement as the session's save that recorded it.
 * ``store_format``: one row, the layout of the schema (``FORMAT``), so that a later
   stageware can migrate it and this one refuses a layout it does not know. Format 1 had
-  no escalations; ``create_tables`` migrates it.
+  no escalations; format 2 kept each session's whole snapshot, messages included, in its
+  one document. ``create_tables`` migrates both.
 
 Every statement is one round trip that checks and writes at once, on the server's clock
 (``clock_timestamp()``, read once per statement): a conditional ``UPDATE`` or an ``INSERT
 ... ON CONFLICT DO NOTHING`` whose ``WHERE`` is the rule of ``check_write``. The row lock
 an ``UPDATE`` takes, and its re-check of the ``WHERE`` against the newest row after waiting
 for it, make two writers of one version serialise: one matches, the other matches
-nothing. Every statement also joins ``store_format`` and acts only at ``FORMAT``, so a
-store that opened the schema before a newer stageware migrated it writes nothing.
+nothing. The message rows are written by parts of the same statement that join the
+session's write, so a refused save writes none of them; and a load is one statement, so
+it reads the record and the messages of one save. Every statement also joins
+``store_format`` and acts only at ``FORMAT``, so a store that opened the schema before a
+newer stageware migrated it writes nothing.
 """
 
 from __future__ import annotations
@@ -28,11 +37,12 @@ from typing import Final, LiteralString, final
 from psycopg import Cursor, sql
 from psycopg.rows import TupleRow
 
+from ._encoding import split_document
 from ._escalation_rows import COLUMNS
 
 __all__ = ["FORMAT", "Setup", "Statements", "create_tables", "statements"]
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 """The layout this module writes, kept in ``store_format``."""
 
 _ESCALATION_TABLES: Final[tuple[LiteralString, ...]] = (
@@ -66,9 +76,25 @@ _ESCALATION_TABLES: Final[tuple[LiteralString, ...]] = (
     "ON {schema}.escalations (session_id) WHERE status <> 'resolved'",
 )
 
+_MESSAGE_TABLE: Final = """
+    CREATE TABLE IF NOT EXISTS {schema}.messages (
+        session_id text NOT NULL,
+        position integer NOT NULL,
+        -- text, not jsonb, for the reasons the session document is text.
+        document text NOT NULL,
+        PRIMARY KEY (session_id, position)
+    )
+    """
+
 _MIGRATE_FROM_1: Final[tuple[LiteralString, ...]] = (
     *_ESCALATION_TABLES,
-    "UPDATE {schema}.store_format SET format = {format}",
+    "UPDATE {schema}.store_format SET format = 2",
+)
+
+# Then each session's document is split into its rows (_migrate_from_2).
+_MIGRATE_FROM_2: Final[tuple[LiteralString, ...]] = (
+    "ALTER TABLE {schema}.sessions ADD COLUMN message_count integer NOT NULL DEFAULT 0",
+    _MESSAGE_TABLE,
 )
 
 _CREATE: Final[tuple[LiteralString, ...]] = (
@@ -82,9 +108,11 @@ _CREATE: Final[tuple[LiteralString, ...]] = (
         document text NOT NULL,
         lease_owner text,
         lease_expires_at timestamptz,
-        updated_at timestamptz NOT NULL
+        updated_at timestamptz NOT NULL,
+        message_count integer NOT NULL CHECK (message_count >= 0)
     )
     """,
+    _MESSAGE_TABLE,
     *_ESCALATION_TABLES,
     """
     CREATE TABLE IF NOT EXISTS {schema}.store_format (
@@ -114,69 +142,101 @@ _COLUMNS: Final = ", ".join(COLUMNS)
 _E_COLUMNS: Final = ", ".join(f"e.{column}" for column in COLUMNS)
 _VALUES: Final = ", ".join(f"%({column})s" for column in COLUMNS)
 
+# A new session keeps no messages; a save may keep at most the messages stored.
 _CREATE_SESSION: Final = f"""
-    INSERT INTO {{schema}}.sessions AS s
-        (session_id, version, document, lease_owner, lease_expires_at, updated_at)
-    SELECT %(session_id)s, 1, %(document)s, %(lease_owner)s, {_LEASE_UNTIL}, clock.now
+    INSERT INTO {{schema}}.sessions AS s (session_id, version, document, message_count,
+        lease_owner, lease_expires_at, updated_at)
+    SELECT %(session_id)s, 1, %(document)s, %(message_count)s, %(lease_owner)s,
+        {_LEASE_UNTIL}, clock.now
     FROM clock, {{schema}}.store_format AS f
-    WHERE f.format = {{format}}"""
+    WHERE f.format = {{format}} AND %(kept)s::integer = 0"""
 
 _UPDATE_SESSION: Final = f"""
     UPDATE {{schema}}.sessions AS s
-    SET version = s.version + 1, document = %(document)s, lease_owner = %(lease_owner)s,
-        lease_expires_at = {_LEASE_UNTIL}, updated_at = clock.now
+    SET version = s.version + 1, document = %(document)s, message_count = %(message_count)s,
+        lease_owner = %(lease_owner)s, lease_expires_at = {_LEASE_UNTIL}, updated_at = clock.now
     FROM clock, {{schema}}.store_format AS f
     WHERE s.session_id = %(session_id)s AND s.version = %(version)s
+        AND s.message_count >= %(kept)s::integer
         AND f.format = {{format}} AND {_LEASE_ALLOWS}"""
 
-# The escalation is inserted from the session write's RETURNING rows: a refused write
-# returns none, so nothing is inserted. Every part of a WITH runs, read or not.
+# The message rows are written from the session write's RETURNING rows: a refused write
+# returns none, so nothing is written. Every part of a WITH runs, read or not, and all
+# see one snapshot, so the two parts touch disjoint rows: the rows past the new end are
+# deleted, and the positions the save brings are upserted (a stored row at one of them is
+# a message the save does not keep).
+_WRITE_MESSAGES: Final = """
+    dropped AS (
+        DELETE FROM {schema}.messages AS m USING written
+        WHERE m.session_id = %(session_id)s AND m.position >= %(message_count)s::integer
+    ),
+    added AS (
+        INSERT INTO {schema}.messages AS m (session_id, position, document)
+        SELECT %(session_id)s, %(kept)s::integer + t.n::integer - 1, t.document
+        FROM written, unnest(%(messages)s::text[]) WITH ORDINALITY AS t(document, n)
+        ON CONFLICT (session_id, position) DO UPDATE SET document = excluded.document
+    )"""
+
+# The escalation is inserted from the session write's RETURNING rows, like the messages.
 _RECORD_ESCALATION: Final = f"""
     recorded AS (
         INSERT INTO {{schema}}.escalations ({_COLUMNS})
         SELECT {_VALUES} FROM written
-    )
-    SELECT version FROM written"""
+    )"""
+
+_CREATE_WRITE: Final = f"""
+    {_CREATE_SESSION}
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING s.version"""
+
+_CREATE_ESCALATED_WRITE: Final = f"""
+    {_CREATE_SESSION} AND {_NOT_ESCALATED}
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING s.version"""
+
+_UPDATE_WRITE: Final = f"""
+    {_UPDATE_SESSION}
+    RETURNING s.version"""
+
+_UPDATE_ESCALATED_WRITE: Final = f"""
+    {_UPDATE_SESSION} AND {_NOT_ESCALATED}
+    RETURNING s.version"""
+
+
+def _save(write: LiteralString, *, escalated: bool) -> LiteralString:
+    """A save: the session's conditional *write*, then what joins it."""
+    recorded: LiteralString = f", {_RECORD_ESCALATION}" if escalated else ""
+    return f"""
+        WITH clock AS (SELECT clock_timestamp() AS now),
+        written AS ({write}),
+        {_WRITE_MESSAGES}{recorded}
+        SELECT version FROM written
+    """
+
 
 _TEXT: Final[dict[str, LiteralString]] = {
+    # One statement, so the record and its messages are those of one save.
     "load": """
-        SELECT f.format, s.version, s.document, s.lease_owner, s.lease_expires_at
+        SELECT f.format, s.version, s.document, s.lease_owner, s.lease_expires_at,
+            s.message_count, m.positions, m.documents
         FROM {schema}.store_format AS f
         LEFT JOIN {schema}.sessions AS s ON s.session_id = %(session_id)s
+        LEFT JOIN LATERAL (
+            SELECT array_agg(position ORDER BY position) AS positions,
+                array_agg(document ORDER BY position) AS documents
+            FROM {schema}.messages WHERE session_id = s.session_id
+        ) AS m ON true
     """,
     "inspect": """
-        SELECT f.format, s.version, s.lease_owner, s.lease_expires_at, clock_timestamp()
+        SELECT f.format, s.version, s.lease_owner, s.lease_expires_at, clock_timestamp(),
+            s.message_count
         FROM {schema}.store_format AS f
         LEFT JOIN {schema}.sessions AS s ON s.session_id = %(session_id)s
     """,
-    "create": f"""
-        WITH clock AS (SELECT clock_timestamp() AS now)
-        {_CREATE_SESSION}
-        ON CONFLICT (session_id) DO NOTHING
-        RETURNING s.version
-    """,
-    "update": f"""
-        WITH clock AS (SELECT clock_timestamp() AS now)
-        {_UPDATE_SESSION}
-        RETURNING s.version
-    """,
-    "create_escalated": f"""
-        WITH clock AS (SELECT clock_timestamp() AS now),
-        written AS (
-            {_CREATE_SESSION} AND {_NOT_ESCALATED}
-            ON CONFLICT (session_id) DO NOTHING
-            RETURNING s.version
-        ),
-        {_RECORD_ESCALATION}
-    """,
-    "update_escalated": f"""
-        WITH clock AS (SELECT clock_timestamp() AS now),
-        written AS (
-            {_UPDATE_SESSION} AND {_NOT_ESCALATED}
-            RETURNING s.version
-        ),
-        {_RECORD_ESCALATION}
-    """,
+    "create": _save(_CREATE_WRITE, escalated=False),
+    "update": _save(_UPDATE_WRITE, escalated=False),
+    "create_escalated": _save(_CREATE_ESCALATED_WRITE, escalated=True),
+    "update_escalated": _save(_UPDATE_ESCALATED_WRITE, escalated=True),
     "renew": f"""
         WITH clock AS (SELECT clock_timestamp() AS now)
         UPDATE {{schema}}.sessions AS s
@@ -192,6 +252,10 @@ _TEXT: Final[dict[str, LiteralString]] = {
         WITH f AS (SELECT format FROM {schema}.store_format),
         gone AS (
             DELETE FROM {schema}.sessions
+            WHERE session_id = %(session_id)s AND (SELECT format FROM f) = {format}
+        ),
+        messages_gone AS (
+            DELETE FROM {schema}.messages
             WHERE session_id = %(session_id)s AND (SELECT format FROM f) = {format}
         ),
         escalations_gone AS (
@@ -257,8 +321,11 @@ class Statements:
     """The store's statements, composed for one schema; parameters are named.
 
     ``load`` and ``inspect`` return one row (format, then the session's columns, ``NULL``
-    for no session); ``create``, ``update`` and ``renew`` return the new version, or no
-    row when the rule or the format refused the write; the ``_escalated`` forms of
+    for no session; ``load`` ends with the message count and the arrays of the messages'
+    positions and documents); ``create``, ``update`` and ``renew`` return the new version,
+    or no row when the rule, the messages kept or the format refused the write (a save
+    names the messages it keeps as ``kept``, the count after it as ``message_count`` and
+    the documents it brings as ``messages``); the ``_escalated`` forms of
     ``create`` and ``update`` insert an escalation too, and refuse while the session has
     an unresolved one; ``delete`` returns the format.
 
@@ -313,8 +380,9 @@ def create_tables(cursor: Cursor[TupleRow], schema: str) -> Setup:
     two of them can both find a name free and one then fails on the catalog's unique index.
     A transaction-level advisory lock, keyed by the schema's name, makes them take turns;
     the transaction's end releases it. When the tables exist, nothing is created, so a
-    role that may not create schemas can use tables a DBA set up. A schema at format 1 is
-    migrated (its escalations table added) under the same lock.
+    role that may not create schemas can use tables a DBA set up. A schema at format 1 or
+    2 is migrated under the same lock, in the caller's transaction: the format's marker
+    moves with the tables, so a store of an older stageware writes nothing from then on.
     """
     cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
     rows: list[tuple[str]] = cursor.execute(
@@ -332,13 +400,47 @@ def create_tables(cursor: Cursor[TupleRow], schema: str) -> Setup:
         if found == 1:
             for statement in _MIGRATE_FROM_1:
                 cursor.execute(_compose(statement, schema))
-            return Setup(format=FORMAT)
+            found = 2
+        if found == 2:
+            _migrate_from_2(cursor, schema)
+            found = FORMAT
         return Setup(format=found)
     if "sessions" in tables:
         return Setup(format=None, foreign=True)
     for statement in _CREATE:
         cursor.execute(_compose(statement, schema))
     return Setup(format=FORMAT)
+
+
+def _migrate_from_2(cursor: Cursor[TupleRow], schema: str) -> None:
+    """Split each session's whole document into its record and its message rows.
+
+    A document that is no snapshot is left as it was, for a load to report as damaged.
+    """
+    for statement in _MIGRATE_FROM_2:
+        cursor.execute(_compose(statement, schema))
+    rows: list[tuple[str, object]] = cursor.execute(
+        _compose("SELECT session_id, document FROM {schema}.sessions", schema)
+    ).fetchall()
+    insert = _compose(
+        "INSERT INTO {schema}.messages (session_id, position, document) VALUES (%s, %s, %s)",
+        schema,
+    )
+    update = _compose(
+        "UPDATE {schema}.sessions SET document = %s, message_count = %s WHERE session_id = %s",
+        schema,
+    )
+    for session_id, document in rows:
+        pieces = split_document(document)
+        if pieces is None:
+            continue
+        if pieces.messages:
+            cursor.executemany(
+                insert,
+                [(session_id, position, text) for position, text in enumerate(pieces.messages)],
+            )
+        cursor.execute(update, (pieces.document, len(pieces.messages), session_id))
+    cursor.execute(_compose("UPDATE {schema}.store_format SET format = {format}", schema))
 
 
 def _compose(text: LiteralString, schema: str) -> sql.Composed:

@@ -1,9 +1,13 @@
 """A ``SessionStore`` in an SQLite file, shared by the threads and processes of one machine.
 
-The store keeps to its own three tables, so the file may belong to another application:
+The store keeps to its own four tables, so the file may belong to another application:
 
-* ``stageware_sessions``: one row per session, with its version, its JSON document and
-  the lease of the worker running it.
+* ``stageware_sessions``: one row per session, with its version, its JSON document (the
+  snapshot without its messages: see ``_encoding``), how many messages it has and the
+  lease of the worker running it.
+* ``stageware_messages``: one row per message of a session, keyed by the session and the
+  message's position in its history. A save deletes the rows after the messages it keeps
+  and inserts the ones it brings, so appending a turn writes the turn, not the history.
 * ``stageware_escalations``: one row per escalation (see ``_escalations``), written in the
   transaction of the session's save that recorded it.
 * ``stageware_store_format``: one row, the table layout this file holds. It is the store's
@@ -27,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, TypeVar, final
 
-from ._encoding import decode_snapshot, encode_snapshot
+from ._encoding import decode_snapshot, encode_snapshot, split_document
 from ._escalation_rows import COLUMNS, EscalationRow, from_row, to_row
 from ._escalations import (
     Escalation,
@@ -47,6 +51,7 @@ from ._store import (
     SessionError,
     SessionSnapshot,
     StoredSession,
+    check_kept,
     check_renewal,
     check_session_id,
     check_write,
@@ -56,12 +61,13 @@ __all__ = ["SQLiteSessionStore"]
 
 _T = TypeVar("_T")
 
-_FORMAT: Final = 3
+_FORMAT: Final = 4
 """The table layout this module writes, kept in ``stageware_store_format``.
 
 Format 1 (stageware 0.x before versioned sessions) had no version or lease columns and
-marked the file through ``user_version``; format 2 had no escalations. Both are migrated
-in place on first use.
+marked the file through ``user_version``; format 2 had no escalations; format 3 kept each
+session's whole snapshot, messages included, in its one document. All are migrated in
+place on first use, one format after the other.
 """
 
 _ESCALATION_TABLES: Final = (
@@ -94,6 +100,17 @@ _ESCALATION_TABLES: Final = (
     "ON stageware_escalations (session_id) WHERE status <> 'resolved'",
 )
 
+# A rowid table with the key as its index, not WITHOUT ROWID: a message row often holds
+# a tool result of kilobytes, which SQLite's guidance keeps out of WITHOUT ROWID tables.
+_MESSAGE_TABLE: Final = """
+    CREATE TABLE stageware_messages (
+        session_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        document TEXT NOT NULL,
+        PRIMARY KEY (session_id, position)
+    )
+    """
+
 _CREATE: Final = (
     """
     CREATE TABLE stageware_sessions (
@@ -102,9 +119,11 @@ _CREATE: Final = (
         document TEXT NOT NULL,
         lease_owner TEXT,
         lease_expires_at TEXT,
-        updated_at TEXT NOT NULL
+        updated_at TEXT NOT NULL,
+        message_count INTEGER NOT NULL
     )
     """,
+    _MESSAGE_TABLE,
     *_ESCALATION_TABLES,
     "CREATE TABLE stageware_store_format (format INTEGER NOT NULL)",
     f"INSERT INTO stageware_store_format (format) VALUES ({_FORMAT})",
@@ -122,13 +141,30 @@ _MIGRATE_FROM_1: Final = (
 
 _MIGRATE_FROM_2: Final = (
     *_ESCALATION_TABLES,
-    f"UPDATE stageware_store_format SET format = {_FORMAT}",
+    "UPDATE stageware_store_format SET format = 3",
+)
+
+# Then each session's document is split into its rows (_migrate_from_3).
+_MIGRATE_FROM_3: Final = (
+    "ALTER TABLE stageware_sessions ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0",
+    _MESSAGE_TABLE,
 )
 
 _SELECT: Final = """
-SELECT version, document, lease_owner, lease_expires_at
+SELECT version, document, lease_owner, lease_expires_at, message_count
 FROM stageware_sessions WHERE session_id = ?
 """
+
+_SELECT_MESSAGES: Final = (
+    "SELECT position, document FROM stageware_messages WHERE session_id = ? ORDER BY position"
+)
+
+_INSERT_MESSAGE: Final = (
+    "INSERT INTO stageware_messages (session_id, position, document) VALUES (?, ?, ?)"
+)
+
+# The messages after those a save keeps.
+_DELETE_MESSAGES: Final = "DELETE FROM stageware_messages WHERE session_id = ? AND position >= ?"
 
 _ESCALATION_COLUMNS: Final = ", ".join(COLUMNS)
 
@@ -144,7 +180,7 @@ _UPDATE_ESCALATION: Final = (
     "resolved_by = ?, resolved_at = ?, resolution = ?, comment = ? WHERE escalation_id = ?"
 )
 
-_Row = tuple[int, object, str | None, str | None]
+_Row = tuple[int, object, str | None, str | None, int]
 
 
 @final
@@ -186,11 +222,22 @@ class SQLiteSessionStore:
 
     def load(self, session_id: str) -> StoredSession | None:
         """Return the session saved as *session_id*, or ``None`` if there is none."""
-        row = self._run_session(session_id, "load", lambda c: _read(c, session_id), write=False)
-        if row is None:
+
+        def read(connection: sqlite3.Connection) -> tuple[_Row, list[tuple[object, object]]] | None:
+            # One read transaction: the record and its messages are of one save.
+            row = _read(connection, session_id)
+            if row is None:
+                return None
+            messages: list[tuple[object, object]] = connection.execute(
+                _SELECT_MESSAGES, (session_id,)
+            ).fetchall()
+            return row, messages
+
+        found = self._run_session(session_id, "load", read, write=False)
+        if found is None:
             return None
-        version, document, owner, expires = row
-        snapshot = decode_snapshot(document, session_id, str(self._path))
+        (version, document, owner, expires, count), messages = found
+        snapshot = decode_snapshot(document, messages, count, session_id, str(self._path))
         return StoredSession(snapshot=snapshot, version=version, lease=_lease(owner, expires))
 
     def save(
@@ -202,15 +249,19 @@ class SQLiteSessionStore:
         owner: str,
         lease_seconds: float | None,
         escalation: Escalation | None = None,
+        kept_messages: int = 0,
     ) -> int:
         """Store *snapshot* if the session is still at *expected_version*, in one transaction.
 
-        With *escalation*, its row is inserted in the same transaction.
+        The rows of the first *kept_messages* messages stay; the rest are replaced by
+        *snapshot*'s messages. With *escalation*, its row is inserted in the same
+        transaction.
         """
         check_session_id(session_id, str(self._path))
         # Encode before touching the database: a value that is not JSON data fails here
         # and leaves the stored session as it was.
-        document = encode_snapshot(snapshot, session_id, str(self._path))
+        encoded = encode_snapshot(snapshot, session_id, str(self._path))
+        count = kept_messages + len(encoded.messages)
         what = f"save session {session_id!r} in {self._path}"
         escalation_row: EscalationRow | None = None
         if escalation is not None:
@@ -220,19 +271,35 @@ class SQLiteSessionStore:
 
         def write(connection: sqlite3.Connection) -> None:
             now = datetime.now(UTC)
-            self._check(connection, session_id, expected_version, owner, now)
+            row = self._check(connection, session_id, expected_version, owner, now)
+            check_kept(
+                session_id,
+                str(self._path),
+                kept_messages=kept_messages,
+                found_messages=0 if row is None else row[4],
+            )
             lease_owner, expires = _lease_columns(owner, lease_seconds, now)
             stamp = now.isoformat(timespec="milliseconds")
+            connection.execute(_DELETE_MESSAGES, (session_id, kept_messages))
+            connection.executemany(
+                _INSERT_MESSAGE,
+                (
+                    (session_id, position, message)
+                    for position, message in enumerate(encoded.messages, kept_messages)
+                ),
+            )
             if expected_version == 0:
                 connection.execute(
-                    "INSERT INTO stageware_sessions VALUES (?, ?, ?, ?, ?, ?)",
-                    (session_id, version, document, lease_owner, expires, stamp),
+                    "INSERT INTO stageware_sessions (session_id, version, document, "
+                    "lease_owner, lease_expires_at, updated_at, message_count) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, version, encoded.document, lease_owner, expires, stamp, count),
                 )
             else:
                 connection.execute(
                     "UPDATE stageware_sessions SET version = ?, document = ?, lease_owner = ?, "
-                    "lease_expires_at = ?, updated_at = ? WHERE session_id = ?",
-                    (version, document, lease_owner, expires, stamp, session_id),
+                    "lease_expires_at = ?, updated_at = ?, message_count = ? WHERE session_id = ?",
+                    (version, encoded.document, lease_owner, expires, stamp, count, session_id),
                 )
             if escalation_row is not None:
                 # Checked first for messages that name the escalation in the way; the
@@ -272,6 +339,7 @@ class SQLiteSessionStore:
 
         def remove(connection: sqlite3.Connection) -> None:
             connection.execute("DELETE FROM stageware_sessions WHERE session_id = ?", (session_id,))
+            connection.execute(_DELETE_MESSAGES, (session_id, 0))
             connection.execute(
                 "DELETE FROM stageware_escalations WHERE session_id = ?", (session_id,)
             )
@@ -372,7 +440,7 @@ class SQLiteSessionStore:
         expected_version: int,
         owner: str,
         now: datetime,
-    ) -> None:
+    ) -> _Row | None:
         row = _read(connection, session_id)
         check_write(
             session_id,
@@ -383,6 +451,7 @@ class SQLiteSessionStore:
             found_lease=None if row is None else _lease(row[2], row[3]),
             now=now,
         )
+        return row
 
     def _escalation(
         self, connection: sqlite3.Connection, escalation_id: str, verb: str
@@ -452,10 +521,10 @@ class SQLiteSessionStore:
                 connection.execute("BEGIN IMMEDIATE")
                 tables = _table_names(connection)
                 if "stageware_store_format" in tables:
-                    self._migrate_from_2(connection)
+                    self._migrate(connection)
                 elif "stageware_sessions" in tables:
                     self._migrate_from_1(connection, what)
-                    self._migrate_from_2(connection)
+                    self._migrate(connection)
                 else:
                     for statement in _CREATE:
                         connection.execute(statement)
@@ -480,14 +549,18 @@ class SQLiteSessionStore:
             connection.execute(statement)
 
     @staticmethod
-    def _migrate_from_2(connection: sqlite3.Connection) -> None:
-        """Add the escalations to a file at format 2; any other format is left alone."""
+    def _migrate(connection: sqlite3.Connection) -> None:
+        """Bring a file at format 2 or 3 to ``_FORMAT``; any other format is left alone."""
         row: tuple[object] | None = connection.execute(
             "SELECT format FROM stageware_store_format"
         ).fetchone()
-        if row is not None and row[0] == 2:
+        found = None if row is None else row[0]
+        if found == 2:
             for statement in _MIGRATE_FROM_2:
                 connection.execute(statement)
+            found = 3
+        if found == 3:
+            _migrate_from_3(connection)
 
     def _use_wal(self, connection: sqlite3.Connection) -> None:
         """Put the file in WAL mode; the mode is the file's, so this is needed once."""
@@ -544,6 +617,31 @@ class SQLiteSessionStore:
 def _read(connection: sqlite3.Connection, session_id: str) -> _Row | None:
     row: _Row | None = connection.execute(_SELECT, (session_id,)).fetchone()
     return row
+
+
+def _migrate_from_3(connection: sqlite3.Connection) -> None:
+    """Split each session's whole document into its record and its message rows.
+
+    A document that is no snapshot is left as it was, for a load to report as damaged.
+    """
+    for statement in _MIGRATE_FROM_3:
+        connection.execute(statement)
+    rows: list[tuple[str, object]] = connection.execute(
+        "SELECT session_id, document FROM stageware_sessions"
+    ).fetchall()
+    for session_id, document in rows:
+        pieces = split_document(document)
+        if pieces is None:
+            continue
+        connection.executemany(
+            _INSERT_MESSAGE,
+            ((session_id, position, message) for position, message in enumerate(pieces.messages)),
+        )
+        connection.execute(
+            "UPDATE stageware_sessions SET document = ?, message_count = ? WHERE session_id = ?",
+            (pieces.document, len(pieces.messages), session_id),
+        )
+    connection.execute(f"UPDATE stageware_store_format SET format = {_FORMAT}")
 
 
 def _pending(connection: sqlite3.Connection, session_id: str, where: str) -> Escalation | None:

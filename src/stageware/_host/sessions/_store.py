@@ -23,6 +23,12 @@ What a snapshot deliberately does NOT hold:
 * Anything the host did not put into ``interrupt_state``. The store treats that value as
   opaque JSON: which pending interrupts and answers survive a restart, and in what form, is
   the host's decision, not the store's.
+
+A save writes what changed, not the whole conversation: the stores keep the messages one
+by one, apart from the small rest of the snapshot, and a save names how many messages of
+the stored history it keeps (``kept_messages``) and brings only the ones after them. An
+invocation usually appends, so a save costs the new turn whatever the history's length;
+a history repaired at its end, shortened or replaced is a save that keeps fewer.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ __all__ = [
     "SessionSnapshot",
     "SessionStore",
     "StoredSession",
+    "check_kept",
     "check_renewal",
     "check_session_id",
     "check_write",
@@ -63,7 +70,9 @@ class SessionSnapshot(TypedDict):
     Attributes:
         version: The snapshot format, ``SNAPSHOT_VERSION`` (not the session's version,
             which the store keeps beside the snapshot).
-        messages: The conversation, as Converse messages, oldest first.
+        messages: The conversation, as Converse messages, oldest first. In a save that
+            keeps messages of the stored history (``kept_messages``), only the messages
+            that follow the kept ones.
         state: The agent's JSON key-value state.
         model_state: Provider state the host keeps between model calls.
         interrupt_state: The host's own serialised interrupt state; opaque to the store.
@@ -196,6 +205,7 @@ class SessionStore(Protocol):
         owner: str,
         lease_seconds: float | None,
         escalation: Escalation | None = None,
+        kept_messages: int = 0,
     ) -> int:
         """Store *snapshot* if the session is still at *expected_version*; return the new one.
 
@@ -204,15 +214,23 @@ class SessionStore(Protocol):
         lease. On success the version is ``expected_version + 1`` and *owner* holds the
         lease for *lease_seconds* from now, or nobody does if it is ``None``.
 
+        The new history is the first *kept_messages* messages of the history stored at
+        *expected_version*, followed by *snapshot*'s messages; the stored messages after
+        the kept ones are dropped. A save that appends a turn keeps every stored message
+        and brings the turn; 0 (the default) replaces the whole history. Only the
+        messages *snapshot* brings are written, so the cost of a save does not grow with
+        the history.
+
         With *escalation* (a new, open escalation of this session), the escalation is
         recorded in the same transaction: both are written, or neither is.
 
         Raises:
             SessionConflictError: The session changed since *expected_version*.
             SessionLeasedError: Another owner holds a live lease.
-            SessionError: The snapshot is not JSON data of the snapshot's shape, the
-                escalation is not a new one of this session or the session already has
-                an unresolved one, or the store failed; nothing was written.
+            SessionError: The snapshot is not JSON data of the snapshot's shape,
+                *kept_messages* is more than the stored history holds, the escalation is
+                not a new one of this session or the session already has an unresolved
+                one, or the store failed; nothing was written.
         """
         ...
 
@@ -364,6 +382,34 @@ def check_write(
             found_version=found_version,
             lease=found_lease,
         )
+
+
+def check_kept(
+    session_id: str, where: str, *, kept_messages: int, found_messages: int | None
+) -> None:
+    """Refuse a save that keeps more messages than the store holds, before writing.
+
+    *found_messages* is the length of the stored history, read in the same transaction as
+    the write (0 for no session), or ``None`` to check only that *kept_messages* is a
+    count at all, before the store reads anything.
+
+    Raises:
+        SessionError: *kept_messages* is not an int from 0 to *found_messages*.
+    """
+    if type(kept_messages) is not int or kept_messages < 0:
+        problem = (
+            f"kept_messages must be a count of messages (an int, 0 or more), not {kept_messages!r}"
+        )
+    elif found_messages is not None and kept_messages > found_messages:
+        problem = (
+            f"the save keeps {kept_messages} messages of the stored history, which holds "
+            f"{found_messages}"
+        )
+    else:
+        return
+    raise SessionError(
+        f"cannot save session {session_id!r} in {where}: {problem}; nothing was written"
+    )
 
 
 def check_renewal(version: int) -> None:

@@ -1,0 +1,395 @@
+"""What a session save costs as the conversation grows, measured side by side as ratios.
+
+Run with ``python -m tests.benchmarks.session_save``. For each store (memory; SQLite, in a
+file in a temporary directory; PostgreSQL when ``STAGEWARE_TEST_POSTGRES_URL`` is set, in
+a schema of its own that is dropped afterwards) one session is prepared per history
+length, with 10, 100, 1,000 and 5,000 messages already stored. Each timed save brings one
+new turn, as an agent's final save does: a user message, an assistant tool call, a tool
+result of about 2 KB and an assistant answer, keeping every stored message
+(``kept_messages``). An untimed save then cuts the history back, so every round saves onto
+the same length. Rounds are interleaved over the lengths (in a shuffled order each round)
+so that machine noise hits them alike; each length is reported by its median, relative to
+the 10-message session. For reference, each round also times the same save written as the
+stores wrote every save before messages were stored append-only: the whole history
+rewritten (``kept_messages=0``), on a store of its own (another file, another schema) so
+that its large writes do not land in the log the append-only saves commit to. It shows
+what the measure looks like when a save grows.
+
+Bytes per save are what the store hands to its database for the timed save: the UTF-8
+bytes of every text and bytes parameter of every statement the save executes (SQLite:
+``Connection.execute`` and ``executemany``; PostgreSQL: ``Cursor.execute``, an array
+parameter counted element by element). SQL text, and the pages, indexes and log records
+the database writes around the rows, are left out: they are the database's own overhead.
+The memory store has no database, so its bytes are the encoded documents it keeps. Bytes
+are reported relative to the new turn itself: its four messages as compact JSON.
+
+``measure()`` returns the numbers, for a script that puts them in a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from unittest import mock
+
+from stageware._host.sessions import (
+    SNAPSHOT_VERSION,
+    MemorySessionStore,
+    SessionSnapshot,
+    SessionStore,
+    SQLiteSessionStore,
+    _memory,
+)
+from stageware._host.sessions._encoding import EncodedSnapshot, encode_snapshot
+
+LENGTHS: Final = (10, 100, 1_000, 5_000)
+"""Messages already stored when a turn is saved."""
+
+POSTGRES_URL_VARIABLE: Final = "STAGEWARE_TEST_POSTGRES_URL"
+
+TIME_TARGET: Final = 2.0
+"""Issue 10: save time at 5,000 stored messages / at 10, at most this."""
+
+BYTES_TARGET: Final = 4.0
+"""Issue 10: bytes written per save / bytes of the new turn, at most this."""
+
+MODES: Final = ("append", "rewrite")
+
+
+@dataclass(frozen=True)
+class StoreScaling:
+    """How one store's save scales with the history it already holds.
+
+    Attributes:
+        store: The store's name (``memory``, ``sqlite``, ``postgres``).
+        seconds: Median seconds per save, by messages already stored.
+        written: Bytes handed to the database per save, by messages already stored.
+        rewrite_seconds: The same for the reference, the whole history rewritten.
+        rewrite_written: The same for the reference, the whole history rewritten.
+        turn_bytes: Bytes of the new turn, as compact JSON.
+    """
+
+    store: str
+    seconds: dict[int, float]
+    written: dict[int, int]
+    rewrite_seconds: dict[int, float]
+    rewrite_written: dict[int, int]
+    turn_bytes: int
+
+    def time_ratio(self, length: int, *, rewrite: bool = False) -> float:
+        """Save time with *length* messages stored, relative to the shortest history."""
+        seconds = self.rewrite_seconds if rewrite else self.seconds
+        return seconds[length] / seconds[min(seconds)]
+
+    def bytes_ratio(self, length: int, *, rewrite: bool = False) -> float:
+        """Bytes written per save with *length* messages stored / bytes of the turn."""
+        written = self.rewrite_written if rewrite else self.written
+        return written[length] / self.turn_bytes
+
+
+def new_turn(index: int) -> list[Any]:
+    """The four messages of one turn, with a tool result of about 2 KB."""
+    tool_use_id = f"tool-{index}"
+    result = " ".join(f"row {row}: order {index}-{row} shipped" for row in range(80))[:2000]
+    return [
+        {"role": "user", "content": [{"text": f"Where is order {index}?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "toolUse": {
+                        "toolUseId": tool_use_id,
+                        "name": "lookup_order",
+                        "input": {"order": index},
+                    }
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "toolResult": {
+                        "toolUseId": tool_use_id,
+                        "status": "success",
+                        "content": [{"text": result}],
+                    }
+                }
+            ],
+        },
+        {"role": "assistant", "content": [{"text": f"Order {index} has shipped."}]},
+    ]
+
+
+def history(length: int) -> list[Any]:
+    """*length* messages of turns like ``new_turn``'s."""
+    messages: list[Any] = []
+    index = 0
+    while len(messages) < length:
+        messages += new_turn(index)
+        index += 1
+    return messages[:length]
+
+
+def snapshot(messages: list[Any]) -> SessionSnapshot:
+    return {
+        "version": SNAPSHOT_VERSION,
+        "messages": messages,
+        "state": {"customer": "c-42", "turns": len(messages) // 4},
+        "model_state": {},
+        "interrupt_state": {
+            "activated": False,
+            "interrupts": [],
+            "pending_tool_execution": None,
+            "pending_input": None,
+        },
+    }
+
+
+# --- Counting the bytes a save hands to its database ------------------------------------
+
+
+class _Counter:
+    bytes = 0
+
+
+def _size(value: object) -> int:
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, list | tuple):
+        return sum(_size(item) for item in value)  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, dict):
+        return sum(_size(item) for item in value.values())  # pyright: ignore[reportUnknownVariableType]
+    return 0
+
+
+class _CountingConnection(sqlite3.Connection):
+    """An SQLite connection that adds up the parameters it is handed."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        _Counter.bytes += _size(parameters)
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        rows = list(parameters)
+        _Counter.bytes += _size(rows)
+        return super().executemany(sql, rows)
+
+
+@contextlib.contextmanager
+def _counting_sqlite() -> Iterator[None]:
+    connect = sqlite3.connect
+
+    def counting_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        return connect(*args, **kwargs, factory=_CountingConnection)
+
+    with mock.patch.object(sqlite3, "connect", counting_connect):
+        yield
+
+
+@contextlib.contextmanager
+def _counting_postgres() -> Iterator[None]:
+    import psycopg
+
+    execute = psycopg.Cursor.execute
+
+    def counting_execute(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        _Counter.bytes += _size(params)
+        return execute(self, query, params, **kwargs)
+
+    with mock.patch.object(psycopg.Cursor, "execute", counting_execute):
+        yield
+
+
+@contextlib.contextmanager
+def _counting_memory() -> Iterator[None]:
+    def counting_encode(*args: Any, **kwargs: Any) -> EncodedSnapshot:
+        encoded = encode_snapshot(*args, **kwargs)
+        _Counter.bytes += encoded.size
+        return encoded
+
+    with mock.patch.object(_memory, "encode_snapshot", counting_encode):
+        yield
+
+
+# --- Measuring ------------------------------------------------------------------------------
+
+
+def _scaling(
+    name: str,
+    stores: dict[str, SessionStore],
+    counting: Callable[[], contextlib.AbstractContextManager[None]],
+    rounds: int,
+) -> StoreScaling:
+    """Measure the saves of each mode on *stores* (one per mode)."""
+    turn = new_turn(10_000)
+    versions: dict[tuple[int, str], int] = {}
+    for length in LENGTHS:
+        for mode in MODES:
+            versions[length, mode] = stores[mode].save(
+                f"bench-{length}",
+                snapshot(history(length)),
+                expected_version=0,
+                owner="bench",
+                lease_seconds=None,
+            )
+    # (kept, snapshot) of each way to save the turn: appended, or the whole history.
+    saves = {
+        length: {
+            "append": (length, snapshot(turn)),
+            "rewrite": (0, snapshot(history(length) + turn)),
+        }
+        for length in LENGTHS
+    }
+    samples = {mode: {length: list[float]() for length in LENGTHS} for mode in MODES}
+    written = {mode: {length: list[int]() for length in LENGTHS} for mode in MODES}
+    order = [(length, mode) for length in LENGTHS for mode in MODES]
+    shuffle = random.Random(10)
+    # The first round warms connections and caches up; it is not counted.
+    for round_ in range(rounds + 1):
+        shuffle.shuffle(order)
+        for length, mode in order:
+            session_id = f"bench-{length}"
+            store = stores[mode]
+            kept, saved = saves[length][mode]
+            _Counter.bytes = 0
+            with counting():
+                start = time.perf_counter()
+                version = store.save(
+                    session_id,
+                    saved,
+                    expected_version=versions[length, mode],
+                    owner="bench",
+                    lease_seconds=None,
+                    kept_messages=kept,
+                )
+                elapsed = time.perf_counter() - start
+            if round_:
+                samples[mode][length].append(elapsed)
+                written[mode][length].append(_Counter.bytes)
+            # Back to *length* messages, untimed, for the next save.
+            versions[length, mode] = store.save(
+                session_id,
+                snapshot([]),
+                expected_version=version,
+                owner="bench",
+                lease_seconds=None,
+                kept_messages=length,
+            )
+
+    def medians(values: dict[int, list[float]]) -> dict[int, float]:
+        return {length: statistics.median(found) for length, found in values.items()}
+
+    def sizes(values: dict[int, list[int]]) -> dict[int, int]:
+        return {length: round(statistics.median(found)) for length, found in values.items()}
+
+    return StoreScaling(
+        store=name,
+        seconds=medians(samples["append"]),
+        written=sizes(written["append"]),
+        rewrite_seconds=medians(samples["rewrite"]),
+        rewrite_written=sizes(written["rewrite"]),
+        turn_bytes=len(json.dumps(turn, separators=(",", ":")).encode()),
+    )
+
+
+@contextlib.contextmanager
+def _postgres_stores(url: str) -> Iterator[dict[str, SessionStore]]:
+    """A store per mode, each in a new schema, dropped afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    from stageware.postgres import PostgresSessionStore
+
+    schemas = {mode: f"stageware_bench_{uuid.uuid4().hex[:12]}" for mode in MODES}
+    try:
+        with contextlib.ExitStack() as stack:
+            yield {
+                mode: stack.enter_context(PostgresSessionStore(url, schema=schema))
+                for mode, schema in schemas.items()
+            }
+    finally:
+        with psycopg.connect(url, autocommit=True) as connection:
+            for schema in schemas.values():
+                connection.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
+
+
+def measure(rounds: int = 25, postgres_url: str | None = None) -> list[StoreScaling]:
+    """Measure every store; PostgreSQL only with *postgres_url*."""
+    memory: dict[str, SessionStore] = {mode: MemorySessionStore() for mode in MODES}
+    results = [_scaling("memory", memory, _counting_memory, rounds)]
+    with tempfile.TemporaryDirectory() as directory:
+        sqlite: dict[str, SessionStore] = {
+            mode: SQLiteSessionStore(Path(directory) / f"{mode}.db") for mode in MODES
+        }
+        results.append(_scaling("sqlite", sqlite, _counting_sqlite, rounds))
+    if postgres_url:
+        with _postgres_stores(postgres_url) as postgres:
+            results.append(_scaling("postgres", postgres, _counting_postgres, rounds))
+    return results
+
+
+def print_report(results: list[StoreScaling], rounds: int) -> None:
+    turn_bytes = results[0].turn_bytes
+    print(
+        f"session save of one new turn (4 messages, {turn_bytes:,} bytes of JSON), "
+        f"medians of {rounds} interleaved rounds"
+    )
+    print(
+        f"{'':<17} {'append-only (kept_messages)':^44}   {'reference: whole history rewritten':^36}"
+    )
+    print(
+        f"{'store':<9} {'stored':>7} {'time ratio':>11} {'ms/save':>8} "
+        f"{'bytes/save':>11} {'bytes ratio':>12}   {'time ratio':>11} {'ms/save':>8} "
+        f"{'bytes ratio':>12}"
+    )
+    for result in results:
+        for length in LENGTHS:
+            print(
+                f"{result.store:<9} {length:>7,} {result.time_ratio(length):>11.2f} "
+                f"{result.seconds[length] * 1e3:>8.3f} {result.written[length]:>11,} "
+                f"{result.bytes_ratio(length):>12.2f}   "
+                f"{result.time_ratio(length, rewrite=True):>11.2f} "
+                f"{result.rewrite_seconds[length] * 1e3:>8.3f} "
+                f"{result.bytes_ratio(length, rewrite=True):>12.2f}"
+            )
+    longest, shortest = max(LENGTHS), min(LENGTHS)
+    for result in results:
+        time_ratio = result.time_ratio(longest)
+        bytes_ratio = max(result.bytes_ratio(length) for length in LENGTHS)
+        print(
+            f"{result.store}: time {longest:,} vs {shortest} stored {time_ratio:.2f}x "
+            f"(target <= {TIME_TARGET:g}x: {'met' if time_ratio <= TIME_TARGET else 'MISSED'}); "
+            f"bytes per save / turn at most {bytes_ratio:.2f}x "
+            f"(target <= {BYTES_TARGET:g}x: {'met' if bytes_ratio <= BYTES_TARGET else 'MISSED'})"
+        )
+    if not any(result.store == "postgres" for result in results):
+        print(f"postgres: skipped; set {POSTGRES_URL_VARIABLE} to measure it")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=25)
+    args = parser.parse_args()
+    results = measure(args.rounds, os.environ.get(POSTGRES_URL_VARIABLE) or None)
+    print_report(results, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
