@@ -198,11 +198,19 @@ def _record(store: SessionStore, session_id: str, interrupt_id: str, response: A
         ) from None
     snapshot = stored.snapshot
     snapshot["interrupt_state"] = state.to_dict()
+    # The answer changes no message: keep them all and send none.
+    kept = len(snapshot["messages"])
+    snapshot["messages"] = []
     # No lease: the answer is one write, and a run picks the session up afterwards.
     owner = f"stageware policy approvals:{socket.gethostname()}:{os.getpid()}"
     try:
         store.save(
-            session_id, snapshot, expected_version=stored.version, owner=owner, lease_seconds=None
+            session_id,
+            snapshot,
+            expected_version=stored.version,
+            owner=owner,
+            lease_seconds=None,
+            kept_messages=kept,
         )
     except SessionLeasedError as error:
         raise CommandError(
