@@ -16,22 +16,29 @@ terminal. What a host can rely on from a running chain (``_chain`` has the detai
 
 Per call, n Wrap handlers cost 2n generators (one around each handler but the outermost,
 whose layer also runs the Input and Output handlers); ``invoke()`` adds one more.
+
+A host that observes its handlers (tracing, say) runs a stage through an
+``instrumented()`` registry instead: the same handlers, each rewritten once, with chains
+cached apart, so this registry's chains carry no instrumentation and no check for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, TypeVar, final
+from typing import Any, TypeAlias, TypeVar, final
 
 from ._chain import ResultTracker, StagePlan, build_chain, close_all
 from ._middleware_host import MiddlewareHost
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration
 
-__all__ = ["MiddlewareRegistry"]
+__all__ = ["Instrument", "MiddlewareRegistry"]
 
 C = TypeVar("C")
 E = TypeVar("E")
+
+Instrument: TypeAlias = Callable[[MiddlewareRegistration], MiddlewareRegistration]
+"""Rewrites a registration for ``MiddlewareRegistry.instrumented()``."""
 
 
 @final
@@ -48,7 +55,7 @@ class MiddlewareRegistry(MiddlewareHost):
             ...
     """
 
-    __slots__ = ("_chains", "_plans")
+    __slots__ = ("_chains", "_instrumented", "_plans")
 
     def __init__(self) -> None:
         self._plans: dict[MiddlewareStage[Any, Any, Any], StagePlan] = {}
@@ -56,6 +63,7 @@ class MiddlewareRegistry(MiddlewareHost):
         self._chains: dict[
             MiddlewareStage[Any, Any, Any], tuple[object, Callable[[Any], AsyncIterator[Any]]]
         ] = {}
+        self._instrumented: list[tuple[MiddlewareRegistry, Instrument]] = []
 
     def _register_middleware(self, registration: MiddlewareRegistration) -> None:
         self.add_registration(registration)
@@ -69,6 +77,23 @@ class MiddlewareRegistry(MiddlewareHost):
         stage = registration.stage
         self._plans[stage] = self._plans.get(stage, StagePlan()).with_registration(registration)
         self._chains.pop(stage, None)
+        for registry, instrument in self._instrumented:
+            registry.add_registration(instrument(registration))
+
+    def instrumented(self, instrument: Instrument) -> MiddlewareRegistry:
+        """A registry that runs the handlers of this one as *instrument* rewrites them.
+
+        *instrument* is called once per registration, for those added so far and for every
+        one added to this registry later, and returns the registration to run instead (its
+        handler wrapped, typically). The instrumented registry composes and caches chains
+        of its own; this registry's chains are left as they are.
+        """
+        registry = MiddlewareRegistry()
+        for plan in self._plans.values():
+            for registration in (*plan.inputs, *plan.wraps, *plan.outputs):
+                registry.add_registration(instrument(registration))
+        self._instrumented.append((registry, instrument))
+        return registry
 
     def handlers(
         self, stage: MiddlewareStage[Any, Any, Any]
