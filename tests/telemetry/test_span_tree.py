@@ -297,13 +297,14 @@ async def test_a_policy_block_is_a_decision_span_and_the_invocation_s_stop_reaso
     recorder = Recorder.start()
     allow = deciding(HookPoint.MODEL_REQUEST, lambda event, env: Continue(), name="allow")
     block = deciding(HookPoint.TOOL_BEFORE, lambda event, env: Block("no refunds"), name="no")
+    audit = deciding(HookPoint.RUN_END, lambda event, env: None, name="audit")
     ledger = Ledger()
     agent = Agent(
         ScriptedModel(
             [ScriptedTurn(tool_calls=[ScriptedToolCall("refund", {"amount": 5}, id="t1")])]
         ),
         tools=[ledger.tool],
-        policy=PolicyEngine([allow, block]),
+        policy=PolicyEngine([allow, block, audit]),
         tracer_provider=recorder.provider,
     )
 
@@ -338,6 +339,9 @@ async def test_a_policy_block_is_a_decision_span_and_the_invocation_s_stop_reaso
     assert attributes(allowed)["stageware.policy.outcome"] == "continue"
     # A Wrap handler's decisions hang from the model call it wraps.
     assert tree.parent_of(allowed).name == "chat scripted"
+    # run.end is decided in an AfterInvocationEvent hook, outside every stage.
+    ended = tree.one("policy run.end")
+    assert tree.parent_of(ended).name == invocation.name
 
 
 async def test_errors_set_status_error_with_the_exception_recorded() -> None:

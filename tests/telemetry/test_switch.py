@@ -70,8 +70,11 @@ for provider in (trace.ProxyTracerProvider, trace.NoOpTracerProvider):
         return original(self, *args, **kwargs)
     provider.get_tracer = spy
 """
-    report = "print(json.dumps([acquired, agent._core.tracing._registry is None]))"
-    assert _run(setup, report) == [[], True]
+    report = """
+spans = "stageware._host.tracing._spans" in sys.modules
+print(json.dumps([acquired, agent._core.tracing._registry is None, spans]))
+"""
+    assert _run(setup, report) == [[], True, False]
 
 
 def test_a_global_provider_set_by_the_application_is_used() -> None:

@@ -51,12 +51,11 @@ class Tracing:
         """The trace of an invocation about to start, or ``None`` when it is not traced."""
         provider = self.provider
         if provider is None:
-            if "opentelemetry.trace" not in sys.modules:
+            api = sys.modules.get("opentelemetry.trace")
+            if api is None:
                 return None
-            from ._spans import configured_provider
-
-            provider = configured_provider()
-            if provider is None:
+            provider = api.get_tracer_provider()
+            if isinstance(provider, api.ProxyTracerProvider | api.NoOpTracerProvider):
                 return None
         from ._handlers import HandlerSpans
         from ._spans import InvocationTrace, tracer_of

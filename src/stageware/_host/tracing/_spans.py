@@ -48,17 +48,9 @@ if TYPE_CHECKING:
     from stageware._host._core import AgentCore
     from stageware._host._tool_executor import ToolRound
 
-__all__ = ["InvocationTrace", "configured_provider", "end_span", "tracer_of"]
+__all__ = ["InvocationTrace", "end_span", "tracer_of"]
 
 T = TypeVar("T")
-
-
-def configured_provider() -> TracerProvider | None:
-    """The global tracer provider, or ``None`` while it is the API's default (no-op) one."""
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
-        return None
-    return provider
 
 
 def tracer_of(provider: TracerProvider) -> Tracer:
