@@ -411,3 +411,28 @@ async def test_handlers_added_after_a_traced_run_are_traced_in_the_next() -> Non
     agent.add_middleware(InvokeModelStage.Output, lambda r: r)
     await agent.invoke_async("again")
     assert recorder.tree().named("middleware InvokeModelStage.Output")
+
+
+async def test_a_failing_handler_is_named_as_untraced_and_its_span_is_an_error() -> None:
+    recorder = Recorder.start()
+
+    def forgets_to_return(context: InvokeModelContext) -> None:
+        pass
+
+    def raises(context: InvokeModelContext) -> InvokeModelContext:
+        raise LookupError("no route")
+
+    agent = Agent(ScriptedModel(["unused"]), tracer_provider=recorder.provider)
+    agent.add_middleware(InvokeModelStage.Input, forgets_to_return)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"handler .*forgets_to_return returned NoneType"):
+        await agent.invoke_async("go")
+
+    recorder.clear()
+    agent = Agent(ScriptedModel(["unused"]), tracer_provider=recorder.provider)
+    agent.add_middleware(InvokeModelStage.Input, raises)
+    with pytest.raises(LookupError):
+        await agent.invoke_async("go")
+    handler = recorder.tree().one("middleware InvokeModelStage.Input")
+    assert is_error(handler)
+    assert attributes(handler)["error.type"] == "LookupError"
+    assert is_error(recorder.tree().one("chat scripted"))

@@ -29,7 +29,7 @@ from ._registry import MiddlewareRegistry
 from ._result import MiddlewareResult
 from ._stage import InputPhase, MiddlewareStage, MiddlewareToken, OutputPhase, Phase, WrapPhase
 from ._unset import UNSET, Unset
-from ._validation import MiddlewareRegistration, describe_handler, validate_registration
+from ._validation import MiddlewareRegistration, validate_registration
 
 __all__ = [
     "UNSET",
@@ -59,7 +59,6 @@ __all__ = [
     "WrapPhase",
     "call_interrupts",
     "close_all",
-    "describe_handler",
     "interrupt_name_hash",
     "resolve_middleware_interrupt",
     "validate_registration",

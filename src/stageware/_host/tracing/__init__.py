@@ -5,7 +5,7 @@ not: with no ``Agent(tracer_provider=...)``, an application that never imported
 ``opentelemetry.trace`` cannot have configured a provider, so the check is one lookup in
 ``sys.modules`` and nothing is imported; one that imported it but left the API's default
 (proxy or no-op) provider in place is not traced either. Only a traced invocation loads
-``_spans``, the module that imports OpenTelemetry, and creates spans.
+``_spans`` and ``_handlers``, the modules that import OpenTelemetry, and creates spans.
 
 A traced invocation runs its stages through an instrumented copy of the agent's registry
 (``MiddlewareRegistry.instrumented``), whose handlers are wrapped in spans and whose

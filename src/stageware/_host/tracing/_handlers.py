@@ -24,7 +24,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
-from stageware._runtime import MiddlewareRegistration, Phase, describe_handler
+from stageware._runtime import MiddlewareRegistration, Phase
+from stageware._runtime._validation import describe_handler
 
 from . import _names as n
 from ._spans import end_span
@@ -45,23 +46,17 @@ class HandlerSpans:
         """*registration* with its handler wrapped in a span."""
         stage, phase = registration.stage, registration.phase
         name = f"middleware {stage!r}.{phase.value}"
-        attributes = {
-            n.STAGE: stage.name,
-            n.PHASE: phase.value,
-            n.HANDLER: describe_handler(registration.handler),
-        }
+        handler_name = describe_handler(registration.handler)
+        attributes = {n.STAGE: stage.name, n.PHASE: phase.value, n.HANDLER: handler_name}
+        traced: Callable[..., Any]
         if phase is Phase.WRAP:
-            return MiddlewareRegistration(
-                stage=stage,
-                phase=phase,
-                handler=self._wrap(registration.handler, name, attributes),
-                is_async=False,
-            )
+            traced = self._wrap(registration.handler, name, attributes)
+        else:
+            traced = self._call(registration.handler, name, attributes)
+        # The chain's error messages name the handler, traced or not.
+        traced.__qualname__ = handler_name
         return MiddlewareRegistration(
-            stage=stage,
-            phase=phase,
-            handler=self._call(registration.handler, name, attributes),
-            is_async=True,
+            stage=stage, phase=phase, handler=traced, is_async=phase is not Phase.WRAP
         )
 
     def _call(

@@ -138,7 +138,7 @@ class InvocationTrace:
             )
             return span, trace.set_span_in_context(span, self._pass)
 
-        events = self.registry.invoke(InvokeModelStage, context, _routed(terminal))
+        events = self.registry.invoke(InvokeModelStage, context, _RoutedTerminal(terminal))
         return _stepped(start, events, _see_model_event)
 
     async def tool_call(self, tool_use: ToolUse, round_: ToolRound, call: Awaitable[None]) -> None:
@@ -251,18 +251,13 @@ async def _stepped(
             end_span(span, error)
 
 
-def _routed(
-    terminal: Callable[[InvokeModelContext], AsyncIterator[InvokeModelEvent]],
-) -> Callable[[InvokeModelContext], AsyncIterator[InvokeModelEvent]]:
-    """*terminal*, noting on the current (``chat``) span the model middleware routed to."""
-    return _RoutedTerminal(terminal)
-
-
 @final
 class _RoutedTerminal:
-    """A model-call terminal that sets ``gen_ai.request.model`` from the context it gets.
+    """A model-call terminal that notes on the current (``chat``) span the model it calls.
 
-    Equal to another wrapping the same terminal, so the registry reuses its chain.
+    That is the model of the context the terminal gets, which middleware may have routed
+    elsewhere. Equal to another wrapping the same terminal, so the registry reuses its
+    chain.
     """
 
     __slots__ = ("_terminal",)
