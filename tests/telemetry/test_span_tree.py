@@ -129,6 +129,8 @@ async def test_a_run_nests_model_and_tool_calls() -> None:
     assert agent_pass.name == "agent_pass"
     assert attributes(agent_pass)["stageware.stop_reason"] == "end_turn"
     names = [span.name for span in tree.children(agent_pass)]
+    # The two tool calls start in no particular order (trio schedules tasks as it likes).
+    names[2:4] = sorted(names[2:4])
     assert names == [
         "middleware AgentStreamStage.Wrap",
         "chat model-x",
