@@ -7,7 +7,7 @@ import copy
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from contextlib import aclosing
-from typing import Any, Literal, TypeVar, cast, final
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, final
 
 import anyio
 
@@ -33,6 +33,10 @@ from .models import Model
 from .sessions import SessionError, SessionStore, StoredSession
 from .sessions._store import check_session_id
 from .tools import AgentTool
+from .tracing import Tracing
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["Agent", "ConcurrentInvocationError"]
 
@@ -86,6 +90,9 @@ class Agent(MiddlewareHost):
         policy: A policy to enforce on every run (``stageware.policy.load_policy(...)`` or
             a ``PolicyEngine``). Its middleware are installed first, so they are the
             outermost of each stage phase, around any middleware added later.
+        tracer_provider: Where to send the OpenTelemetry spans of every invocation. By
+            default they go to the global provider once the application has set one
+            (``opentelemetry.trace.set_tracer_provider``), and no spans are made before.
 
     Raises:
         TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
@@ -115,6 +122,7 @@ class Agent(MiddlewareHost):
         retry_strategy: ModelRetryStrategy | None = _DEFAULT_RETRY_STRATEGY,
         max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS,
         policy: AgentExtension | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         # Checked now, like the tools: a model name passed instead of a model would
         # otherwise fail only at the first call.
@@ -144,6 +152,7 @@ class Agent(MiddlewareHost):
             model_state={},
             retry_strategy=retry_strategy,
             max_model_calls=checked_max_model_calls(max_model_calls),
+            tracing=Tracing(tracer_provider),
         )
         self._event_loop = EventLoop(self._core)
         if policy is not None:
@@ -320,8 +329,11 @@ class Agent(MiddlewareHost):
             )
         try:
             state = {} if invocation_state is None else invocation_state
-            invocation = Invocation(self._core, self._event_loop)
+            trace = self._core.tracing.start(self._core)
+            invocation = Invocation(self._core, self._event_loop, trace)
             events = invocation.stream(prompt, state)
+            if trace is not None:
+                events = trace.invocation(events)
             if own_task:
                 # The run's scopes must not be left in another task, which is where the
                 # garbage collector closes a stream its reader abandoned.

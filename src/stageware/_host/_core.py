@@ -35,9 +35,11 @@ from ._model_retry import ModelRetryStrategy
 from .models import Model
 from .sessions import Escalation
 from .tools import AgentTool
+from .tracing import Tracing
 
 if TYPE_CHECKING:
     from ._session import AgentSession
+    from .tracing._spans import InvocationTrace
 
 __all__ = ["AgentCore", "AgentExtension", "PassState"]
 
@@ -83,6 +85,7 @@ class AgentCore:
     pending_escalation: Escalation | None = None
     """The escalation this invocation's run ended on; the final save records it
     (``AgentSession.release``)."""
+    tracing: Tracing = field(default_factory=Tracing)
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of the agent's tools, in registration order."""
@@ -139,6 +142,7 @@ class PassState:
             the pass with the limit's stop.
         decisions: The policy decisions taken in the pass, in order.
         halt: Why the pass was halted by a policy, once it was.
+        trace: The invocation's spans, when it is traced.
     """
 
     input: Messages
@@ -151,6 +155,7 @@ class PassState:
     model_call_refused: bool = False
     decisions: list[Decision] = field(default_factory=list[Decision])
     halt: Halt | None = None
+    trace: InvocationTrace | None = None
 
     def refuse_model_call(self) -> bool:
         """Whether the next model call is over the limit (retries count); notes a refusal."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import anyio
 
@@ -51,6 +51,9 @@ from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
 from ._interrupt_state import InterruptState, parse_interrupt_responses
 from ._prompt import prompt_messages
 
+if TYPE_CHECKING:
+    from .tracing._spans import InvocationTrace
+
 __all__ = ["Invocation"]
 
 
@@ -58,11 +61,12 @@ __all__ = ["Invocation"]
 class Invocation:
     """Runs one ``agent(...)`` call and streams its events, ending with its result."""
 
-    __slots__ = ("_core", "_loop")
+    __slots__ = ("_core", "_loop", "_trace")
 
-    def __init__(self, core: AgentCore, loop: EventLoop) -> None:
+    def __init__(self, core: AgentCore, loop: EventLoop, trace: InvocationTrace | None) -> None:
         self._core = core
         self._loop = loop
+        self._trace = trace
 
     async def stream(
         self, prompt: object, invocation_state: dict[str, Any]
@@ -90,7 +94,10 @@ class Invocation:
                 raise
         watch = CancelWatch(core.cancel)
         pass_state = PassState(
-            input=messages, cancel_watch=watch, max_model_calls=core.max_model_calls
+            input=messages,
+            cancel_watch=watch,
+            max_model_calls=core.max_model_calls,
+            trace=self._trace,
         )
         core.current_pass = pass_state
         stop: EventLoopStopEvent | None = None
@@ -115,7 +122,11 @@ class Invocation:
                 )
                 self._loop.begin(pass_state)
                 region = CutRegion(watch, PASS_CUTOFF_SECONDS)
-                chain = core.registry.invoke(AgentStreamStage, context, self._loop.run)
+                chain = (
+                    core.registry.invoke(AgentStreamStage, context, self._loop.run)
+                    if self._trace is None
+                    else self._trace.agent_pass(context, self._loop.run)
+                )
                 events = region.guard(chain)
                 try:
                     async for event in events:

@@ -89,7 +89,11 @@ class ModelCall:
             pass_state.metrics.model_calls += 1
             result: ModelStopReason | None = None
             try:
-                events = core.registry.invoke(InvokeModelStage, context, self._terminal)
+                events = (
+                    core.registry.invoke(InvokeModelStage, context, self._terminal)
+                    if pass_state.trace is None
+                    else pass_state.trace.model_call(context, self._terminal)
+                )
                 try:
                     async for event in events:
                         if isinstance(event, ModelStopReason):

@@ -168,10 +168,15 @@ class ToolExecutor:
             round_ = call.round_
             with CutRegion(call.pass_state.cancel_watch, GRACE_SECONDS) as region:
                 round_.add_scope(region.scope)
+                running = self._call(
+                    call.tool_use, round_, call.pass_state, call.invocation_state, send
+                )
+                trace = call.pass_state.trace
                 try:
-                    await self._call(
-                        call.tool_use, round_, call.pass_state, call.invocation_state, send
-                    )
+                    if trace is None:
+                        await running
+                    else:
+                        await trace.tool_call(call.tool_use, round_, running)
                 except Exception as error:
                     # Kept for run() to re-raise as itself (a task group would wrap it in
                     # an exception group); the other calls are cancelled, not waited for.
@@ -299,7 +304,8 @@ class ToolExecutor:
         result: ToolResultEvent | None = None
         interrupts: list[Interrupt] = []
         halt: Halt | None = None
-        events = core.registry.invoke(ExecuteToolStage, context, self._terminal)
+        registry = core.registry if pass_state.trace is None else pass_state.trace.registry
+        events = registry.invoke(ExecuteToolStage, context, self._terminal)
         try:
             async for event in events:
                 if isinstance(event, ToolResultEvent):

@@ -140,6 +140,7 @@ class AgentPolicy:
             session_id=None if core.session is None else core.session.id,
             agent_name=getattr(core.handle, "name", "agent"),
             decisions=[] if pass_state is None else pass_state.decisions,
+            trace=None if pass_state is None else pass_state.trace,
         )
         return self._run
 

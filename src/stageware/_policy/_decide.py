@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import anyio
 from pydantic import BaseModel
@@ -41,6 +41,9 @@ from ._outcomes import (
 )
 from ._rules import ALLOWED, allowed_names, is_allowed
 
+if TYPE_CHECKING:
+    from stageware._host.tracing._spans import InvocationTrace
+
 __all__ = ["PolicyRun", "Verdict", "decide"]
 
 logger = logging.getLogger("stageware.policy")
@@ -59,6 +62,7 @@ class PolicyRun:
         retries: Retries taken per (hook point, step key).
         tool_names: Tool names by ``toolUseId``, for ``tool.after``, whose result does not
             carry one.
+        trace: The invocation's spans, when it is traced: each record is a span too.
     """
 
     run_id: str
@@ -69,6 +73,7 @@ class PolicyRun:
         default_factory=dict[tuple[HookPoint, str], int]
     )
     tool_names: dict[str, str] = field(default_factory=dict[str, str])
+    trace: InvocationTrace | None = None
 
     def attempt(self, point: HookPoint, step_key: str) -> int:
         """The step's attempt number at *point*: 1, then one more per retry."""
@@ -144,6 +149,7 @@ async def _ask(
         logger=logging.getLogger(f"stageware.policy.{entry.name}"),
     )
     timeout = entry.effective_timeout
+    began = time.time_ns()
     started = time.perf_counter()
     error: str | None = None
     timed_out = False
@@ -186,8 +192,7 @@ async def _ask(
         timed_out=timed_out,
         notes=tuple(env.notes),
     )
-    _log(record)
-    run.decisions.append(record)
+    _record(run, record, began)
     return outcome, changed
 
 
@@ -252,9 +257,16 @@ def _from_answer(
         reason=reason,
         notes=(f"answer to {answered.id}",),
     )
+    _record(run, record, time.time_ns())
+    return outcome
+
+
+def _record(run: PolicyRun, record: Decision, began: int) -> None:
+    """Keep *record* for the result, log it and, in a traced run, make it a span."""
     _log(record)
     run.decisions.append(record)
-    return outcome
+    if run.trace is not None:
+        run.trace.decision(record, began)
 
 
 def _log(record: Decision) -> None:

@@ -222,11 +222,13 @@ def _opening(
     """
 
     def next_fn(context: C) -> AsyncGenerator[E, None]:
-        events = handler(context, inner)
-        if type(events) is not AsyncGeneratorType:
-            events = as_generator(events)
+        returned = handler(context, inner)
+        if type(returned) is AsyncGeneratorType:
+            events = cast("AsyncGenerator[E, None]", returned)
+        else:
+            events = as_generator(returned)
         opened.append(events)
-        return cast("AsyncGenerator[E, None]", events)
+        return events
 
     return next_fn
 

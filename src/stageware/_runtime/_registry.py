@@ -17,23 +17,30 @@ terminal. What a host can rely on from a running chain (``_chain`` has the detai
 Per call, n Wrap handlers cost n + 1 generators: their own, and the outermost layer's,
 which also runs the Input and Output handlers. ``invoke()`` adds nothing: its result
 check runs in the outermost layer, and a stage without handlers is its terminal.
+
+A host that observes its handlers (tracing, say) runs a stage through an
+``instrumented()`` registry instead: the same handlers, each rewritten once, with chains
+cached apart, so this registry's chains carry no instrumentation and no check for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from types import AsyncGeneratorType
-from typing import Any, TypeVar, cast, final
+from typing import Any, TypeAlias, TypeVar, cast, final
 
 from ._chain import StagePlan, as_generator, build_chain
 from ._middleware_host import MiddlewareHost
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration
 
-__all__ = ["MiddlewareRegistry"]
+__all__ = ["Instrument", "MiddlewareRegistry"]
 
 C = TypeVar("C")
 E = TypeVar("E")
+
+Instrument: TypeAlias = Callable[[MiddlewareRegistration], MiddlewareRegistration]
+"""Rewrites a registration for ``MiddlewareRegistry.instrumented()``."""
 
 
 @final
@@ -50,7 +57,7 @@ class MiddlewareRegistry(MiddlewareHost):
             ...
     """
 
-    __slots__ = ("_chains", "_checked", "_plans")
+    __slots__ = ("_chains", "_checked", "_instrumented", "_plans")
 
     def __init__(self) -> None:
         self._plans: dict[MiddlewareStage[Any, Any, Any], StagePlan] = {}
@@ -62,6 +69,7 @@ class MiddlewareRegistry(MiddlewareHost):
         self._checked: dict[
             MiddlewareStage[Any, Any, Any], tuple[object, Callable[[Any], AsyncIterator[Any]]]
         ] = {}
+        self._instrumented: list[tuple[MiddlewareRegistry, Instrument]] = []
 
     def _register_middleware(self, registration: MiddlewareRegistration) -> None:
         self.add_registration(registration)
@@ -76,6 +84,23 @@ class MiddlewareRegistry(MiddlewareHost):
         self._plans[stage] = self._plans.get(stage, StagePlan()).with_registration(registration)
         self._chains.pop(stage, None)
         self._checked.pop(stage, None)
+        for registry, instrument in self._instrumented:
+            registry.add_registration(instrument(registration))
+
+    def instrumented(self, instrument: Instrument) -> MiddlewareRegistry:
+        """A registry that runs the handlers of this one as *instrument* rewrites them.
+
+        *instrument* is called once per registration, for those added so far and for every
+        one added to this registry later, and returns the registration to run instead (its
+        handler wrapped, typically). The instrumented registry composes and caches chains
+        of its own; this registry's chains are left as they are.
+        """
+        registry = MiddlewareRegistry()
+        for plan in self._plans.values():
+            for registration in (*plan.inputs, *plan.wraps, *plan.outputs):
+                registry.add_registration(instrument(registration))
+        self._instrumented.append((registry, instrument))
+        return registry
 
     def handlers(
         self, stage: MiddlewareStage[Any, Any, Any]
@@ -132,7 +157,9 @@ class MiddlewareRegistry(MiddlewareHost):
         event (a truthy ``is_interrupt``, such as a tool's ``ToolInterruptEvent``) without
         a result is a halted call, not an error: the host registers the interrupts. A
         stage without handlers runs its terminal as it is, unchecked and at no cost: the
-        terminal is the host's own, and the check guards against middleware.
+        terminal is the host's own, and the check guards against middleware. (So
+        *terminal* is called by ``invoke()`` itself, not on the first step of the stream:
+        a terminal that does work when called, rather than when iterated, does it then.)
 
         Raises:
             RuntimeError: If a handler's chain finishes without yielding the stage's result
