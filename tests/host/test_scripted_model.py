@@ -461,6 +461,73 @@ async def test_requests_are_recorded_as_deep_copies() -> None:
 
 
 @pytest.mark.anyio
+async def test_each_request_keeps_what_was_sent_on_its_call() -> None:
+    model = ScriptedModel(["a", "b", "c", "d"])
+    history: Messages = [_user("one")]
+    await _events(model, history)
+    history += [{"role": "assistant", "content": [{"text": "a"}]}, _user("two")]
+    await _events(model, history)
+    history[0]["content"][0]["text"] = "edited in place"
+    await _events(model, history)
+    await _events(model, history[1:])  # a shorter history: nothing shared at position 0
+    history.append(_user("after the last call"))
+    history[1]["content"].clear()
+    first, second, third, fourth = model.requests
+    # Read newest first, so a record is assembled before the records it shares with.
+    assert fourth.messages == [{"role": "assistant", "content": [{"text": "a"}]}, _user("two")]
+    assert third.messages == [
+        _user("edited in place"),
+        {"role": "assistant", "content": [{"text": "a"}]},
+        _user("two"),
+    ]
+    assert second.messages == [
+        _user("one"),
+        {"role": "assistant", "content": [{"text": "a"}]},
+        _user("two"),
+    ]
+    assert first.messages == [_user("one")]
+
+
+@pytest.mark.anyio
+async def test_requests_share_the_copies_of_unchanged_messages() -> None:
+    # A long conversation costs each call its new messages, not a copy of the history.
+    model = ScriptedModel(["a", "b", "c"])
+    specs: list[ToolSpec] = [{"name": "a", "description": "A.", "inputSchema": {"json": {}}}]
+    history: Messages = [_user("one")]
+    await _events_for(model, history, specs)
+    history.append(_user("two"))
+    await _events_for(model, history, specs)
+    history[1] = _user("changed")
+    await _events_for(model, history, specs)
+    first, second, third = model.requests
+    assert second.messages[0] is first.messages[0]
+    assert third.messages[0] is first.messages[0]
+    assert third.messages[1] is not second.messages[1]
+    assert third.tool_specs is first.tool_specs
+    assert first.tool_specs is not specs
+
+
+async def _events_for(
+    model: ScriptedModel, messages: Messages, specs: list[ToolSpec]
+) -> list[StreamEvent]:
+    return [event async for event in model.stream(messages, specs)]
+
+
+def test_a_request_is_read_only() -> None:
+    request = ModelRequest([_user("x")], [], None, None, None)
+    with pytest.raises(AttributeError):
+        request.messages = []  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        request.system_prompt = "other"  # type: ignore[misc]
+    assert request == ModelRequest([_user("x")], [], None, None, None)
+    assert request != ModelRequest([_user("y")], [], None, None, None)
+    assert repr(request) == (
+        "ModelRequest(messages=[{'role': 'user', 'content': [{'text': 'x'}]}], tool_specs=[], "
+        "system_prompt=None, system_prompt_content=None, tool_choice=None)"
+    )
+
+
+@pytest.mark.anyio
 async def test_request_defaults_and_consumption_at_call_time() -> None:
     model = ScriptedModel(["a", "b"])
     assert model.remaining == 2

@@ -117,6 +117,9 @@ def policy_events_view(schema: _ir.Schema, hooks: _ir.Hooks) -> dict[str, Any]:
     return {
         "doc": (
             "Hook events: pydantic models of each hook point's payload, discriminated by `hook`."
+            "\n\n"
+            "Each model builds its validator on first use (``defer_build``), so importing\n"
+            "the policy layer does not pay for a schema of every hook point.\n"
         ),
         "imports": module.imports.lines(),
         "events": events,

@@ -16,7 +16,8 @@ The core loop, from the outside in:
 - ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks;
   ``_model_retry``: when a throttled model call is tried again.
 - ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
-- ``_interrupt_state``: what waits for a human, and how long answers live.
+- ``_interrupt_state``: what waits for a human, and how long answers live;
+  ``_interrupt_records``: its stored shape, checked when a session restores it.
 - ``_cancel``: the cancel signal; ``_cancel_watch``: the deadlines that cut what does not
   stop after ``cancel()``.
 - ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks

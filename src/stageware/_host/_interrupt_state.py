@@ -26,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast, final
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from stageware._data_paths import format_path
 from stageware._generated.payloads import Message, Messages, ToolResult
 from stageware._runtime import Interrupt
@@ -267,8 +265,13 @@ class InterruptState:
         Raises:
             InterruptStateError: Naming the field that does not fit.
         """
+        # Imported here: the models, and pydantic, load only when a session restores state.
+        from pydantic import ValidationError
+
+        from ._interrupt_records import StoredInterruptState
+
         try:
-            stored = _StoredInterruptState.model_validate(data)
+            stored = StoredInterruptState.model_validate(data)
         except ValidationError as error:
             problem = error.errors()[0]
             where = format_path(("interrupt_state", *problem["loc"]))
@@ -291,33 +294,3 @@ class InterruptState:
             # Like the tool round: the stored messages themselves, extra keys included.
             state.pending_input = copy.deepcopy(data["pending_input"]["messages"])
         return state
-
-
-class _StoredInterrupt(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    name: str
-    reason: Any = None
-    response: Any = None
-    agent_stream: bool = False
-
-
-class _StoredPending(BaseModel):
-    # No extra="forbid" here: it would reach into the payload TypedDicts, which allow the
-    # extra keys a tool's own result blocks may carry (the session store does too).
-    tool_use_message: Message
-    completed: dict[str, ToolResult]
-
-
-class _StoredInput(BaseModel):
-    # No extra="forbid", for the same reason as _StoredPending.
-    messages: list[Message]
-
-
-class _StoredInterruptState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    activated: bool
-    interrupts: list[_StoredInterrupt]
-    pending_tool_execution: _StoredPending | None
-    # Absent from snapshots written before agent-stream gates kept the pass's input.
-    pending_input: _StoredInput | None = None

@@ -1,13 +1,20 @@
-"""The event loop this thread runs (asyncio's or trio's), and work started on it from outside."""
+"""The event loop this thread runs (asyncio's or trio's), and work started on it from outside.
+
+Neither asyncio nor trio is imported here: a loop can only be running if something else
+already imported its library, and ``import stageware`` should not pay for asyncio (tens
+of milliseconds) when the agent runs on trio, or has not run yet.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["loop_caller", "running_loop", "spawn_detached"]
 
@@ -16,13 +23,11 @@ def running_loop() -> object | None:
     """An object that identifies the event loop running in this thread, or ``None``.
 
     It is asyncio's loop, or the token of the current ``trio.run``; two calls return the
-    same object exactly when they run on the same loop. trio is looked up only if
-    something already imported it: without it, no trio loop can be running.
+    same object exactly when they run on the same loop.
     """
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        pass
+    loop = _asyncio_loop()
+    if loop is not None:
+        return loop
     trio: Any = sys.modules.get("trio")
     if trio is None:
         return None
@@ -46,17 +51,26 @@ def spawn_detached(async_fn: Callable[[], Awaitable[object]]) -> object:
         RuntimeError: If no asyncio or trio loop is running in this thread.
     """
     context = contextvars.copy_context()
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+    loop = _asyncio_loop()
+    if loop is not None:
         return loop.create_task(_awaited(async_fn), context=context)
     trio: Any = sys.modules.get("trio")
     if trio is None:
         raise RuntimeError("spawn_detached() needs a running asyncio or trio event loop")
     task: object = trio.lowlevel.spawn_system_task(async_fn, context=context)
     return task
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """asyncio's loop running in this thread, or ``None`` (as when asyncio is not imported)."""
+    if "asyncio" not in sys.modules:
+        return None
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 async def _awaited(async_fn: Callable[[], Awaitable[object]]) -> None:
@@ -74,11 +88,8 @@ def loop_caller() -> Callable[[Callable[[float], None]], None]:
     Raises:
         RuntimeError: If no asyncio or trio loop is running in this thread.
     """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+    loop = _asyncio_loop()
+    if loop is not None:
 
         def call_on_asyncio(callback: Callable[[float], None]) -> None:
             with contextlib.suppress(RuntimeError):  # the loop is closed

@@ -32,7 +32,8 @@ class Approval(BaseModel):
         }}])
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built on first use, like the hook events: importing the policy layer stays cheap.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     approved: bool = Field(strict=True)
     """Whether the step may go ahead; ``False`` blocks it."""

@@ -25,12 +25,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from types import ModuleType
-from typing import cast, final
+from typing import TYPE_CHECKING, cast, final
 
 from ._declare import MiddlewareDef, check_name
 from ._errors import SpecError
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = ["GROUP", "Plugin", "PluginIndex", "installed_plugins"]
 
@@ -118,6 +120,9 @@ class Plugin:
 
 def installed_plugins() -> tuple[Plugin, ...]:
     """The entry points in :data:`GROUP` of the installed distributions, none imported."""
+    # Imported when plugins are looked up, not with the policy layer: it costs tens of ms.
+    from importlib import metadata
+
     found: list[Plugin] = []
     for entry_point in metadata.entry_points(group=GROUP):
         dist = entry_point.dist

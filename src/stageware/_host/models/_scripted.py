@@ -15,7 +15,7 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, final
+from typing import Any, TypeAlias, TypeVar, final
 
 import anyio
 import anyio.lowlevel
@@ -135,12 +135,15 @@ def _tool_call_tuple(calls: Iterable[object]) -> tuple[ScriptedToolCall, ...]:
 
 
 @final
-@dataclass(frozen=True)
 class ModelRequest:
     """What the scripted model was asked on one ``stream`` call.
 
     Every field is a deep copy taken when ``stream`` was called, so later changes to the
-    conversation do not rewrite the record.
+    conversation do not rewrite the record. Recording stays cheap over a long
+    conversation: a request shares the copies of the messages its call had in common with
+    the call before (the same messages, equal to what was sent then) and copies only the
+    rest, and its ``messages`` list is assembled when first read. A request is read-only,
+    and so are the messages it holds: they may be shared with other requests.
 
     Attributes:
         messages: The conversation sent to the model.
@@ -150,11 +153,123 @@ class ModelRequest:
         tool_choice: How the model was told to select tools, if given.
     """
 
-    messages: Messages
-    tool_specs: list[ToolSpec]
-    system_prompt: str | None
-    system_prompt_content: list[SystemContentBlock] | None
-    tool_choice: ToolChoice | None
+    __slots__ = (
+        "_added",
+        "_earlier",
+        "_kept",
+        "_messages",
+        "_size",
+        "_system_prompt",
+        "_system_prompt_content",
+        "_tool_choice",
+        "_tool_specs",
+    )
+
+    def __init__(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec],
+        system_prompt: str | None,
+        system_prompt_content: list[SystemContentBlock] | None,
+        tool_choice: ToolChoice | None,
+    ) -> None:
+        self._messages: Messages | None = messages
+        # What an unread request is assembled from: the first _kept messages of the
+        # _earlier request, then _added; _size in all.
+        self._earlier: ModelRequest | None = None
+        self._kept = 0
+        self._added: Sequence[Message] = ()
+        self._size = len(messages)
+        self._tool_specs = tool_specs
+        self._system_prompt = system_prompt
+        self._system_prompt_content = system_prompt_content
+        self._tool_choice = tool_choice
+
+    @classmethod
+    def _after(
+        cls,
+        earlier: ModelRequest | None,
+        kept: int,
+        added: Sequence[Message],
+        *,
+        tool_specs: list[ToolSpec],
+        system_prompt: str | None,
+        system_prompt_content: list[SystemContentBlock] | None,
+        tool_choice: ToolChoice | None,
+    ) -> ModelRequest:
+        """A request whose messages are *earlier*'s first *kept*, then *added*."""
+        request = cls([], tool_specs, system_prompt, system_prompt_content, tool_choice)
+        request._messages = None
+        request._earlier = earlier
+        request._kept = kept
+        request._added = added
+        request._size = kept + len(added)
+        return request
+
+    @property
+    def messages(self) -> Messages:
+        """The conversation sent to the model."""
+        if self._messages is None:
+            self._messages = self._assemble()
+        return self._messages
+
+    def _assemble(self) -> Messages:
+        # Walk back along the earlier requests (iteratively: a script may be long), taking
+        # from each the part of the conversation it added, until the start is covered.
+        parts: list[Sequence[Message]] = []
+        request: ModelRequest | None = self
+        end = self._size
+        while request is not None and end > 0:
+            if request._messages is not None:
+                parts.append(request._messages[:end])
+                break
+            if end > request._kept:
+                parts.append(request._added[: end - request._kept])
+                end = request._kept
+            request = request._earlier
+        return [message for part in reversed(parts) for message in part]
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        """The tools offered; empty when the caller passed none."""
+        return self._tool_specs
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt as a string, if given."""
+        return self._system_prompt
+
+    @property
+    def system_prompt_content(self) -> list[SystemContentBlock] | None:
+        """The system prompt as content blocks, if given."""
+        return self._system_prompt_content
+
+    @property
+    def tool_choice(self) -> ToolChoice | None:
+        """How the model was told to select tools, if given."""
+        return self._tool_choice
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ModelRequest):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelRequest(messages={self.messages!r}, tool_specs={self.tool_specs!r}, "
+            f"system_prompt={self.system_prompt!r}, "
+            f"system_prompt_content={self.system_prompt_content!r}, "
+            f"tool_choice={self.tool_choice!r})"
+        )
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.messages,
+            self.tool_specs,
+            self.system_prompt,
+            self.system_prompt_content,
+            self.tool_choice,
+        )
 
 
 Respond: TypeAlias = Callable[[ModelRequest], ScriptedTurn | str]
@@ -213,6 +328,10 @@ class ScriptedModel:
         self.chunk_delay = chunk_delay
         #: Every request, in call order.
         self.requests: list[ModelRequest] = []
+        # The copies of the messages of the last call, which the next call's may share,
+        # and the characters of the first i of them at [i], for the default token counts.
+        self._sent: Messages = []
+        self._characters: list[int] = [0]
         self._script_length = len(script)
         self._turns: deque[ScriptEntry] = deque(script)
 
@@ -241,29 +360,57 @@ class ScriptedModel:
 
         Extra keyword arguments (``model_state`` and the like) are accepted and ignored.
         """
-        request = ModelRequest(
-            messages=copy.deepcopy(messages),
-            tool_specs=copy.deepcopy(tool_specs) if tool_specs is not None else [],
+        earlier = self.requests[-1] if self.requests else None
+        earlier_specs = None if earlier is None else earlier.tool_specs
+        earlier_prompt = None if earlier is None else earlier.system_prompt_content
+        # A deep copy of the whole conversation per call would cost time and memory in
+        # proportion to its length, and a long conversation makes many calls: only the
+        # messages that differ from the last call's are copied. Equal is enough to share a
+        # copy, since a copy only ever stands for what was equal to it when it was taken.
+        kept = _shared_prefix(messages, self._sent)
+        added = copy.deepcopy(messages[kept:])
+        sent = [*self._sent[:kept], *added]
+        characters = self._characters[: kept + 1]
+        for message in added:
+            characters.append(characters[-1] + _message_characters(message))
+        self._sent = sent
+        self._characters = characters
+        # The one caller of the private constructor: only the model builds shared requests.
+        request = ModelRequest._after(  # pyright: ignore[reportPrivateUsage]
+            earlier,
+            kept,
+            added,
+            tool_specs=_copy_unless_equal(
+                tool_specs if tool_specs is not None else [], earlier_specs
+            ),
             system_prompt=system_prompt,
-            system_prompt_content=copy.deepcopy(system_prompt_content),
+            system_prompt_content=_copy_unless_equal(system_prompt_content, earlier_prompt),
             tool_choice=copy.deepcopy(tool_choice),
         )
         call_number = len(self.requests)
         self.requests.append(request)
         entry = self._turns.popleft() if self._turns else None
-        return self._play(entry, request, call_number)
+        return self._play(entry, request, sent, characters[-1], call_number)
 
     async def _play(
-        self, entry: ScriptEntry | None, request: ModelRequest, call_number: int
+        self,
+        entry: ScriptEntry | None,
+        request: ModelRequest,
+        sent: Messages,
+        characters: int,
+        call_number: int,
     ) -> AsyncIterator[StreamEvent]:
+        # *sent* is the request's messages and *characters* their count of characters,
+        # passed so that playing the turn neither makes the request hold a list of its own
+        # nor counts the whole conversation again.
         if entry is None:
             raise ScriptExhaustedError(
                 f"ScriptedModel {self.model_id!r} got call #{call_number + 1} but its script "
                 f"had {self._script_length} turn(s), all used; last user message: "
-                f"{_quote_last_user_message(request.messages)}"
+                f"{_quote_last_user_message(sent)}"
             )
         turn = _resolve(entry, request)
-        events = _turn_events(turn, request, call_number, self.chunk_size)
+        events = _turn_events(turn, request, characters, call_number, self.chunk_size)
         for position, event in enumerate(events):
             if turn.error is not None and position == turn.error_after_chunks:
                 raise turn.error
@@ -276,6 +423,22 @@ class ScriptedModel:
             yield event
         if turn.error is not None:
             raise turn.error
+
+
+def _shared_prefix(messages: Messages, sent: Messages) -> int:
+    """How many leading *messages* equal the copies in *sent*."""
+    for index, (message, earlier) in enumerate(zip(messages, sent, strict=False)):
+        if message != earlier:
+            return index
+    return min(len(messages), len(sent))
+
+
+_T = TypeVar("_T")
+
+
+def _copy_unless_equal(value: _T, earlier: _T | None) -> _T:
+    """*earlier* if it equals *value* (tools and prompt repeat every call), else a copy."""
+    return earlier if earlier is not None and earlier == value else copy.deepcopy(value)
 
 
 def _check_entry(entry: object) -> None:
@@ -328,9 +491,12 @@ def _tool_input_json(value: Any) -> str:
 
 
 def _turn_events(
-    turn: ScriptedTurn, request: ModelRequest, call_number: int, chunk_size: int
+    turn: ScriptedTurn, request: ModelRequest, characters: int, call_number: int, chunk_size: int
 ) -> list[StreamEvent]:
-    """The full Converse event sequence for *turn*, in stream order."""
+    """The full Converse event sequence for *turn*, in stream order.
+
+    *characters* is the number of characters of text and JSON in the request's messages.
+    """
     events: list[StreamEvent] = [StreamEvent(messageStart={"role": "assistant"})]
     index = 0
     produced = 0
@@ -385,7 +551,7 @@ def _turn_events(
     if turn.usage is not None:
         usage = turn.usage.copy()
     else:
-        input_tokens = math.ceil(_request_characters(request) / 4)
+        input_tokens = math.ceil(_request_characters(request, characters) / 4)
         output_tokens = math.ceil(produced / 4)
         usage = Usage(
             inputTokens=input_tokens,
@@ -415,11 +581,14 @@ def _block_characters(block: ContentBlock) -> int:
     return total
 
 
-def _request_characters(request: ModelRequest) -> int:
+def _message_characters(message: Message) -> int:
+    """Characters of text and JSON in *message*, for the default input-token count."""
+    return sum(_block_characters(block) for block in message["content"])
+
+
+def _request_characters(request: ModelRequest, message_characters: int) -> int:
     """Characters of text and JSON the request sends, for the default input-token count."""
-    total = sum(
-        _block_characters(block) for message in request.messages for block in message["content"]
-    )
+    total = message_characters
     # Hosts may pass the prompt both ways; the blocks are the fuller form, so count only
     # them when present rather than counting the prompt twice.
     if request.system_prompt_content is not None:

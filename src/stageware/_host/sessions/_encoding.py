@@ -19,13 +19,14 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn, cast, final
-
-import pydantic
+from typing import TYPE_CHECKING, NoReturn, cast, final
 
 from stageware._data_paths import format_path
 
 from ._store import SNAPSHOT_VERSION, SessionError, SessionSnapshot
+
+if TYPE_CHECKING:
+    import pydantic
 
 __all__ = [
     "EncodedSnapshot",
@@ -222,6 +223,9 @@ def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) 
         else:
             problem = f"snapshot format version {version}; this stageware reads version"
         raise SessionError(message(f"{problem} {SNAPSHOT_VERSION}"))
+    # pydantic loads with the first snapshot checked, not with stageware.
+    import pydantic
+
     try:
         # Strict: decoded JSON never needs coercing, and a lax "1" for 1 would be returned
         # as the string it is, since the caller gets the decoded data, not pydantic's copy.
@@ -239,6 +243,8 @@ def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) 
 @functools.cache
 def _snapshot_adapter() -> pydantic.TypeAdapter[SessionSnapshot]:
     # Built on first use rather than at import, so importing stageware stays cheap.
+    import pydantic
+
     return pydantic.TypeAdapter(SessionSnapshot)
 
 

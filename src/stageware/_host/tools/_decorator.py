@@ -6,6 +6,9 @@ parameters, injects the ``ToolContext``, runs the function (sync functions in a 
 thread) and turns what it returns or raises into events. A tool failure becomes an error
 result the model can read and react to; only interrupts and cancellation leave ``stream()``
 as something other than a result.
+
+pydantic, which describes and checks a tool's parameters, is imported with the first
+tool built, not with stageware: an agent without ``@tool`` functions never needs it.
 """
 
 from __future__ import annotations
@@ -15,11 +18,9 @@ import functools
 import inspect
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
-from typing import Any, Generic, ParamSpec, TypeVar, cast, final, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, final, overload
 
 import anyio.to_thread
-from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from stageware._data_paths import format_path
 from stageware._generated.events import (
@@ -34,7 +35,11 @@ from stageware._runtime import InterruptException
 
 from ._context import ToolContext
 from ._results import error_result, exception_result
-from ._spec import FunctionSchema, describe_tool_function, function_schema
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+    from ._spec import FunctionSchema
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -71,6 +76,8 @@ class FunctionTool(Generic[P, R]):
         description: str | None = None,
     ) -> None:
         """Wrap *func*; see :func:`tool` for what is checked and the errors raised."""
+        from ._spec import describe_tool_function, function_schema
+
         self._func = func
         # The host calls with the arguments it built from the model's input, which the
         # ParamSpec cannot describe; this is the same function, seen untyped.
@@ -133,6 +140,8 @@ class FunctionTool(Generic[P, R]):
         so a caller that stops early can ``aclose()`` it and the function's own generator
         is closed with it.
         """
+        from pydantic import ValidationError
+
         try:
             args, kwargs = self._schema.bind(tool_use["input"], context)
         except ValidationError as exc:
@@ -246,6 +255,8 @@ def _result_event(tool_use: ToolUse, value: object) -> ToolResultEvent:
     own = _as_tool_result(value)
     if own is not None:
         return ToolResultEvent(tool_result={**own, "toolUseId": tool_use_id})
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
+
     try:
         data = to_jsonable_python(value)
     except PydanticSerializationError as exc:

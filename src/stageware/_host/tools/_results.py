@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
-
-from pydantic import TypeAdapter, ValidationError
+from typing import TYPE_CHECKING
 
 from stageware._data_paths import format_path
 from stageware._generated.payloads import ToolResult
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = ["error_result", "exception_result", "invalid_result_reason"]
 
@@ -28,6 +30,9 @@ def exception_result(tool_use_id: str, error: BaseException) -> ToolResult:
 
 @functools.cache
 def _tool_result_adapter() -> TypeAdapter[ToolResult]:
+    # Built, and pydantic imported, with the first result checked rather than at import.
+    from pydantic import TypeAdapter
+
     return TypeAdapter(ToolResult)
 
 
@@ -37,6 +42,8 @@ def invalid_result_reason(result: object) -> str | None:
     A result enters the history, the session and every later request to the model; a
     malformed one would fail there, far from the tool or middleware that produced it.
     """
+    from pydantic import ValidationError
+
     try:
         _tool_result_adapter().validate_python(result, strict=True)
     except ValidationError as error:

@@ -67,7 +67,8 @@ def _timeout(value: object) -> timedelta | None:
 class SpecEntry(BaseModel):
     """One middleware to install; keys left out keep what the middleware declares."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # Built when the first spec is read, not when the policy layer is imported.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     use: Annotated[str, BeforeValidator(_use)]
     """A plugin's qualified name, or ``package.module:attribute``."""
@@ -88,7 +89,7 @@ class SpecEntry(BaseModel):
 class SpecFile(BaseModel):
     """A policy spec, or an org baseline profile: the same shape."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     version: Literal[1]
     """The format's version; 1 is the only one so far."""
