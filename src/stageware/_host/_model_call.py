@@ -203,8 +203,8 @@ def _as_sent(items: list[T]) -> list[T]:
     A copy-on-read list still holds the agent's own elements wherever no handler read
     them: the model gets those, as it does with no handler at all, and gets the copies
     (changed or not) where a handler did read. Taking the slots as they are (with
-    ``list``'s own ``copy``, not the list's reading methods) copies nothing more. A model may keep the list
-    or change it without changing the context's.
+    ``list``'s own ``copy``, not the list's reading methods) copies nothing more. A model
+    may keep the list or change it without changing the context's.
     """
     if isinstance(items, CopyOnReadList):
         return super(CopyOnReadList, items).copy()

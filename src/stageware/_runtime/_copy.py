@@ -20,27 +20,30 @@ Even a fast copy of a long conversation is most of a model call's cost when a ha
 looks at one message, or none. ``copy_on_read`` returns a ``CopyOnReadList``: a ``list``
 whose slots hold the host's own elements until the first read of each, which puts a
 ``copy_payload`` of the element in the slot and returns that. Reads are every Python-level
-way to get an element out (indexing and slicing, iteration, ``reversed``, ``pop``,
-``copy``, ``+``, ``*``, ``sort``, ``copy.copy``, ``copy.deepcopy``, pickling), so whatever a
-handler can hold and mutate is a copy, as the deep-copy rule requires. Writes are plain
-``list`` writes: a slot a handler wrote holds the handler's object.
+way to get an element out (indexing and slicing, iteration and all that iterates, such as
+``list()``, ``[*messages]`` and ``json.dumps``; ``reversed``, ``pop``, ``copy``, ``+``,
+``*``, ``sort``, ``copy.copy``), so whatever a handler can hold and mutate is a copy, as the
+deep-copy rule requires, and two reads of one slot give the same object, as they would from
+a list copied up front. ``copy.deepcopy`` and pickling make a detached copy, as they would
+of any list, and leave the slots alone. Writes are plain ``list`` writes: a slot a handler
+wrote holds the handler's object.
 
 The host's elements are recognised by identity, not position: the list keeps them (alive,
 so their ids cannot be reused) in a dict by id, and a slot holds a host element exactly when
 the object in it is one of them. So inserts, deletes, sorting and every other write that
-moves slots need no bookkeeping. An element read twice, through two slots that held it,
-gives the same copy both times, as one deep copy of the list would.
+moves slots need no bookkeeping. An element read through two slots that held it gives the
+same copy both times, as one deep copy of the list would.
 
 What stays raw, on purpose: code that takes a list's items in C without calling its
-methods. Comparisons (``==``, ``in``, ``index``, ``count``, ``remove``), ``repr``,
-``json.dumps`` and the host's own ``list.copy(messages)`` read the slots as they are, which
-only reads the host's elements. Two kinds of raw read hand an element out, and so are not
-protected: calling ``list``'s own methods on the object (``list.__getitem__(messages, 0)``,
-as ``object.__setattr__`` gets past a frozen dataclass) and C functions that work on a
-list's internals (``heapq``, ``operator.concat``). pydantic is one of the latter: it
-validates the slots in place and keeps ``Any`` values (a tool's input) by reference, so an
-event built for other code to mutate is built from ``list(messages)``, which reads (copies)
-every element first.
+methods. Comparisons (``==``, ``in``, ``index``, ``count``, ``remove``), ``repr`` and the
+host's own ``list.copy`` of the slots only look at the host's elements, which is harmless.
+Two kinds of raw read hand an element out, and so are not protected: calling ``list``'s own
+methods on the object (``list.__getitem__(messages, 0)``, as ``object.__setattr__`` gets
+past a frozen dataclass) and C functions that work on a list's internals (``heapq``,
+``operator.concat``). pydantic is one of the latter: it validates the slots in place and
+keeps ``Any`` values (a tool's input) by reference, so an event built from a context's list
+for other code to mutate is built from ``list(messages)``, which reads (copies) every
+element first.
 
 Two things differ from copying the whole list up front. An element is copied when it is
 first read, so it shows the host's element as it is then, not as it was when the list was
@@ -54,7 +57,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
-from typing import Any, Final, SupportsIndex, TypeVar, cast, final, overload
+from typing import Any, Final, Self, SupportsIndex, TypeVar, cast, final, overload
 
 __all__ = ["CopyOnReadList", "copy_on_read", "copy_payload"]
 
@@ -221,6 +224,11 @@ class CopyOnReadList(list[T]):
     def __rmul__(self, value: SupportsIndex, /) -> list[T]:
         return self._read_all() * value
 
+    # Defining __mul__ would otherwise make ``messages *= 2`` a __mul__ and a rebinding;
+    # list's own repeat copies the slots without reading them, and they stay tracked.
+    def __imul__(self, value: SupportsIndex, /) -> Self:
+        return super().__imul__(value)
+
     @overload
     def sort(self, *, key: None = None, reverse: bool = False) -> None: ...
     @overload
@@ -237,13 +245,14 @@ class CopyOnReadList(list[T]):
     def __copy__(self) -> list[T]:
         return self._read_all()
 
+    # A deep copy, or a pickle, is detached from the list: it copies the slots as they are
+    # (reading a host element to copy it is harmless), and leaves them as they are.
+
     def __deepcopy__(self, memo: dict[int, Any]) -> list[T]:
-        # deepcopy only reads what it copies: the raw slots can go to it as they are.
         return copy.deepcopy(super().copy(), memo)
 
     def __reduce_ex__(self, protocol: SupportsIndex, /) -> tuple[Any, ...]:
-        # A plain list of copies: pickling must not hand out the host's elements either.
-        return (list, (self._read_all(),))
+        return (list, (copy_payload(super().copy()),))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (list, (self._read_all(),))
+        return (list, (copy_payload(super().copy()),))
