@@ -261,11 +261,11 @@ async def measure(rounds: int, calls: int, with_strands: bool) -> list[Scaling]:
 
 def print_scaling(results: list[Scaling]) -> None:
     width = max(len("configuration"), *(len(result.name) for result in results))
-    header = "".join(f"{length:>12,}" for length in HISTORY_LENGTHS)
+    header = "".join(f"{length:>15,}" for length in HISTORY_LENGTHS)
     print(f"{'configuration':<{width}} {header}   (ms per invocation, ratio to 10 messages)")
     for result in results:
         cells = "".join(
-            f"{result.seconds[length] * 1e3:>6.2f} {result.ratio(length):>4.1f}x"
+            f"{result.seconds[length] * 1e3:>8.2f} {result.ratio(length):>5.1f}x"
             for length in HISTORY_LENGTHS
         )
         print(f"{result.name:<{width}} {cells}")

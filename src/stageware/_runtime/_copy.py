@@ -150,12 +150,15 @@ class CopyOnReadList(list[T]):
         self._originals = None
         self._copies = {}
 
-    def _own(self, item: T) -> T:
-        """*item* if no host element is in it, else its copy (the same one each time)."""
+    def _index(self) -> dict[int, T]:
         originals = self._originals
         if originals is None:
             source = self._source
             originals = self._originals = dict(zip(map(id, source), source, strict=True))
+        return originals
+
+    def _own(self, item: T, originals: dict[int, T]) -> T:
+        """*item* if it is not a host element, else its copy (the same one each time)."""
         key = id(item)
         if originals.get(key, _ABSENT) is not item:
             return item  # already a copy, or the handler's own object
@@ -166,13 +169,21 @@ class CopyOnReadList(list[T]):
 
     def _read(self, index: SupportsIndex) -> T:
         item = super().__getitem__(index)
-        owned = self._own(item)
+        owned = self._own(item, self._index())
         if owned is not item:
             super().__setitem__(index, owned)
         return owned
 
     def _read_all(self) -> list[T]:
-        return [self._read(index) for index in range(len(self))]
+        """Read every slot; the copies, as a plain list. One pass in C where it can be."""
+        own, originals = self._own, self._index()
+        slots = super().copy()
+        for index, item in enumerate(slots):
+            owned = own(item, originals)
+            if owned is not item:
+                slots[index] = owned
+        super().__setitem__(slice(None), slots)
+        return slots
 
     @overload
     def __getitem__(self, index: SupportsIndex, /) -> T: ...
@@ -185,9 +196,16 @@ class CopyOnReadList(list[T]):
 
     def __iter__(self) -> Iterator[T]:
         # By index, as list's own iterator does, so writes during the loop behave the same.
+        # _read's steps, with the lookups done once: a loop over a long history is common.
+        own, originals = self._own, self._index()
+        get, put = super().__getitem__, super().__setitem__
         index = 0
         while index < len(self):
-            yield self._read(index)
+            item = get(index)
+            owned = own(item, originals)
+            if owned is not item:
+                put(index, owned)
+            yield owned
             index += 1
 
     def __reversed__(self) -> Iterator[T]:
