@@ -16,13 +16,13 @@ first: what it catches is never retried here.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 from stageware._generated.contexts import InvokeModelContext
 from stageware._generated.events import InvokeModelEvent, ModelStopReason, ModelStreamChunkEvent
 from stageware._generated.payloads import SystemContentBlock
 from stageware._generated.stages import InvokeModelStage
-from stageware._runtime import InterruptException, close_all
+from stageware._runtime import CopyOnReadList, InterruptException, close_all
 
 from ._core import AgentCore, PassState
 from ._halt import HaltRun, RedoStep
@@ -31,6 +31,8 @@ from ._model_retry import ThrottleRetries
 from .models import ResponseAssembler
 
 __all__ = ["ModelCall", "split_system_prompt"]
+
+T = TypeVar("T")
 
 
 def split_system_prompt(
@@ -178,8 +180,8 @@ class ModelCall:
         # dict to the model, so whatever the provider writes there is kept for next time.
         # invocation_state is the context's, so a replacement reaches the model too.
         chunks = context.model.stream(
-            context.messages,
-            context.tool_specs,
+            _as_sent(context.messages),
+            _as_sent(context.tool_specs),
             text,
             tool_choice=context.tool_choice,
             system_prompt_content=blocks,
@@ -197,3 +199,17 @@ class ModelCall:
         yield ModelStopReason(
             stop_reason=stop_reason, message=message, usage=usage, metrics=metrics
         )
+
+
+def _as_sent(items: list[T]) -> list[T]:
+    """A context's list as the model gets it: a plain list of what its slots hold now.
+
+    A copy-on-read list still holds the agent's own elements wherever no handler read
+    them: the model gets those, as it does with no handler at all, and gets the copies
+    (changed or not) where a handler did read. Taking the slots as they are (with
+    ``list``'s own ``copy``, not the list's reading methods) copies nothing more. A model
+    may keep the list or change it without changing the context's.
+    """
+    if isinstance(items, CopyOnReadList):
+        return super(CopyOnReadList, items).copy()
+    return items
