@@ -61,6 +61,9 @@ def configurations() -> dict[str, MiddlewareRegistry]:
     five_wraps = MiddlewareRegistry()
     for _ in range(5):
         five_wraps.add_middleware(EchoStage, passthrough)
+    nine_wraps = MiddlewareRegistry()
+    for _ in range(9):
+        nine_wraps.add_middleware(EchoStage, passthrough)
     every_phase = MiddlewareRegistry()
     every_phase.add_middleware(EchoStage.Input, keep)
     every_phase.add_middleware(EchoStage, passthrough)
@@ -69,6 +72,7 @@ def configurations() -> dict[str, MiddlewareRegistry]:
         "no handlers": empty,
         "1 wrap": one_wrap,
         "5 wraps": five_wraps,
+        "9 wraps": nine_wraps,
         "input+wrap+output": every_phase,
     }
 
@@ -95,43 +99,61 @@ async def measure(rounds: int, calls: int) -> dict[str, list[float]]:
         "terminal": terminal,
         "invoke(), no handlers": invoke_chain(registries["no handlers"]),
         "1 hand-nested generator": hand_nested(1),
-        "5 hand-nested generators": hand_nested(5),
+        "9 hand-nested generators": hand_nested(9),
     }
     for name, registry in registries.items():
         chains[name] = registry.compose(EchoStage, terminal)
     chains["invoke(), 5 wraps"] = invoke_chain(registries["5 wraps"])
     timings: dict[str, list[float]] = {name: [] for name in chains}
-    for _ in range(rounds):
-        for name, chain in chains.items():
-            timings[name].append(await _time(chain, context, calls))
+    order = list(chains)
+    for round_ in range(rounds):
+        # A different order each round, so no configuration always follows the same one.
+        shift = round_ % len(order)
+        for name in order[shift:] + order[:shift]:
+            timings[name].append(await _time(chains[name], context, calls))
     return timings
+
+
+def paired_ratio(timings: dict[str, list[float]], name: str, reference: str) -> float:
+    """The median, over rounds, of *name*'s time over *reference*'s in the same round."""
+    return statistics.median(
+        ours / theirs for ours, theirs in zip(timings[name], timings[reference], strict=True)
+    )
 
 
 def per_layer(timings: dict[str, list[float]]) -> float:
     """What one Wrap layer costs, relative to one hand-nested generator layer.
 
-    A layer's cost is the difference between the five-layer chain and the one-layer chain,
-    per layer: the outermost layer's fixed work (Input and Output handlers, interrupt and
-    result checks, closing) cancels out, and what is left is the price of nesting.
+    A layer's cost is the difference between the nine-layer chain and the one-layer chain:
+    the outermost layer's fixed work (Input and Output handlers, interrupt and result
+    checks, closing) cancels out, and what is left is the price of nesting. The ratio is
+    taken within each round, where both sides met the same machine, and the median of the
+    rounds' ratios is reported.
     """
-
-    def median(name: str) -> float:
-        return statistics.median(timings[name])
-
-    ours = median("5 wraps") - median("1 wrap")
-    floor = median("5 hand-nested generators") - median("1 hand-nested generator")
-    return ours / floor
+    ratios = [
+        (wraps_9 - wraps_1) / (hand_9 - hand_1)
+        for wraps_9, wraps_1, hand_9, hand_1 in zip(
+            timings["9 wraps"],
+            timings["1 wrap"],
+            timings["9 hand-nested generators"],
+            timings["1 hand-nested generator"],
+            strict=True,
+        )
+    ]
+    return statistics.median(ratios)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--calls", type=int, default=2000)
     args = parser.parse_args()
     timings = anyio.run(measure, args.rounds, args.calls)
     print_ratios(timings, "terminal", args.calls, "us/call", 1e6)
     print()
     print(f"per Wrap layer / per hand-nested generator layer: {per_layer(timings):.2f}")
+    invoke = paired_ratio(timings, "invoke(), no handlers", "terminal")
+    print(f"invoke() without handlers / the terminal, paired by round: {invoke:.2f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 from dataclasses import dataclass
 
 import anyio
@@ -101,11 +100,10 @@ def session_rows(results: list[session_save.StoreScaling]) -> list[Row]:
 
 
 def chain_rows(timings: dict[str, list[float]]) -> list[Row]:
-    terminal = statistics.median(timings["terminal"])
     return [
         at_most(
             "registry.invoke() on a stage without handlers / the bare terminal",
-            statistics.median(timings["invoke(), no handlers"]) / terminal,
+            chain_overhead.paired_ratio(timings, "invoke(), no handlers", "terminal"),
             1.05,
         ),
         at_most(
@@ -179,7 +177,7 @@ def main() -> None:
             rounds=rounds * 3, postgres_url=os.environ.get(session_save.POSTGRES_URL_VARIABLE)
         )
     )
-    rows += chain_rows(anyio.run(chain_overhead.measure, rounds * 2, 2000))
+    rows += chain_rows(anyio.run(chain_overhead.measure, rounds * 4, 3000))
     rows += import_rows(import_time.measure(rounds * 2))
     rows += memory_rows()
     rows += tracing_rows(tracing_overhead.tracing_overhead(rounds=rounds * 4))
