@@ -367,3 +367,48 @@ async def test_cleanup_errors_do_not_stop_the_other_layers_from_closing() -> Non
         await events.aclose()
 
     assert log == ["closed terminal", "closing inner", "closed outer"]
+
+
+async def test_overlapping_calls_of_one_chain_each_close_only_their_own_streams() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+    both_peeked = anyio.Event()
+    peeked = 0
+
+    async def peek(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        nonlocal peeked
+        await anext(next_fn(context))
+        peeked += 1
+        if peeked == 2:
+            both_peeked.set()
+        await both_peeked.wait()  # both calls hold a half-read stream at once
+        yield Done(f"enough {context.text}")
+
+    def terminal(context: EchoContext) -> AsyncIterator[EchoEvent]:
+        return _terminal(log, _endless)(context)
+
+    registry.add_middleware(EchoStage, _outer(log))
+    registry.add_middleware(EchoStage, peek)
+    chain = registry.compose(EchoStage, terminal)
+    results: dict[str, list[EchoEvent]] = {}
+
+    async def call(text: str) -> None:
+        results[text] = await collect(chain(EchoContext(text=text)))
+        log.append(f"call {text} returned")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call, "a")
+        group.start_soon(call, "b")
+
+    assert results == {"a": [Done("enough a")], "b": [Done("enough b")]}
+    # Each call closed its own terminal stream as it finished, and only its own.
+    assert log.count("closed terminal") == 2
+    for text in ("a", "b"):
+        returned = log.index(f"call {text} returned")
+        assert log[returned - 1] == "closed terminal"
+
+    # A later call reuses what a finished one handed back, and still closes what it left.
+    log.clear()
+    peeked = 1
+    assert await collect(chain(EchoContext(text="c"))) == [Done("enough c")]
+    assert log == ["outer: inner layer finished", "closed terminal"]

@@ -39,9 +39,10 @@ The rules a running chain keeps:
 
 Costs, per call: the outermost layer is one generator, which also runs the Input and
 Output handlers and the first Wrap handler; every further Wrap handler is its own
-generator and nothing else, as in a hand-nested chain, plus two closures (its
-``next_fn``, and the function that starts it). A chain whose streams all finished
-closes nothing. A context that carries an interrupt record costs one attribute check
+generator and nothing else, as in a hand-nested chain. The ``next_fn``s that nest them
+note what they open in the call's own list; a finished call hands them back for the next
+one, so they are made only when calls overlap. A chain whose streams all finished closes
+nothing. A context that carries an interrupt record costs one attribute check
 per event; a stage without handlers is its terminal, at no cost at all.
 """
 
@@ -51,7 +52,7 @@ import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from types import AsyncGeneratorType
-from typing import Any, TypeGuard, TypeVar, cast, final
+from typing import Any, Generic, TypeGuard, TypeVar, cast, final
 
 from ._interrupt import call_interrupts
 from ._result import MiddlewareResult
@@ -101,18 +102,50 @@ def build_chain(
     """
     if not (plan.inputs or plan.wraps or plan.outputs):
         return terminal
-    call_terminal: Next[C, E] = _terminal_layer(stage, terminal)
     outermost: Handler[C, E] | None = plan.wraps[0].handler if plan.wraps else None
-    # Outermost first; each call nests them afresh, around a list of what they open.
-    inner_wraps: tuple[Handler[C, E], ...] = tuple(r.handler for r in plan.wraps[1:])
+    nesting = _Nesting(tuple(r.handler for r in plan.wraps[1:]), _terminal_layer(stage, terminal))
     inputs = plan.inputs
     # Innermost first: the first registered Output handler is the outermost one.
     outputs = tuple(reversed(plan.outputs))
 
     def chain(context: C) -> AsyncIterator[E]:
-        return _run(stage, context, inputs, outermost, inner_wraps, call_terminal, outputs, checked)
+        return _run(stage, context, inputs, outermost, nesting, outputs, checked)
 
     return chain
+
+
+@final
+class _Nesting(Generic[C, E]):
+    """The Wrap handlers inside the outermost one, and the ``next_fn``s that nest them.
+
+    Every call needs ``next_fn``s of its own, because each notes what it opens in the
+    call's own list: concurrent calls of one chain (a round of tool calls) must not close
+    each other's streams. Making them, a closure per handler, is most of what a Wrap layer
+    costs beyond its generator, so a call that finished hands its set back for the next
+    one, its list emptied.
+    """
+
+    __slots__ = ("_inner_wraps", "_spare", "call_terminal")
+
+    def __init__(self, inner_wraps: tuple[Handler[C, E], ...], call_terminal: Next[C, E]) -> None:
+        self._inner_wraps = inner_wraps  # Outermost first.
+        self.call_terminal = call_terminal
+        self._spare: list[tuple[Next[C, E], list[AsyncIterator[E]]]] = []
+
+    def take(self) -> tuple[Next[C, E], list[AsyncIterator[E]]]:
+        """The outermost handler's ``next_fn``, and the list every ``next_fn`` notes into."""
+        if self._spare:
+            return self._spare.pop()
+        opened: list[AsyncIterator[E]] = []
+        next_fn = _recording(self.call_terminal, opened)
+        for wrap in reversed(self._inner_wraps):
+            next_fn = _opening(wrap, next_fn, opened)
+        return next_fn, opened
+
+    def give_back(self, nested: tuple[Next[C, E], list[AsyncIterator[E]]]) -> None:
+        """Keep *nested* for another call, once everything it opened is closed."""
+        nested[1].clear()
+        self._spare.append(nested)
 
 
 def _no_result(stage: MiddlewareStage[Any, Any, Any]) -> RuntimeError:
@@ -128,8 +161,7 @@ async def _run(
     context: C,
     inputs: tuple[MiddlewareRegistration, ...],
     handler: Handler[C, E] | None,
-    inner_wraps: tuple[Handler[C, E], ...],
-    call_terminal: Next[C, E],
+    nesting: _Nesting[C, E],
     outputs: tuple[MiddlewareRegistration, ...],
     checked: bool,
 ) -> AsyncGenerator[E, None]:
@@ -149,14 +181,14 @@ async def _run(
             raise record.swallowed(f"{stage!r} middleware") from None
         raise
     record = call_interrupts(context)
-    opened: list[AsyncIterator[E]] = []
     if handler is None:
-        events: AsyncIterator[E] = call_terminal(context)
+        nested = None
+        opened: list[AsyncIterator[E]] = []
+        events: AsyncIterator[E] = nesting.call_terminal(context)
     else:
-        next_fn = _recording(call_terminal, opened)
-        for wrap in reversed(inner_wraps):
-            next_fn = _opening(wrap, next_fn, opened)
-        events = handler(context, next_fn)
+        nested = nesting.take()
+        opened = nested[1]
+        events = handler(context, nested[0])
     result_event = stage.result_event
     held: E | None = None
     interrupted = False
@@ -199,6 +231,8 @@ async def _run(
     finally:
         if not _all_finished(events, opened):
             await close_all([events, *opened])  # Inner first: last opened first, then events.
+        if nested is not None:
+            nesting.give_back(nested)  # Not reached if a close failed: nothing is reused then.
     if record is not None and record.raised is not None:
         raise record.swallowed(f"{stage!r} middleware")
     if not outputs:
