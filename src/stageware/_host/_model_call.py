@@ -151,17 +151,13 @@ class ModelCall:
         of the call's cost, so the model gets the agent's own messages, as in Strands.
         """
         core = self._core
-        if core.registry.has_handlers(InvokeModelStage):
-            return InvokeModelContext.from_host(
-                agent=core.handle,
-                messages=core.messages,
-                system_prompt=core.system_prompt,
-                tool_specs=core.tool_specs(),
-                tool_choice=core.tool_choice,
-                invocation_state=invocation_state,
-                model=core.model,
-            )
-        return InvokeModelContext(
+        # from_host applies the copy rules; the constructor takes the values as they are.
+        build = (
+            InvokeModelContext.from_host
+            if core.registry.has_handlers(InvokeModelStage)
+            else InvokeModelContext
+        )
+        return build(
             agent=core.handle,
             messages=core.messages,
             system_prompt=core.system_prompt,
