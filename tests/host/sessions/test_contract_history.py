@@ -209,6 +209,18 @@ def test_keeping_more_messages_than_stored_is_refused_and_writes_nothing(
     assert store.load("s2") is None
 
 
+@pytest.mark.parametrize("kept", [None, "3", 2.0, True])
+def test_a_kept_count_that_is_no_count_is_refused_and_writes_nothing(
+    store: SessionStore, kept: object
+) -> None:
+    messages, version = grown(store, 1)
+
+    with pytest.raises(SessionError, match=r"kept_messages must be a count of messages"):
+        save(store, turn(1), version, kept=cast(int, kept))
+
+    assert store.load("s1") == StoredSession(with_messages(messages), version, None)
+
+
 def test_an_escalating_append_writes_its_messages_and_the_escalation_together(
     store: SessionStore,
 ) -> None:

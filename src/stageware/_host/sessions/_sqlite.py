@@ -261,6 +261,8 @@ class SQLiteSessionStore:
         # Encode before touching the database: a value that is not JSON data fails here
         # and leaves the stored session as it was.
         encoded = encode_snapshot(snapshot, session_id, str(self._path))
+        # A count that is no count would otherwise fail in the sum below, as a TypeError.
+        check_kept(session_id, str(self._path), kept_messages=kept_messages, found_messages=None)
         count = kept_messages + len(encoded.messages)
         what = f"save session {session_id!r} in {self._path}"
         escalation_row: EscalationRow | None = None
