@@ -1,8 +1,9 @@
 """The README's plot: invocation time against history length, one line per configuration.
 
-matplotlib is a benchmark-only dependency (the ``benchmarks`` extra), imported here only.
-Both axes are logarithmic, so a flat line is a cost that does not grow with the
-conversation and a line at 45 degrees is one that grows in proportion to it.
+matplotlib is a benchmark-only dependency (the ``benchmarks`` extra), imported here only;
+without it the plot is skipped with a note. Both axes are logarithmic, so a flat line is
+a cost that does not grow with the conversation and a line at 45 degrees is one that
+grows in proportion to it.
 """
 
 from __future__ import annotations
@@ -38,3 +39,15 @@ def plot_scaling(results: list[Scaling], path: Path = PLOT_PATH) -> Path:
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def redraw_plot(results: list[Scaling], path: Path = PLOT_PATH) -> str:
+    """Draw *results* to *path*; say where, or why the plot was not redrawn."""
+    try:
+        plot_scaling(results, path)
+    except ModuleNotFoundError as error:
+        if error.name != "matplotlib":
+            raise
+        # Skipped like Strands: the measurements are complete without the picture.
+        return "the plot is not redrawn: matplotlib is not installed (the benchmarks extra)"
+    return f"plot written to {path}"

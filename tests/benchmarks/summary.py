@@ -25,7 +25,7 @@ from tests.benchmarks import (
     session_save,
     tracing_overhead,
 )
-from tests.benchmarks.plot import plot_scaling
+from tests.benchmarks.plot import redraw_plot
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ def main() -> None:
     print_table(rows)
     print()
     agent_scaling.print_scaling(scaling)
-    print(f"\nplot written to {plot_scaling(scaling)}")
+    print(f"\n{redraw_plot(scaling)}")
 
 
 if __name__ == "__main__":
