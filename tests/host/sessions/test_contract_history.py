@@ -221,6 +221,25 @@ def test_a_kept_count_that_is_no_count_is_refused_and_writes_nothing(
     assert store.load("s1") == StoredSession(with_messages(messages), version, None)
 
 
+def test_a_refused_append_names_the_bad_message_by_its_place_in_the_history(
+    store: SessionStore,
+) -> None:
+    messages, version = grown(store, 1)  # four messages, so the append starts at [4]
+    not_json = turn(1)
+    not_json[1]["content"][0]["toolUse"]["input"] = {"pair": (1, 2)}
+    wrong_role = [text("robot", "beep")]
+
+    with pytest.raises(SessionError, match=r"messages\[5\]\.content\[0\]\.toolUse\.input\.pair "):
+        save(store, not_json, version, kept=len(messages))
+    with pytest.raises(SessionError, match=r"field messages\[4\]\.role: "):
+        save(store, wrong_role, version, kept=len(messages))
+    # A save that keeps fewer counts from where its messages go.
+    with pytest.raises(SessionError, match=r"messages\[1\]\.content\[0\]\.toolUse\.input\.pair "):
+        save(store, not_json[1:], version, kept=1)
+
+    assert store.load("s1") == StoredSession(with_messages(messages), version, None)
+
+
 def test_an_escalating_append_writes_its_messages_and_the_escalation_together(
     store: SessionStore,
 ) -> None:

@@ -72,25 +72,30 @@ def json_problem(value: object, name: str) -> str | None:
     return _explain_non_json(value, root=name, inside=True)
 
 
-def encode_snapshot(snapshot: SessionSnapshot, session_id: str, where: str) -> EncodedSnapshot:
+def encode_snapshot(
+    snapshot: SessionSnapshot, session_id: str, where: str, *, first_message: int = 0
+) -> EncodedSnapshot:
     """Encode *snapshot* for a store, or raise ``SessionError`` naming the bad value.
 
     *where* names the store in messages. Stricter than ``json.dumps``: a tuple or a
     non-string dict key is refused too, because it would load back as something else (a
     list, a string key) and a resumed run would not see what the first one saved. The
     cost is that of the messages *snapshot* brings, which a save that appends keeps small.
+    *first_message* is the place in the history of the snapshot's first message (the
+    save's ``kept_messages``), so that an error names a message where the history has it.
     """
     plain = _decoded_copy(snapshot)
     if plain is None:
+        problem = _explain_non_json(snapshot, first_message=first_message)
         raise SessionError(
-            f"cannot save session {session_id!r} in {where}: {_explain_non_json(snapshot)}; "
-            "nothing was written"
+            f"cannot save session {session_id!r} in {where}: {problem}; nothing was written"
         )
     _check_shape(
         plain,
         f"cannot save session {session_id!r} in {where}: ",
         "; nothing was written",
         stored=False,
+        first_message=first_message,
     )
     # Encoded again in pieces: the checks above see the snapshot whole, as it is loaded.
     rest = dict(cast(dict[str, object], plain))
@@ -197,11 +202,14 @@ def split_document(document: object) -> EncodedSnapshot | None:
         return None
 
 
-def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) -> None:
+def _check_shape(
+    plain: object, prefix: str, suffix: str = "", *, stored: bool, first_message: int = 0
+) -> None:
     """Check that decoded JSON *plain* is a snapshot of the current version.
 
     A problem is raised as ``SessionError(prefix + problem + suffix)``; *stored* says
-    whether *plain* was read from a store or is about to be written to one.
+    whether *plain* was read from a store or is about to be written to one, and
+    *first_message* is the place in the history of its first message.
     """
 
     def message(problem: str) -> str:
@@ -233,7 +241,7 @@ def _check_shape(plain: object, prefix: str, suffix: str = "", *, stored: bool) 
     except pydantic.ValidationError as exc:
         errors = exc.errors(include_url=False)
         first = errors[0]
-        field = format_path(first["loc"]) or "the snapshot"
+        field = format_path(_in_history(first["loc"], first_message)) or "the snapshot"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         # The type of the bad input, never its value: a conversation does not belong in logs.
         got = "" if first["type"] == "missing" else f", got {_describe_type(first['input'])}"
@@ -256,11 +264,14 @@ def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _explain_non_json(value: object, root: str = "the snapshot", *, inside: bool = False) -> str:
+def _explain_non_json(
+    value: object, root: str = "the snapshot", *, inside: bool = False, first_message: int = 0
+) -> str:
     """Say where the first value that is not faithful JSON data sits in *value*.
 
     *root* names *value* itself when the problem is the value as a whole; with *inside*,
-    it also leads the path of a value below it.
+    it also leads the path of a value below it. *first_message* is, for a snapshot, the
+    place in the history of its first message.
     """
     try:
         found = _find_non_json(value, [], set())
@@ -269,10 +280,21 @@ def _explain_non_json(value: object, root: str = "the snapshot", *, inside: bool
     if found is None:  # Only if the walk and json.dumps disagree; keep the message useful.
         return f"{root} is not JSON data"
     path, problem = found
-    where = format_path(path)
+    where = format_path(_in_history(path, first_message))
     if inside and where:
         where = root + (where if where.startswith("[") else f".{where}")
     return f"{where or root} {problem}"
+
+
+def _in_history(path: Sequence[str | int], first_message: int) -> Sequence[str | int]:
+    """*path* into a snapshot, with a message's index counted from the start of the history.
+
+    A save brings only the messages after those it keeps, so the snapshot's first message
+    is the history's *first_message*-th.
+    """
+    if first_message and len(path) > 1 and path[0] == "messages" and type(path[1]) is int:
+        return ["messages", path[1] + first_message, *path[2:]]
+    return path
 
 
 def _find_non_json(

@@ -101,7 +101,8 @@ class MemorySessionStore:
         record it too, in the same step.
         """
         check_session_id(session_id, _WHERE)
-        encoded = encode_snapshot(snapshot, session_id, _WHERE)
+        check_kept(session_id, _WHERE, kept_messages=kept_messages, found_messages=None)
+        encoded = encode_snapshot(snapshot, session_id, _WHERE, first_message=kept_messages)
         what = f"save session {session_id!r} in {_WHERE}"
         row: EscalationRow | None = None
         if escalation is not None:

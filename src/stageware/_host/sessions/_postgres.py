@@ -198,10 +198,10 @@ class PostgresSessionStore:
         *snapshot*'s messages after them; with *escalation*, it inserts that too.
         """
         check_session_id(session_id, self._where)
-        # Encode before touching the database: a value that is not JSON data fails here.
-        encoded = encode_snapshot(snapshot, session_id, self._where)
         # A count that is no count would otherwise reach the server as a type error.
         check_kept(session_id, self._where, kept_messages=kept_messages, found_messages=None)
+        # Encode before touching the database: a value that is not JSON data fails here.
+        encoded = encode_snapshot(snapshot, session_id, self._where, first_message=kept_messages)
         params: dict[str, object] = {
             "session_id": session_id,
             "version": expected_version,

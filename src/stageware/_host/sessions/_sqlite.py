@@ -258,11 +258,13 @@ class SQLiteSessionStore:
         transaction.
         """
         check_session_id(session_id, str(self._path))
-        # Encode before touching the database: a value that is not JSON data fails here
-        # and leaves the stored session as it was.
-        encoded = encode_snapshot(snapshot, session_id, str(self._path))
         # A count that is no count would otherwise fail in the sum below, as a TypeError.
         check_kept(session_id, str(self._path), kept_messages=kept_messages, found_messages=None)
+        # Encode before touching the database: a value that is not JSON data fails here
+        # and leaves the stored session as it was.
+        encoded = encode_snapshot(
+            snapshot, session_id, str(self._path), first_message=kept_messages
+        )
         count = kept_messages + len(encoded.messages)
         what = f"save session {session_id!r} in {self._path}"
         escalation_row: EscalationRow | None = None
