@@ -13,11 +13,11 @@ Configurations:
 
 - **stageware**: no InvokeModel handler, so nothing copies the history.
 - **stageware, Input handler**: one InvokeModel Input handler, so the history goes into
-  the context the handler sees as the spec's copy rules require: copied on read, and this
-  handler reads none of it (the other end, a handler that reads every message, costs
-  about what the deepcopy reference below does, minus ``copy_payload``'s speed-up).
-- **stageware, Input handler, deepcopy**: the same with the history copied by
-  ``copy.deepcopy``, as every model call did before issue 10: the reference for the copier.
+  the context the handler sees as a deep copy, as the spec's copy rules require: the
+  copies the last model call handed out are reused where they still equal the history,
+  and only the new messages are copied.
+- **stageware, Input handler, deepcopy**: the same with the whole history copied by
+  ``copy.deepcopy`` on every model call, as before issue 10: the reference.
 - **strands**: Strands Agents with the same conversation and an equally minimal model,
   when ``strands-agents`` is installed (the ``benchmarks`` extra); skipped otherwise.
 """
@@ -38,6 +38,7 @@ import anyio
 
 import stageware._generated.contexts as generated_contexts
 from stageware import Agent, InvokeModelContext, InvokeModelStage, Messages, StreamEvent, tool
+from stageware._host._history_copies import HistoryCopies
 
 HISTORY_LENGTHS = (10, 100, 1_000, 5_000)
 TOOL_RESULT = "x" * 2048
@@ -128,21 +129,27 @@ def keep(context: InvokeModelContext) -> InvokeModelContext:
 
 @contextmanager
 def deepcopying() -> Iterator[None]:
-    """Copy contexts with ``copy.deepcopy``, as before issue 10, for the reference.
+    """Copy with ``copy.deepcopy``, as before issue 10, for the reference.
 
-    The generated contexts copy with the runtime's ``copy_payload`` and, for lists such as
-    the history, ``copy_on_read``; both are replaced, so the whole history is deep-copied
-    on every model call a handler sees, as it was.
+    The generated contexts copy with the runtime's ``copy_payload``, and the model call
+    keeps its copies of the history from call to call (``HistoryCopies``); both are
+    replaced, so the whole history is deep-copied on every model call a handler sees, as
+    it was.
     """
-    module: Any = generated_contexts  # the names are imports, not the module's exports
-    saved = {name: getattr(module, name) for name in ("copy_payload", "copy_on_read")}
-    for name in saved:
-        setattr(module, name, copy.deepcopy)
+    module: Any = generated_contexts  # the name is an import, not the module's export
+    saved_copier = module.copy_payload
+    saved_copy_of = HistoryCopies.copy_of
+
+    def copy_whole_history(self: HistoryCopies, history: Messages) -> Messages:
+        return copy.deepcopy(history)
+
+    module.copy_payload = copy.deepcopy
+    HistoryCopies.copy_of = copy_whole_history  # type: ignore[method-assign]
     try:
         yield
     finally:
-        for name, function in saved.items():
-            setattr(module, name, function)
+        module.copy_payload = saved_copier
+        HistoryCopies.copy_of = saved_copy_of  # type: ignore[method-assign]
 
 
 Runner = Callable[[list[dict[str, Any]]], Awaitable[float]]

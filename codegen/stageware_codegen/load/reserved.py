@@ -53,7 +53,6 @@ TEMPLATE_IMPORTS: Final[Mapping[str, frozenset[str]]] = {
             "UNSET",
             "Unset",
             "WrapHandler",
-            "copy_on_read",
             "copy_payload",
             "interrupt_name_hash",
             "resolve_middleware_interrupt",

@@ -7,11 +7,9 @@ copy semantics and what cannot be replaced.
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from stageware_codegen.resolve import ir as _ir
-from stageware_codegen.resolve.type_exprs import NameKind
 
 from .docstrings import docstring, indent_block
 from .viewkit import BODY, MEMBER, ModuleView, default_code, quoted_names
@@ -65,7 +63,7 @@ def _context_view(
                 "docstring": docstring(item.doc, MEMBER),
             }
         )
-        value = _copied(item, module)
+        value = _copied(item.copy, item.name, module)
         if factory is not None:
             # A mutable default cannot be a parameter default (it would be shared).
             host_params.append(
@@ -113,7 +111,7 @@ def _context_view(
         replace_args.append({"name": "_interrupts", "value": "self._interrupts"})
     return {
         "name": name,
-        "docstring": docstring(_context_doc(stage, module.schema), MEMBER),
+        "docstring": docstring(_context_doc(stage), MEMBER),
         "fields": fields,
         "interruptible": interruptible,
         "host_params": host_params,
@@ -129,16 +127,10 @@ def _context_view(
     }
 
 
-def _copied(item: _ir.ContextField, module: ModuleView) -> str:
-    name = item.name
-    if item.copy == "reference":
+def _copied(copy: str, name: str, module: ModuleView) -> str:
+    if copy == "reference":
         return name
-    if item.copy == "deep":
-        if _copied_on_read(item, module.schema):
-            # A list (a conversation above all) can be long, and a handler often reads one
-            # element of it or none: each element is copied when it is first read.
-            module.runtime("copy_on_read")
-            return f"copy_on_read({name})"
+    if copy == "deep":
         # The runtime's copier: a deep copy, several times faster than copy.deepcopy on
         # the JSON-like payloads contexts carry.
         module.runtime("copy_payload")
@@ -147,21 +139,7 @@ def _copied(item: _ir.ContextField, module: ModuleView) -> str:
     return f"{alias}.copy({name})"
 
 
-def _copied_on_read(item: _ir.ContextField, schema: _ir.Schema) -> bool:
-    """Whether a deep-copied field is a list: ``list[...]``, or a payload alias of one."""
-    if item.copy != "deep" or item.type is None:
-        return False
-    node = item.type.tree
-    if isinstance(node, ast.Subscript):
-        return isinstance(node.value, ast.Name) and node.value.id == "list"
-    if isinstance(node, ast.Name) and schema.kinds.get(node.id) is NameKind.PAYLOAD:
-        definition = schema.payload_defs.get(node.id, {})
-        # An array with prefixItems is generated as a tuple, not a list.
-        return definition.get("type") == "array" and "prefixItems" not in definition
-    return False
-
-
-def _context_doc(stage: _ir.Stage, schema: _ir.Schema) -> str:
+def _context_doc(stage: _ir.Stage) -> str:
     parts = [f"Context passed to `{stage.name}Stage` Input and Wrap handlers.", "", stage.doc, ""]
     by_copy: dict[str, list[str]] = {"deep": [], "shallow": [], "reference": []}
     for item in stage.context:
@@ -173,13 +151,6 @@ def _context_doc(stage: _ir.Stage, schema: _ir.Schema) -> str:
             f"{quoted_names(by_copy['deep'])}: deep copies, "
             "so mutating them cannot change host state."
         )
-        on_read = [item.name for item in stage.context if _copied_on_read(item, schema)]
-        if on_read:
-            whose = "" if on_read == by_copy["deep"] else f" of {quoted_names(on_read)}"
-            copies[-1] += (
-                f" Each element{whose} is copied when it is first read, so what a handler"
-                " does not read costs nothing."
-            )
     if by_copy["shallow"]:
         copies.append(
             f"{quoted_names(by_copy['shallow'])}: shallow copies; top-level keys are private, "

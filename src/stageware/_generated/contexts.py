@@ -12,7 +12,6 @@ from typing import Any, final, TYPE_CHECKING
 
 from stageware.runtime import (
     CallInterrupts,
-    copy_on_read,
     copy_payload,
     Interrupt,
     interrupt_name_hash,
@@ -39,8 +38,7 @@ class InvokeModelContext:
 
     Copy semantics (applied by `from_host`):
     - `messages`, `system_prompt`, `tool_specs` and `tool_choice`: deep copies, so mutating
-      them cannot change host state. Each element of `messages` and `tool_specs` is copied
-      when it is first read, so what a handler does not read costs nothing.
+      them cannot change host state.
     - `agent`, `invocation_state`, `model`, `projected_input_tokens` and
       `dynamic_trailing_blocks`: the host's own objects, shared by reference.
 
@@ -111,9 +109,9 @@ class InvokeModelContext:
         """
         return cls(
             agent=agent,
-            messages=copy_on_read(messages),
+            messages=copy_payload(messages),
             system_prompt=copy_payload(system_prompt),
-            tool_specs=copy_on_read(tool_specs),
+            tool_specs=copy_payload(tool_specs),
             tool_choice=copy_payload(tool_choice),
             invocation_state=invocation_state,
             model=model,
@@ -334,8 +332,7 @@ class AgentStreamContext:
     internal; stageware exports it.
 
     Copy semantics (applied by `from_host`):
-    - `messages`: deep copies, so mutating them cannot change host state. Each element is
-      copied when it is first read, so what a handler does not read costs nothing.
+    - `messages`: deep copies, so mutating them cannot change host state.
     - `agent` and `invocation_state`: the host's own objects, shared by reference.
 
     `replace()` cannot set:
@@ -378,7 +375,7 @@ class AgentStreamContext:
         """
         return cls(
             agent=agent,
-            messages=copy_on_read(messages),
+            messages=copy_payload(messages),
             invocation_state=invocation_state,
             _interrupts=CallInterrupts(interrupts),
         )

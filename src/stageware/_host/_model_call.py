@@ -22,10 +22,11 @@ from stageware._generated.contexts import InvokeModelContext
 from stageware._generated.events import InvokeModelEvent, ModelStopReason, ModelStreamChunkEvent
 from stageware._generated.payloads import SystemContentBlock
 from stageware._generated.stages import InvokeModelStage
-from stageware._runtime import CopyOnReadList, InterruptException, close_all
+from stageware._runtime import InterruptException, close_all
 
 from ._core import AgentCore, PassState
 from ._halt import HaltRun, RedoStep
+from ._history_copies import HistoryCopies
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
 from ._model_retry import ThrottleRetries
 from .models import ResponseAssembler
@@ -55,10 +56,11 @@ def split_system_prompt(
 class ModelCall:
     """Runs the InvokeModel stage for one agent, with its hooks and hook-driven retries."""
 
-    __slots__ = ("_core",)
+    __slots__ = ("_copies", "_core")
 
     def __init__(self, core: AgentCore) -> None:
         self._core = core
+        self._copies = HistoryCopies()
 
     async def run(
         self, pass_state: PassState, invocation_state: dict[str, Any]
@@ -144,28 +146,35 @@ class ModelCall:
                 return
 
     def _context(self, invocation_state: dict[str, Any]) -> InvokeModelContext:
-        """The call's context: with the copy rules applied only where a handler sees it.
+        """The call's context, with the copy rules applied where a handler can see it.
 
-        The copies protect the agent's history from handlers. Without an InvokeModel
-        handler nothing can mutate the context, and copying a long history would be most
-        of the call's cost, so the model gets the agent's own messages, as in Strands.
+        The copies protect the agent's history from handlers. Without an InvokeModel Input
+        or Wrap handler nothing can change the context, and copying a long history would be
+        most of the call's cost, so the model gets the agent's own messages, as in Strands.
+        With one, the history's copies are kept from call to call (``HistoryCopies``), and
+        ``from_host`` copies the rest.
         """
         core = self._core
-        # from_host applies the copy rules; the constructor takes the values as they are.
-        build = (
-            InvokeModelContext.from_host
-            if core.registry.has_handlers(InvokeModelStage)
-            else InvokeModelContext
-        )
-        return build(
+        if not core.registry.sees_context(InvokeModelStage):
+            return InvokeModelContext(
+                agent=core.handle,
+                messages=core.messages,
+                system_prompt=core.system_prompt,
+                tool_specs=core.tool_specs(),
+                tool_choice=core.tool_choice,
+                invocation_state=invocation_state,
+                model=core.model,
+            )
+        context = InvokeModelContext.from_host(
             agent=core.handle,
-            messages=core.messages,
+            messages=[],  # copied below, only where the last call's copies are out of date
             system_prompt=core.system_prompt,
             tool_specs=core.tool_specs(),
             tool_choice=core.tool_choice,
             invocation_state=invocation_state,
             model=core.model,
         )
+        return context.replace(messages=self._copies.copy_of(core.messages))
 
     async def _terminal(self, context: InvokeModelContext) -> AsyncIterator[InvokeModelEvent]:
         core = self._core
@@ -176,8 +185,8 @@ class ModelCall:
         # dict to the model, so whatever the provider writes there is kept for next time.
         # invocation_state is the context's, so a replacement reaches the model too.
         chunks = context.model.stream(
-            _as_sent(context.messages),
-            _as_sent(context.tool_specs),
+            context.messages,
+            context.tool_specs,
             text,
             tool_choice=context.tool_choice,
             system_prompt_content=blocks,
@@ -195,17 +204,3 @@ class ModelCall:
         yield ModelStopReason(
             stop_reason=stop_reason, message=message, usage=usage, metrics=metrics
         )
-
-
-def _as_sent(items: list[T]) -> list[T]:
-    """A context's list as the model gets it: a plain list of what its slots hold now.
-
-    A copy-on-read list still holds the agent's own elements wherever no handler read
-    them: the model gets those, as it does with no handler at all, and gets the copies
-    (changed or not) where a handler did read. Taking the slots as they are (with
-    ``list``'s own ``copy``, not the list's reading methods) copies nothing more. A model
-    may keep the list or change it without changing the context's.
-    """
-    if isinstance(items, CopyOnReadList):
-        return super(CopyOnReadList, items).copy()
-    return items

@@ -24,7 +24,7 @@ import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, TypeVar, final
+from typing import TYPE_CHECKING, final
 
 from pydantic import BaseModel
 
@@ -77,8 +77,6 @@ if TYPE_CHECKING:
     from ._engine import PolicyEngine
 
 __all__ = ["AgentPolicy", "model_id_of"]
-
-T = TypeVar("T")
 
 logger = logging.getLogger("stageware.policy")
 
@@ -266,7 +264,7 @@ class AgentPolicy:
         if self._has(HookPoint.INPUT_RECEIVED):
             verdict = await self._at(
                 HookPoint.INPUT_RECEIVED,
-                InputEvent(run_id=run.run_id, messages=_read_all(context.messages)),
+                InputEvent(run_id=run.run_id, messages=context.messages),
                 step,
             )
             if verdict.modified:
@@ -393,9 +391,9 @@ class AgentPolicy:
                 HookPoint.CONTEXT_ASSEMBLE,
                 ContextEvent(
                     run_id=run.run_id,
-                    messages=_read_all(context.messages),
+                    messages=context.messages,
                     system_prompt=context.system_prompt,
-                    tool_specs=_read_all(context.tool_specs),
+                    tool_specs=context.tool_specs,
                 ),
                 step,
             )
@@ -430,7 +428,7 @@ class AgentPolicy:
                 ModelRequestEvent(
                     run_id=run.run_id,
                     model_id=model_id_of(context.model),
-                    messages=_read_all(context.messages),
+                    messages=context.messages,
                     tool_choice=context.tool_choice,
                 ),
                 step,
@@ -543,15 +541,3 @@ class AgentPolicy:
 
 def _assistant(text: str) -> Message:
     return {"role": "assistant", "content": [{"text": text}]}
-
-
-def _read_all(items: list[T]) -> list[T]:
-    """A context's list as an event is built from: every element read, so every one a copy.
-
-    A context's deep-copied lists copy each element when it is first read (see
-    ``stageware._runtime._copy``). pydantic validates a list's slots without reading them
-    through the list, and keeps ``Any`` values (a tool's input) by reference: an event built
-    from the list itself would share those with the agent's history, and a middleware that
-    changed its event in place would change the history.
-    """
-    return list(items)

@@ -5,7 +5,7 @@ public ``stageware.runtime``), never the reverse, and a test keeps it so.
 """
 
 from ._chain import close_all
-from ._copy import CopyOnReadList, copy_on_read, copy_payload
+from ._copy import copy_payload
 from ._handlers import (
     AsyncInputHandler,
     AsyncOutputHandler,
@@ -39,7 +39,6 @@ __all__ = [
     "AsyncOutputHandler",
     "CallInterrupts",
     "CancelSignal",
-    "CopyOnReadList",
     "InputHandler",
     "InputPhase",
     "Interrupt",
@@ -61,7 +60,6 @@ __all__ = [
     "WrapPhase",
     "call_interrupts",
     "close_all",
-    "copy_on_read",
     "copy_payload",
     "interrupt_name_hash",
     "resolve_middleware_interrupt",

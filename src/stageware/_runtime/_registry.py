@@ -113,13 +113,15 @@ class MiddlewareRegistry(MiddlewareHost):
             Phase.OUTPUT: tuple(r.handler for r in plan.outputs),
         }
 
-    def has_handlers(self, stage: MiddlewareStage[Any, Any, Any]) -> bool:
-        """Whether any handler is registered on *stage*, in any phase.
+    def sees_context(self, stage: MiddlewareStage[Any, Any, Any]) -> bool:
+        """Whether a handler that sees *stage*'s context is registered: Input or Wrap.
 
-        A host asks before building a context: where no handler can see the context,
-        the copies its copy rules make protect nothing, and can be skipped.
+        A host asks before building a context: where no handler can see it, the copies its
+        copy rules make protect nothing, and can be skipped. Output handlers see only the
+        result.
         """
-        return stage in self._plans
+        plan = self._plans.get(stage)
+        return plan is not None and bool(plan.inputs or plan.wraps)
 
     def compose(
         self,
