@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import os
 import secrets
 import socket
@@ -71,6 +72,7 @@ class AgentSession:
     """
 
     __slots__ = (
+        "_appends",
         "_heartbeat",
         "_lease_seconds",
         "_lock",
@@ -93,6 +95,7 @@ class AgentSession:
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lock = threading.Lock()
         self._heartbeat: _Heartbeat | None = None
+        self._appends = _takes_kept_messages(store)
 
     def load(self) -> StoredSession | None:
         """Read the session and remember its version (0 if there is none)."""
@@ -200,15 +203,26 @@ class AgentSession:
                 # taken: compare with what that one stored. All of these are copies.
                 kept = _common_prefix(self._stored, history)
                 snapshot = {**snapshot, "messages": history[kept:]}
-            self.version = self.store.save(
-                self.id,
-                snapshot,
-                expected_version=self.version,
-                owner=self._owner,
-                lease_seconds=lease_seconds,
-                escalation=escalation,
-                kept_messages=kept,
-            )
+            if self._appends:
+                self.version = self.store.save(
+                    self.id,
+                    snapshot,
+                    expected_version=self.version,
+                    owner=self._owner,
+                    lease_seconds=lease_seconds,
+                    escalation=escalation,
+                    kept_messages=kept,
+                )
+            else:
+                # A store written before saves appended gets the whole history, as then.
+                self.version = self.store.save(
+                    self.id,
+                    {**snapshot, "messages": history},
+                    expected_version=self.version,
+                    owner=self._owner,
+                    lease_seconds=lease_seconds,
+                    escalation=escalation,
+                )
             self._stored = history
 
     def _let_go(self) -> None:
@@ -286,3 +300,17 @@ class _Heartbeat:
     def stop(self) -> None:
         self._stopped.set()
         self._thread.join()
+
+
+def _takes_kept_messages(store: SessionStore) -> bool:
+    """Whether *store*'s ``save`` names ``kept_messages``, and so keeps a stored prefix.
+
+    A store written before saves appended has no such parameter: sending it only the new
+    messages would replace its history with them. One that swallows any keyword
+    (``**kwargs``) does not name it either, and is treated the same way.
+    """
+    try:
+        parameters = inspect.signature(store.save).parameters
+    except (TypeError, ValueError):  # no signature to read: assume the older contract
+        return False
+    return "kept_messages" in parameters

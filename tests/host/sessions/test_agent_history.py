@@ -224,3 +224,34 @@ def test_of_two_agents_that_loaded_one_version_the_second_is_refused(
     second("from the second, again")
     assert_stored(store, second)
     assert second.messages[:4] == first.messages
+
+
+class StoreOfTheEarlierContract:
+    """A store written before saves appended: its ``save`` takes whole snapshots only.
+
+    It swallows keywords it does not know, as a careless wrapper might, so an agent that
+    sent it only the new messages would replace its history with them.
+    """
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+        self.saved: list[int] = []  # how many messages each save brought
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def save(self, session_id: str, snapshot: SessionSnapshot, **options: Any) -> int:
+        self.saved.append(len(snapshot["messages"]))
+        options.pop("kept_messages", None)
+        return self.inner.save(session_id, snapshot, **options)
+
+
+def test_a_store_of_the_earlier_contract_gets_whole_histories(store: SessionStore) -> None:
+    earlier = StoreOfTheEarlierContract(store)
+    agent = agent_on(cast(SessionStore, earlier), "one", "two")
+
+    agent("first")
+    agent("second")
+
+    assert_stored(store, agent)
+    assert earlier.saved[-1] == len(agent.messages) == 4
