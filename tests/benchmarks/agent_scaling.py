@@ -248,13 +248,17 @@ def configurations(with_strands: bool) -> dict[str, Callable[[], Runner]]:
 
 async def measure(rounds: int, calls: int, with_strands: bool) -> list[Scaling]:
     histories = {length: history(length) for length in HISTORY_LENGTHS}
-    runners = {name: build() for name, build in configurations(with_strands).items()}
+    builders = configurations(with_strands)
+    # An agent per configuration and length: one conversation each, as a user has, so that
+    # what an agent keeps between calls (the copies of its history) is kept for that one.
+    runners = {(name, length): build() for name, build in builders.items() for length in histories}
     samples: dict[str, dict[int, list[float]]] = {
-        name: {length: [] for length in HISTORY_LENGTHS} for name in runners
+        name: {length: [] for length in HISTORY_LENGTHS} for name in builders
     }
     for _ in range(rounds):
         for length, messages in histories.items():
-            for name, run in runners.items():
+            for name in builders:
+                run = runners[name, length]
                 total = 0.0
                 for _ in range(calls):
                     # A fresh list each call (the agent appends to it), same messages inside.
