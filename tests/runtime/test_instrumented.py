@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from stageware import MiddlewareRegistry
-from stageware.runtime import MiddlewareRegistration
+from stageware.runtime import MiddlewareRegistration, Phase
 
 from .stage_fixture import Done, EchoContext, EchoEvent, EchoStage, collect, echo_terminal
 
@@ -62,3 +62,26 @@ async def test_handlers_added_before_and_after_are_rewritten_and_the_original_is
     assert instrumented.compose(EchoStage, echo_terminal) is not registry.compose(
         EchoStage, echo_terminal
     )
+
+
+def test_an_instrumented_registry_its_host_dropped_is_forgotten() -> None:
+    import gc
+    import weakref
+
+    registry = MiddlewareRegistry()
+    rewritten: list[str] = []
+
+    def instrument(registration: MiddlewareRegistration) -> MiddlewareRegistration:
+        rewritten.append(registration.phase.value)
+        return registration
+
+    kept = registry.instrumented(instrument)
+    dropped = weakref.ref(registry.instrumented(instrument))
+    gc.collect()
+    assert dropped() is None
+
+    registry.add_middleware(EchoStage.Input, lambda context: context)
+
+    # Only the registry still held was fed the new handler.
+    assert rewritten == ["Input"]
+    assert len(kept.handlers(EchoStage)[Phase.INPUT]) == 1

@@ -25,6 +25,7 @@ cached apart, so this registry's chains carry no instrumentation and no check fo
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from types import AsyncGeneratorType
 from typing import Any, TypeAlias, TypeVar, cast, final
@@ -57,7 +58,7 @@ class MiddlewareRegistry(MiddlewareHost):
             ...
     """
 
-    __slots__ = ("_chains", "_checked", "_instrumented", "_plans")
+    __slots__ = ("__weakref__", "_chains", "_checked", "_instrumented", "_plans")
 
     def __init__(self) -> None:
         self._plans: dict[MiddlewareStage[Any, Any, Any], StagePlan] = {}
@@ -69,7 +70,8 @@ class MiddlewareRegistry(MiddlewareHost):
         self._checked: dict[
             MiddlewareStage[Any, Any, Any], tuple[object, Callable[[Any], AsyncIterator[Any]]]
         ] = {}
-        self._instrumented: list[tuple[MiddlewareRegistry, Instrument]] = []
+        # Held weakly: an instrumented registry its host dropped must not be kept, nor fed.
+        self._instrumented: list[tuple[weakref.ref[MiddlewareRegistry], Instrument]] = []
 
     def _register_middleware(self, registration: MiddlewareRegistration) -> None:
         self.add_registration(registration)
@@ -84,8 +86,11 @@ class MiddlewareRegistry(MiddlewareHost):
         self._plans[stage] = self._plans.get(stage, StagePlan()).with_registration(registration)
         self._chains.pop(stage, None)
         self._checked.pop(stage, None)
-        for registry, instrument in self._instrumented:
-            registry.add_registration(instrument(registration))
+        self._instrumented = [(ref, fn) for ref, fn in self._instrumented if ref() is not None]
+        for ref, instrument in self._instrumented:
+            mirror = ref()
+            if mirror is not None:
+                mirror.add_registration(instrument(registration))
 
     def instrumented(self, instrument: Instrument) -> MiddlewareRegistry:
         """A registry that runs the handlers of this one as *instrument* rewrites them.
@@ -93,13 +98,14 @@ class MiddlewareRegistry(MiddlewareHost):
         *instrument* is called once per registration, for those added so far and for every
         one added to this registry later, and returns the registration to run instead (its
         handler wrapped, typically). The instrumented registry composes and caches chains
-        of its own; this registry's chains are left as they are.
+        of its own; this registry's chains are left as they are. This registry holds it
+        only weakly, so one its host no longer holds is forgotten.
         """
         registry = MiddlewareRegistry()
         for plan in self._plans.values():
             for registration in (*plan.inputs, *plan.wraps, *plan.outputs):
                 registry.add_registration(instrument(registration))
-        self._instrumented.append((registry, instrument))
+        self._instrumented.append((weakref.ref(registry), instrument))
         return registry
 
     def handlers(

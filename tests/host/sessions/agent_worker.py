@@ -42,7 +42,9 @@ from stageware import (
 from .stores import StoreSpec, open_store
 
 SESSION = "shared-session"
-LEASE_SECONDS = 1.0
+# Long enough that a worker started after another was killed still finds its lease held,
+# even on a loaded machine where starting Python takes a second or more.
+LEASE_SECONDS = 4.0
 
 
 def refund_tool(ledger: Path) -> Any:
