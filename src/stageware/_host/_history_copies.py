@@ -26,7 +26,22 @@ from typing import final
 from stageware._generated.payloads import Message, Messages
 from stageware._runtime import copy_payload
 
-__all__ = ["HistoryCopies"]
+__all__ = ["HistoryCopies", "common_prefix"]
+
+
+def common_prefix(copies: Messages, history: Messages) -> int:
+    """How many messages *history* starts with that equal *copies*' first ones.
+
+    Also how a session save finds what the store already holds.
+    """
+    shorter = min(len(copies), len(history))
+    # One comparison in C for the usual case, a history that only grew.
+    if copies[:shorter] == history[:shorter]:
+        return shorter
+    kept = 0
+    while copies[kept] == history[kept]:
+        kept += 1
+    return kept
 
 
 @final
@@ -41,9 +56,7 @@ class HistoryCopies:
     def copy_of(self, history: Messages) -> Messages:
         """A list of deep copies of *history*'s messages, for one model call."""
         copies = self._copies
-        kept = min(len(copies), len(history))
-        if copies[:kept] != history[:kept]:
-            kept = next(index for index in range(kept) if copies[index] != history[index])
+        kept = common_prefix(copies, history)
         del copies[kept:]
         copies.extend([copy_payload(message) for message in history[kept:]])
         return list(copies)

@@ -46,6 +46,7 @@ from stageware._generated.payloads import Message
 
 from ._cancel import CancelToken
 from ._core import AgentCore
+from ._history_copies import common_prefix
 from .sessions import (
     SNAPSHOT_VERSION,
     Escalation,
@@ -158,7 +159,7 @@ class AgentSession:
         # Compared and copied here, in the loop's thread, so the worker thread never reads
         # live objects.
         base = self._stored
-        kept = _common_prefix(base, core.messages)
+        kept = common_prefix(base, core.messages)
         snapshot: SessionSnapshot = {
             "version": SNAPSHOT_VERSION,
             "messages": copy.deepcopy(core.messages[kept:]),
@@ -201,7 +202,7 @@ class AgentSession:
             if self._stored is not base:
                 # Another save (a concurrent tool's checkpoint) landed since *snapshot* was
                 # taken: compare with what that one stored. All of these are copies.
-                kept = _common_prefix(self._stored, history)
+                kept = common_prefix(self._stored, history)
                 snapshot = {**snapshot, "messages": history[kept:]}
             if self._appends:
                 self.version = self.store.save(
@@ -248,18 +249,6 @@ class AgentSession:
 
     def __repr__(self) -> str:
         return f"AgentSession({self.id!r}, version={self.version}, store={self.store!r})"
-
-
-def _common_prefix(stored: list[Message], live: list[Message]) -> int:
-    """How many messages *live* starts with that are equal to *stored*'s."""
-    shorter = min(len(stored), len(live))
-    # One comparison in C for the usual case, a history that only grew.
-    if stored[:shorter] == live[:shorter]:
-        return shorter
-    kept = 0
-    while stored[kept] == live[kept]:
-        kept += 1
-    return kept
 
 
 @final
