@@ -43,6 +43,7 @@ from typing import Final, final
 import anyio.to_thread
 
 from stageware._generated.payloads import Message
+from stageware._runtime import copy_payload
 
 from ._cancel import CancelToken
 from ._core import AgentCore
@@ -162,7 +163,7 @@ class AgentSession:
         kept = common_prefix(base, core.messages)
         snapshot: SessionSnapshot = {
             "version": SNAPSHOT_VERSION,
-            "messages": copy.deepcopy(core.messages[kept:]),
+            "messages": copy_payload(core.messages[kept:]),
             "state": core.state.to_dict(),
             "model_state": copy.deepcopy(core.model_state),
             "interrupt_state": core.interrupts.to_dict(),

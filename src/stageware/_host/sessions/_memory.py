@@ -77,10 +77,10 @@ class MemorySessionStore:
         check_session_id(session_id, _WHERE)
         with self._lock:
             record = self._records.get(session_id)
+            if record is None:
+                return None
             # Strings are immutable, so a copy of the list is a snapshot of the history.
-            messages = None if record is None else list(enumerate(record.messages))
-        if record is None or messages is None:
-            return None
+            messages = list(enumerate(record.messages))
         snapshot = decode_snapshot(record.document, messages, len(messages), session_id, _WHERE)
         return StoredSession(snapshot=snapshot, version=record.version, lease=record.lease)
 
