@@ -31,6 +31,7 @@ from stageware._generated.payloads import (
     ToolSpec,
     Usage,
 )
+from stageware._host._history_copies import common_prefix
 from stageware._host._shorten import shorten
 
 __all__ = [
@@ -367,7 +368,7 @@ class ScriptedModel:
         # proportion to its length, and a long conversation makes many calls: only the
         # messages that differ from the last call's are copied. Equal is enough to share a
         # copy, since a copy only ever stands for what was equal to it when it was taken.
-        kept = _shared_prefix(messages, self._sent)
+        kept = common_prefix(self._sent, messages)
         added = copy.deepcopy(messages[kept:])
         sent = [*self._sent[:kept], *added]
         characters = self._characters[: kept + 1]
@@ -423,14 +424,6 @@ class ScriptedModel:
             yield event
         if turn.error is not None:
             raise turn.error
-
-
-def _shared_prefix(messages: Messages, sent: Messages) -> int:
-    """How many leading *messages* equal the copies in *sent*."""
-    for index, (message, earlier) in enumerate(zip(messages, sent, strict=False)):
-        if message != earlier:
-            return index
-    return min(len(messages), len(sent))
 
 
 _T = TypeVar("_T")
