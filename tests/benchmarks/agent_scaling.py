@@ -39,9 +39,9 @@ import anyio
 import stageware._generated.contexts as generated_contexts
 from stageware import Agent, InvokeModelContext, InvokeModelStage, Messages, StreamEvent, tool
 from stageware._host._history_copies import HistoryCopies
+from tests.benchmarks._conversation import TOOL_RESULT, conversation
 
 HISTORY_LENGTHS = (10, 100, 1_000, 5_000)
-TOOL_RESULT = "x" * 2048
 
 
 @tool
@@ -52,41 +52,6 @@ async def lookup(query: str) -> str:
         query: What to look up.
     """
     return TOOL_RESULT
-
-
-def history(length: int) -> list[dict[str, Any]]:
-    """A valid conversation of *length* messages: rounds with a 2 KB tool result."""
-    messages: list[dict[str, Any]] = []
-    turn = 0
-    while len(messages) + 4 <= length:
-        tool_id = f"history_{turn}"
-        messages += [
-            {"role": "user", "content": [{"text": f"Question {turn}?"}]},
-            {
-                "role": "assistant",
-                "content": [
-                    {"toolUse": {"toolUseId": tool_id, "name": "lookup", "input": {"query": "q"}}}
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "toolResult": {
-                            "toolUseId": tool_id,
-                            "status": "success",
-                            "content": [{"text": TOOL_RESULT}],
-                        }
-                    }
-                ],
-            },
-            {"role": "assistant", "content": [{"text": f"Answer {turn}."}]},
-        ]
-        turn += 1
-    while len(messages) < length:
-        role = "user" if len(messages) % 2 == 0 else "assistant"
-        messages.append({"role": role, "content": [{"text": f"Note {len(messages)}."}]})
-    return messages
 
 
 def response(messages: Any) -> list[dict[str, Any]]:
@@ -152,7 +117,7 @@ def deepcopying() -> Iterator[None]:
         HistoryCopies.copy_of = saved_copy_of  # type: ignore[method-assign]
 
 
-Runner = Callable[[list[dict[str, Any]]], Awaitable[float]]
+Runner = Callable[[Messages], Awaitable[float]]
 
 
 def stageware_runner(input_handler: bool, deepcopy: bool = False) -> Runner:
@@ -160,8 +125,8 @@ def stageware_runner(input_handler: bool, deepcopy: bool = False) -> Runner:
     if input_handler:
         agent.add_middleware(InvokeModelStage.Input, keep)
 
-    async def run(messages: list[dict[str, Any]]) -> float:
-        agent.messages = messages  # type: ignore[assignment]
+    async def run(messages: Messages) -> float:
+        agent.messages = messages
         if deepcopy:
             with deepcopying():
                 start = time.perf_counter()
@@ -209,7 +174,7 @@ def strands_runner() -> Runner:
         model=StrandsMinimalModel(), tools=[strands_lookup], callback_handler=None
     )
 
-    async def run(messages: list[dict[str, Any]]) -> float:
+    async def run(messages: Messages) -> float:
         agent.messages = messages
         start = time.perf_counter()
         await agent.invoke_async("go")
@@ -247,7 +212,7 @@ def configurations(with_strands: bool) -> dict[str, Callable[[], Runner]]:
 
 
 async def measure(rounds: int, calls: int, with_strands: bool) -> list[Scaling]:
-    histories = {length: history(length) for length in HISTORY_LENGTHS}
+    histories = {length: conversation(length) for length in HISTORY_LENGTHS}
     builders = configurations(with_strands)
     # An agent per configuration and length: one conversation each, as a user has, so that
     # what an agent keeps between calls (the copies of its history) is kept for that one.

@@ -21,10 +21,10 @@ import anyio
 
 from stageware import Messages, ScriptedModel
 from stageware._host.models import _scripted
+from tests.benchmarks._conversation import conversation
 
 # Enough frames to see the model's module under copy.deepcopy and the list it fills.
 _FRAMES = 16
-_RESULT_TEXT = "x" * 2048
 
 
 @dataclass(frozen=True)
@@ -44,40 +44,6 @@ class MemoryPerCall:
     model_bytes: float
     process_bytes: float
     seconds: float
-
-
-def conversation(length: int) -> Messages:
-    """A conversation of *length* messages: prompt, tool call, 2 KB result, answer, ..."""
-    messages: Messages = []
-    turn = 0
-    while len(messages) < length:
-        tool_use_id = f"tooluse_{turn}"
-        messages.append({"role": "user", "content": [{"text": f"Question {turn}?"}]})
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {"toolUse": {"toolUseId": tool_use_id, "name": "search", "input": {"q": turn}}}
-                ],
-            }
-        )
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "toolResult": {
-                            "toolUseId": tool_use_id,
-                            "status": "success",
-                            "content": [{"text": _RESULT_TEXT}],
-                        }
-                    }
-                ],
-            }
-        )
-        messages.append({"role": "assistant", "content": [{"text": f"Answer {turn}."}]})
-        turn += 1
-    return messages[:length]
 
 
 async def _calls(model: ScriptedModel, history: Messages, calls: int) -> list[float]:

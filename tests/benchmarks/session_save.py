@@ -53,6 +53,7 @@ from stageware._host.sessions import (
     _memory,
 )
 from stageware._host.sessions._encoding import EncodedSnapshot, encode_snapshot
+from tests.benchmarks._conversation import conversation, turn
 
 LENGTHS: Final = (10, 100, 1_000, 5_000)
 """Messages already stored when a turn is saved."""
@@ -97,50 +98,6 @@ class StoreScaling:
         """Bytes written per save with *length* messages stored / bytes of the turn."""
         written = self.rewrite_written if rewrite else self.written
         return written[length] / self.turn_bytes
-
-
-def new_turn(index: int) -> list[Any]:
-    """The four messages of one turn, with a tool result of about 2 KB."""
-    tool_use_id = f"tool-{index}"
-    result = " ".join(f"row {row}: order {index}-{row} shipped" for row in range(80))[:2000]
-    return [
-        {"role": "user", "content": [{"text": f"Where is order {index}?"}]},
-        {
-            "role": "assistant",
-            "content": [
-                {
-                    "toolUse": {
-                        "toolUseId": tool_use_id,
-                        "name": "lookup_order",
-                        "input": {"order": index},
-                    }
-                }
-            ],
-        },
-        {
-            "role": "user",
-            "content": [
-                {
-                    "toolResult": {
-                        "toolUseId": tool_use_id,
-                        "status": "success",
-                        "content": [{"text": result}],
-                    }
-                }
-            ],
-        },
-        {"role": "assistant", "content": [{"text": f"Order {index} has shipped."}]},
-    ]
-
-
-def history(length: int) -> list[Any]:
-    """*length* messages of turns like ``new_turn``'s."""
-    messages: list[Any] = []
-    index = 0
-    while len(messages) < length:
-        messages += new_turn(index)
-        index += 1
-    return messages[:length]
 
 
 def snapshot(messages: list[Any]) -> SessionSnapshot:
@@ -236,13 +193,13 @@ def _scaling(
     rounds: int,
 ) -> StoreScaling:
     """Measure the saves of each mode on *stores* (one per mode)."""
-    turn = new_turn(10_000)
+    new_turn = turn(10_000)
     versions: dict[tuple[int, str], int] = {}
     for length in LENGTHS:
         for mode in MODES:
             versions[length, mode] = stores[mode].save(
                 f"bench-{length}",
-                snapshot(history(length)),
+                snapshot(conversation(length)),
                 expected_version=0,
                 owner="bench",
                 lease_seconds=None,
@@ -250,8 +207,8 @@ def _scaling(
     # (kept, snapshot) of each way to save the turn: appended, or the whole history.
     saves = {
         length: {
-            "append": (length, snapshot(turn)),
-            "rewrite": (0, snapshot(history(length) + turn)),
+            "append": (length, snapshot(new_turn)),
+            "rewrite": (0, snapshot(conversation(length) + new_turn)),
         }
         for length in LENGTHS
     }
@@ -303,7 +260,7 @@ def _scaling(
         written=sizes(written["append"]),
         rewrite_seconds=medians(samples["rewrite"]),
         rewrite_written=sizes(written["rewrite"]),
-        turn_bytes=len(json.dumps(turn, separators=(",", ":")).encode()),
+        turn_bytes=len(json.dumps(new_turn, separators=(",", ":")).encode()),
     )
 
 
