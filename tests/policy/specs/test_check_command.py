@@ -113,7 +113,8 @@ def test_an_invalid_spec_exits_2_with_its_problems_and_no_traceback(
         "policy.yaml:3: middleware[0]: middleware 'acme.no_weekend_refunds' is declared "
         "fail_mode 'closed'; a spec may tighten a fail mode to 'closed', never loosen it to "
         "'open'",
-        "policy.yaml:6: middleware[1].settings.limit: Input should be greater than 0",
+        "policy.yaml:6: middleware 'acme.refund_limit': settings.limit: Input should be greater "
+        "than 0",
     ]
 
 

@@ -6,10 +6,13 @@ file, the line, the place in the document and the message are all part of the co
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
 
+from stageware._policy._spec._source import MAX_SPEC_BYTES
 from stageware.policy import SpecError, load_policy, read_policy
 
 from .conftest import WriteFile
@@ -32,11 +35,11 @@ def problems(path: Path, baseline: Path | None = None) -> list[str]:
     [
         (
             "version: 1\nmiddleware: [\n",
-            "policy.yaml:3: expected the node content, but found '<stream end>'",
+            "policy.yaml:3:1: expected the node content, but found '<stream end>'",
         ),
         (
             "version: 1\nmiddleware:\n  - use: a.b\n   band: app\n",
-            "policy.yaml:4: expected <block end>, but found '<block mapping start>'",
+            "policy.yaml:4:4: expected <block end>, but found '<block mapping start>'",
         ),
         ("", "policy.yaml:1: the file is empty; a spec starts with 'version: 1'"),
         ("# nothing\n", "policy.yaml:1: the file is empty; a spec starts with 'version: 1'"),
@@ -88,10 +91,110 @@ def test_a_file_that_is_not_plain_yaml_data(write: WriteFile, text: str, expecte
     assert problems(write("policy.yaml", text)) == [expected]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'version: 1\nblocked_message: "a\fb"\n',
+            "policy.yaml:2:20: the character U+000C ('\\x0c') is not allowed in YAML; remove it",
+        ),
+        (
+            "version: 1\n\0\n",
+            "policy.yaml:2:1: the character U+0000 ('\\x00') is not allowed in YAML; remove it",
+        ),
+        (
+            "version: 1\r\nblocked_message: \x1b[31mred\n",
+            "policy.yaml:2:18: the character U+001B ('\\x1b') is not allowed in YAML; remove it",
+        ),
+        (
+            "version: 1\nblocked_message: @x\n",
+            "policy.yaml:2:18: found character '@' that cannot start any token",
+        ),
+        (
+            "version: 1\nmiddleware: [a, b\n",
+            "policy.yaml:3:1: expected ',' or ']', but got '<stream end>'",
+        ),
+        (
+            "version: 1\n---\nversion: 1\n",
+            "policy.yaml:2:1: expected a single document in the stream, but found another document",
+        ),
+    ],
+    ids=["form-feed", "nul", "escape", "scanner", "parser", "composer"],
+)
+def test_what_yaml_refuses_is_a_problem_at_its_line_and_column(
+    write: WriteFile, text: str, expected: str
+) -> None:
+    path = write("policy.yaml", text)
+
+    assert problems(path) == [expected]
+    with pytest.raises(SpecError, match=f"^{re.escape(expected)}$"):
+        load_policy(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("!!float abc", "'abc' is not a valid !!float value"),
+        ("!!bool maybe", "'maybe' is not a valid !!bool value"),
+        ("!!int 1.5", "'1.5' is not a valid !!int value"),
+        ("!!null x", "'x' is not a valid !!null value"),
+    ],
+)
+def test_an_explicit_tag_must_fit_its_value(write: WriteFile, value: str, expected: str) -> None:
+    # PyYAML's constructors raise ValueError or KeyError for these, or read `!!null x` as null.
+    path = write("policy.yaml", f"version: 1\nretry_budgets: {{model.response: {value}}}\n")
+
+    assert problems(path) == [f"policy.yaml:2: retry_budgets['model.response']: {expected}"]
+
+
+def test_an_explicit_tag_may_write_a_float_as_an_integer(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        "version: 1\nmiddleware:\n  - use: acme.refund_limit\n    settings: {limit: !!float 1}\n",
+    )
+
+    # The float reaches the config model, whose strictness is its own: 1.0 is an integer.
+    assert read_policy(path).entries[0].settings == {"limit": 1.0}
+
+
 def test_a_file_that_is_not_utf8(write: WriteFile, tmp_path: Path) -> None:
     (tmp_path / "policy.yaml").write_bytes(b"version: 1\nblocked_message: caf\xe9\n")
 
-    assert problems(Path("policy.yaml")) == ["policy.yaml:2: byte 0xe9 is not UTF-8"]
+    assert problems(Path("policy.yaml")) == ["policy.yaml:2:21: byte 0xe9 is not UTF-8"]
+
+
+def test_a_file_over_the_bound_is_refused_unread(write: WriteFile, tmp_path: Path) -> None:
+    entry = "  - use: acme.audit_tools\n"
+    count = MAX_SPEC_BYTES // len(entry)
+    path = write("policy.yaml", "version: 1\nmiddleware:\n" + entry * count)
+    assert path.stat().st_size > MAX_SPEC_BYTES
+
+    assert problems(path) == [
+        "policy.yaml: is larger than 256 KiB, the most a spec file may hold (a spec lists "
+        "middleware and their settings, not data)"
+    ]
+
+
+def test_a_file_at_the_bound_is_read(write: WriteFile, tmp_path: Path) -> None:
+    head = "version: 1\nblocked_message: "
+    path = write("policy.yaml", head + "x" * (MAX_SPEC_BYTES - len(head) - 1) + "\n")
+    assert path.stat().st_size == MAX_SPEC_BYTES
+
+    assert read_policy(path).blocked_message == "x" * (MAX_SPEC_BYTES - len(head) - 1)
+
+
+def test_only_a_regular_file_is_read(write: WriteFile, tmp_path: Path) -> None:
+    # Reading /dev/zero never ends, and opening a FIFO waits for a writer: both would hang.
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "folder.yaml").mkdir()
+
+    assert problems(Path("/dev/zero")) == [
+        "/dev/zero: is a character device; a spec must be a regular file"
+    ]
+    assert problems(Path("fifo.yaml")) == ["fifo.yaml: is a FIFO; a spec must be a regular file"]
+    assert problems(Path("folder.yaml")) == [
+        "folder.yaml: is a directory; a spec must be a regular file"
+    ]
 
 
 def test_a_file_that_does_not_exist_is_an_os_error(write: WriteFile) -> None:
@@ -413,9 +516,10 @@ def test_bad_settings_are_reported_at_each_setting_with_pydantics_words(
         read_policy(path)
 
     assert str(caught.value).splitlines() == [
-        "policy.yaml:6: middleware[1].settings.limit: Input should be a valid integer, unable "
-        "to parse string as an integer",
-        "policy.yaml:7: middleware[1].settings.currency: Input should be a valid string",
+        "policy.yaml:6: middleware 'acme.refund_limit': settings.limit: Input should be a valid "
+        "integer, unable to parse string as an integer",
+        "policy.yaml:7: middleware 'acme.refund_limit': settings.currency: Input should be a "
+        "valid string",
     ]
     assert caught.value.middleware == "acme.refund_limit"
     assert caught.value.locations == (
@@ -437,7 +541,7 @@ def test_required_settings_left_out_and_settings_for_none(write: WriteFile) -> N
     )
 
     assert problems(path) == [
-        "policy.yaml:3: middleware[0].settings.limit: Field required",
+        "policy.yaml:3: middleware 'acme.refund_limit': settings.limit: Field required",
         "policy.yaml:4: middleware[1]: middleware 'acme.audit_tools' takes no settings (it "
         "declares no config model), got ['level']",
     ]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import final
 
@@ -35,6 +34,7 @@ from stageware._policy._rules import ALLOWED, allowed_names
 from ._document import DocPath, Document, Problem, spec_error
 from ._model import SpecEntry, SpecFile
 from ._references import resolve
+from ._source import read_source
 from ._validation import validate_settings, validate_spec
 
 __all__ = ["PolicySpec", "load_policy", "read_policy"]
@@ -146,7 +146,11 @@ def read_policy(
     problems: list[Problem] = []
     specs: list[tuple[Document, SpecFile, bool]] = []
     for file, is_baseline in files:
-        document = parse_yaml(Path(file).read_bytes(), os.fspath(file))
+        source = read_source(file, os.fspath(file))
+        if isinstance(source, Problem):
+            problems.append(source)
+            continue
+        document = parse_yaml(source, os.fspath(file))
         if isinstance(document, list):
             problems += document
             continue
