@@ -528,6 +528,102 @@ def test_bad_settings_are_reported_at_each_setting_with_pydantics_words(
     )
 
 
+def test_settings_must_be_finite_numbers_whatever_the_model_accepts(write: WriteFile) -> None:
+    # pydantic reads the text inf, nan and 1e400 into a float as infinity or NaN: a limit
+    # that could never trip.
+    write(
+        "app_policies.py",
+        """
+        from typing import Any
+
+        from pydantic import BaseModel, ConfigDict, Field
+
+        from stageware.policy import PolicyEnv, middleware
+
+
+        class Band(BaseModel):
+            low: float
+            high: float
+
+
+        class Settings(BaseModel):
+            limit: float
+            bands: list[Band] = []
+            per_tool: dict[str, float] = Field(default={}, alias="perTool")
+
+
+        class Unbounded(BaseModel):
+            model_config = ConfigDict(allow_inf_nan=True)
+            limit: float
+
+
+        @middleware(hooks=["run.start"], fail_mode="open", config=Settings)
+        class Capped:
+            def __init__(self, settings: Settings) -> None:
+                self.settings = settings
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+
+
+        @middleware(hooks=["run.start"], fail_mode="open", config=Unbounded)
+        class Open:
+            def __init__(self, settings: Unbounded) -> None:
+                self.settings = settings
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+        """,
+    )
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: app_policies:Capped
+            settings:
+              limit: inf
+              bands:
+                - {low: 1, high: 1e400}
+              perTool: {refund: -Infinity, search: 2.5, fetch: nan}
+          - use: app_policies:Open
+            settings: {limit: inf}
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:5: middleware 'Capped': settings.limit: infinite and NaN numbers are not "
+        "supported",
+        "policy.yaml:7: middleware 'Capped': settings.bands[0].high: infinite and NaN numbers "
+        "are not supported",
+        "policy.yaml:8: middleware 'Capped': settings.perTool.refund: infinite and NaN numbers "
+        "are not supported",
+        "policy.yaml:8: middleware 'Capped': settings.perTool.fetch: infinite and NaN numbers "
+        "are not supported",
+    ]
+
+
+def test_a_timeout_past_what_a_timedelta_holds_is_a_problem(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+            timeout: 99999999999999999999h
+          - use: acme.refund_limit
+            timeout: 100000000000000000000000
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:4: middleware[0].timeout: '99999999999999999999h' is longer than any "
+        "timeout can be",
+        "policy.yaml:6: middleware[1].timeout: 100000000000000000000000 is longer than any "
+        "timeout can be",
+    ]
+
+
 def test_required_settings_left_out_and_settings_for_none(write: WriteFile) -> None:
     path = write(
         "policy.yaml",

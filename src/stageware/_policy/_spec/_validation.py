@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from ._document import DocPath, Document, Problem
+from ._finite import non_finite
 from ._model import SpecEntry, SpecFile
 
 __all__ = ["validate_settings", "validate_spec"]
@@ -50,16 +51,20 @@ def validate_settings(
     """The problems of *settings* (at *path*) for *middleware*'s *config* model.
 
     In pydantic's words, which are the words of the model's author; each at the line of
-    the setting it is about.
+    the setting it is about. An infinite or NaN number the model accepts is a problem too
+    (see ``_finite``).
     """
     try:
-        config.model_validate(dict(settings or {}))
+        validated = config.model_validate(dict(settings or {}))
     except ValidationError as error:
         return [
             document.problem((*path, *_key_path(detail)), detail["msg"], middleware)
             for detail in error.errors()
         ]
-    return []
+    return [
+        document.problem((*path, *where), "infinite and NaN numbers are not supported", middleware)
+        for where in non_finite(validated)
+    ]
 
 
 def _key_path(detail: ErrorDetails) -> DocPath:
