@@ -687,6 +687,77 @@ def test_a_class_middleware_that_fails_to_build_is_reported_at_its_entry(
     ]
 
 
+def test_author_code_that_exits_is_a_problem_naming_where(write: WriteFile) -> None:
+    # A module, a class middleware's __init__ and a config model's validator are code the
+    # operator did not write; a sys.exit in them is reported, not obeyed.
+    write("scripted.py", "import sys\n\nsys.exit('done')\n")
+    write(
+        "app_policies.py",
+        """
+        import sys
+        from typing import Any
+
+        from pydantic import BaseModel, field_validator
+
+        from stageware.policy import PolicyEnv, middleware
+
+
+        class Settings(BaseModel):
+            url: str
+
+            @field_validator("url")
+            @classmethod
+            def reachable(cls, url: str) -> str:
+                if url == "quit":
+                    sys.exit(4)
+                return url
+
+
+        @middleware(hooks=["run.start"], fail_mode="open", config=Settings)
+        class Remote:
+            def __init__(self, settings: Settings) -> None:
+                sys.exit(5)
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+
+
+        @middleware(hooks=["run.end"], fail_mode="open", config=Settings)
+        class Other:
+            def __init__(self, settings: Settings) -> None:
+                self.settings = settings
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+        """,
+    )
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: scripted:anything
+          - use: app_policies:Remote
+            settings: {url: "http://policy.internal"}
+          - use: app_policies:Other
+            settings: {url: quit}
+        """,
+    )
+
+    expected = [
+        "policy.yaml:3: middleware[0].use: importing 'scripted' failed: it called "
+        "sys.exit('done'), which loading a policy does not allow",
+        "policy.yaml:4: middleware[1]: building middleware 'Remote' failed: it called "
+        "sys.exit(5), which loading a policy does not allow",
+        "policy.yaml:7: middleware 'Other': settings: validating failed: it called sys.exit(4), "
+        "which loading a policy does not allow",
+    ]
+    assert problems(path) == expected
+    with pytest.raises(SpecError) as caught:
+        load_policy(path)
+    assert str(caught.value).splitlines() == expected
+
+
 # --- Entries that repeat ----------------------------------------------------------------
 
 

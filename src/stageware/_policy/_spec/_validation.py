@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from stageware._policy._author_code import AUTHOR_FAILURES, describe_failure
+
 from ._document import DocPath, Document, Problem
 from ._finite import non_finite
 from ._model import SpecEntry, SpecFile
@@ -61,6 +63,8 @@ def validate_settings(
             document.problem((*path, *_key_path(detail)), detail["msg"], middleware)
             for detail in error.errors()
         ]
+    except AUTHOR_FAILURES as exc:  # a validator that is not pydantic's, and fails otherwise
+        return [document.problem(path, f"validating failed: {describe_failure(exc)}", middleware)]
     return [
         document.problem((*path, *where), "infinite and NaN numbers are not supported", middleware)
         for where in non_finite(validated)

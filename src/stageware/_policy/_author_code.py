@@ -1,0 +1,25 @@
+"""Code a middleware's author wrote, run while a policy loads: how its failure is contained.
+
+Loading a policy imports plugins and the modules a spec names, builds class middleware
+and validates settings with their config models: code the operator did not write. Its
+failure is a problem of the spec, reported with the others and naming the module or the
+middleware, not the end of the process. So ``Exception`` is caught there, and so is
+``SystemExit``: a module that calls ``sys.exit`` on import (a script named by mistake, a
+plugin that gives up) would otherwise end ``stageware policy check`` with its own exit
+status and no word of why. ``KeyboardInterrupt``, ``GeneratorExit`` and an async
+library's cancellation are not caught: they belong to the caller.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AUTHOR_FAILURES", "describe_failure"]
+
+AUTHOR_FAILURES = (Exception, SystemExit)
+"""What an author's code may raise that loading a policy reports as a problem."""
+
+
+def describe_failure(exc: BaseException) -> str:
+    """*exc* in a message: its type and text, or what a ``SystemExit`` means."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}), which loading a policy does not allow"
+    return f"{type(exc).__name__}: {exc}"
