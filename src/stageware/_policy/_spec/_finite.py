@@ -14,8 +14,8 @@ A config model whose setting may be infinite says so: ``allow_inf_nan=True`` in 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import Any, cast
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import cast
 
 from pydantic import BaseModel
 
@@ -37,13 +37,13 @@ def _walk(value: object, path: DocPath, *, allowed: bool) -> Iterator[DocPath]:
             key = field.alias if field.alias is not None else name
             yield from _walk(getattr(value, name), (*path, key), allowed=exempt)
     elif isinstance(value, dict):
-        for key, item in cast("dict[Any, Any]", value).items():
-            yield from _walk(item, (*path, str(key)), allowed=allowed)
+        for item_key, item in cast("Mapping[object, object]", value).items():
+            yield from _walk(item, (*path, str(item_key)), allowed=allowed)
     elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(cast("list[Any]", value)):
+        for index, item in enumerate(cast("Sequence[object]", value)):
             yield from _walk(item, (*path, index), allowed=allowed)
     elif isinstance(value, (set, frozenset)):
-        for item in cast("set[Any]", value):
+        for item in cast("Iterable[object]", value):
             yield from _walk(item, path, allowed=allowed)
     elif not allowed and isinstance(value, float) and not math.isfinite(value):
         yield path

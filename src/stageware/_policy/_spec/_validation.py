@@ -40,7 +40,7 @@ def validate_spec(document: Document) -> SpecFile | list[Problem]:
     except ValidationError as error:
         found = [document.problem(*_explain(detail)) for detail in error.errors()]
         # pydantic reports by field, unknown keys last; a reader goes down the file.
-        return sorted(found, key=lambda problem: problem.line)
+        return sorted(found, key=lambda problem: problem.line or 0)
 
 
 def validate_settings(

@@ -52,6 +52,10 @@ class _Loader(yaml.SafeLoader):
 
         def peek_event(self) -> yaml.Event: ...
 
+        def resolve(
+            self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]
+        ) -> str: ...
+
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
         line = 1 if event.start_mark is None else event.start_mark.line + 1
@@ -91,12 +95,13 @@ def parse_yaml(data: bytes, file: str) -> Document | list[Problem]:
         line, column = _position(text[: exc.position])
         return [Problem(file, line, (), _refused_character(exc.character), column=column)]
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (1, None) if mark is None else (mark.line + 1, mark.column + 1)
         message = exc.problem or exc.context or "invalid YAML"
         if exc.context and message.startswith("but "):  # "but found another document"
             message = f"{exc.context}, {message}"
-        return [Problem(file, line, (), message, column=column)]
+        mark = exc.problem_mark or exc.context_mark
+        if mark is None:
+            return [Problem(file, 1, (), message)]
+        return [Problem(file, mark.line + 1, (), message, column=mark.column + 1)]
     except yaml.YAMLError as exc:  # PyYAML's other errors carry no position
         return [Problem(file, 1, (), f"invalid YAML: {exc}")]
     finally:
@@ -104,6 +109,7 @@ def parse_yaml(data: bytes, file: str) -> Document | list[Problem]:
             loader.dispose()
     if node is None:
         return [Problem(file, 1, (), "the file is empty; a spec starts with 'version: 1'")]
+    assert loader is not None  # built, since a node was composed
     converter = _Converter(loader, file)
     result = converter.convert(node, ())
     if converter.problems:
