@@ -830,23 +830,93 @@ def test_an_application_spec_cannot_narrow_reconfigure_or_repeat_a_baseline_entr
     ]
 
 
-def test_problems_in_both_files_are_reported_together(write: WriteFile) -> None:
-    # The shape of both files is checked first; what their entries name, after.
-    org = write("org.yaml", "version: 1\nmiddleware:\n  - use: acme.audit_tool\n")
-    shapeless = write("policy.yaml", "version: 1\nretry_budget: {}\n")
-    misnamed = write("other.yaml", "version: 1\nmiddleware:\n  - use: acme.refund_limt\n")
-    bad_org = write("bad-org.yaml", "version: 1\nmiddleware: {}\n")
+def test_every_problem_of_both_files_is_reported_at_once(write: WriteFile) -> None:
+    # Each problem is independent of the others: none hides another.
+    org = write(
+        "org.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tool
+          - use: acme.no_weekend_refunds
+            band: baseline
+            fail_mode: shut
+          - use: odd.shout
+            band: baseline
+            hooks: [run.start]
+        blocked_mesage: Ask the finance team.
+        """,
+    )
+    spec = write(
+        "policy.yaml",
+        """
+        version: 1
+        retry_budget: {}
+        middleware:
+          - use: acme.refund_limit
+            settings: {limit: inf, currency: 7}
+          - use: acme.audit_tools
+            band: guardrial
+          - use: odd.whisper
+            band: baseline
+          - use: house_rules:polite
+        retry_budgets: {tool.before: 1}
+        """,
+    )
 
-    assert problems(shapeless, baseline=org) == [
-        "policy.yaml:2: retry_budget: unknown key 'retry_budget' (did you mean 'retry_budgets'?)"
-    ]
-    assert problems(shapeless, baseline=bad_org) == [
-        "bad-org.yaml:2: middleware: expected a list, got a mapping",
+    assert problems(spec, baseline=org) == [
+        "org.yaml:3: middleware[0].use: no middleware 'acme.audit_tool' (did you mean "
+        "'acme.audit_tools'?): the plugins of its namespace (acme-policies 1.2.0) contribute "
+        "acme.audit_tools, acme.no_weekend_refunds, acme.refund_limit",
+        "org.yaml:6: middleware[1].fail_mode: unknown fail mode 'shut' (valid: open, closed)",
+        "org.yaml:7: middleware[2]: middleware 'odd.shout': hooks may only narrow the declared "
+        "ones (output.final); run.start is not among them",
+        "org.yaml:10: blocked_mesage: unknown key 'blocked_mesage' (did you mean "
+        "'blocked_message'?)",
         "policy.yaml:2: retry_budget: unknown key 'retry_budget' (did you mean 'retry_budgets'?)",
+        "policy.yaml:5: middleware 'acme.refund_limit': settings.limit: Input should be a "
+        "valid integer, unable to parse string as an integer",
+        "policy.yaml:5: middleware 'acme.refund_limit': settings.currency: Input should be a "
+        "valid string",
+        "policy.yaml:7: middleware[1].band: unknown band 'guardrial'; did you mean "
+        "'guardrail'? (valid: baseline, guardrail, platform, app)",
+        "policy.yaml:8: middleware[2]: middleware 'odd.whisper': band 'baseline' is reserved "
+        "for the org baseline profile (pass it with baseline=...); use guardrail, platform or "
+        "app",
+        "policy.yaml:10: middleware[3].use: no module named 'house_rules' (searched sys.path: "
+        "is the package installed, or its directory the current one?)",
+        "policy.yaml:11: retry_budgets['tool.before']: tool.before allows Continue, Block, "
+        "Suspend, Escalate, not Retry, so it has no retry budget (hook points with one: "
+        "stream.chunk, model.response, tool.after)",
     ]
-    assert [line.split(": ", 2)[:2] for line in problems(misnamed, baseline=org)] == [
-        ["org.yaml:3", "middleware[0].use"],
-        ["other.yaml:3", "middleware[0].use"],
+
+
+def test_a_file_whose_version_is_wrong_is_reported_for_its_shape_only(
+    write: WriteFile,
+) -> None:
+    # A future version's entries may mean something else: they are not checked as version 1.
+    path = write(
+        "policy.yaml",
+        "version: 2\nmiddleware:\n  - use: acme.nothing\n    band: nowhere\n",
+    )
+
+    assert problems(path) == [
+        "policy.yaml:1: version: Input should be 1, got the number 2",
+        "policy.yaml:4: middleware[0].band: unknown band 'nowhere' (valid: baseline, "
+        "guardrail, platform, app)",
+    ]
+    assert problems(write("other.yaml", "middleware:\n  - use: acme.nothing\n")) == [
+        "other.yaml:1: version: missing required key 'version'"
+    ]
+
+
+def test_a_file_yaml_cannot_read_leaves_the_other_checked(write: WriteFile) -> None:
+    org = write("org.yaml", "version: 1\nmiddleware: [\n")
+    spec = write("policy.yaml", "version: 1\nmiddleware:\n  - use: acme.refund_limt\n")
+
+    assert [line.split(": ", 2)[:2] for line in problems(spec, baseline=org)] == [
+        ["org.yaml:3:1", "expected the node content, but found '<stream end>'"],
+        ["policy.yaml:3", "middleware[0].use"],
     ]
 
 
