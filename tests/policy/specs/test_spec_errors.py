@@ -49,6 +49,15 @@ def problems(path: Path, baseline: Path | None = None) -> list[str]:
             "policy.yaml:3: YAML anchors and aliases are not supported; write it out",
         ),
         (
+            # "Billion laughs": nine aliases per level expand to 10**9 strings.
+            "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            + "".join(
+                f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n"
+                for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+            ),
+            "policy.yaml:1: YAML anchors and aliases are not supported; write it out",
+        ),
+        (
             "version: 1\nblocked_message: !!binary aGk=\n",
             "policy.yaml:2: blocked_message: unsupported YAML value of type "
             "'tag:yaml.org,2002:binary'; quote it for text",
@@ -80,6 +89,7 @@ def problems(path: Path, baseline: Path | None = None) -> list[str]:
         "only-comment",
         "duplicate-key",
         "anchor",
+        "alias-bomb",
         "binary",
         "timestamp",
         "infinity",
