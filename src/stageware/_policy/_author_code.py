@@ -3,19 +3,22 @@
 Loading a policy imports plugins and the modules a spec names, builds class middleware
 and validates settings with their config models: code the operator did not write. Its
 failure is a problem of the spec, reported with the others and naming the module or the
-middleware, not the end of the process. So ``Exception`` is caught there, and so is
-``SystemExit``: a module that calls ``sys.exit`` on import (a script named by mistake, a
-plugin that gives up) would otherwise end ``stageware policy check`` with its own exit
-status and no word of why. ``KeyboardInterrupt``, ``GeneratorExit`` and an async
-library's cancellation are not caught: they belong to the caller.
+middleware, not the end of the process. So every exception is caught there, ``SystemExit``
+and other ``BaseException`` subclasses included: a module that calls ``sys.exit`` on
+import (a script named by mistake, a plugin that gives up) would otherwise end
+``stageware policy check`` with its own exit status and no word of why. What
+:data:`PASSING` names is not caught: a ``KeyboardInterrupt`` is the user's, and a
+generator's or a task's ending belongs to its caller.
 """
 
 from __future__ import annotations
 
-__all__ = ["AUTHOR_FAILURES", "describe_failure"]
+import asyncio
 
-AUTHOR_FAILURES = (Exception, SystemExit)
-"""What an author's code may raise that loading a policy reports as a problem."""
+__all__ = ["PASSING", "describe_failure"]
+
+PASSING = (KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)
+"""What loading a policy lets through from an author's code; it catches everything else."""
 
 
 def describe_failure(exc: BaseException) -> str:

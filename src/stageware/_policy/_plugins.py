@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, cast, final
 
-from ._author_code import AUTHOR_FAILURES, describe_failure
+from ._author_code import PASSING, describe_failure
 from ._declare import MiddlewareDef, check_name
 from ._errors import SpecError
 
@@ -79,7 +79,9 @@ class Plugin:
             ) from None
         try:
             target = self._entry_point.load()
-        except AUTHOR_FAILURES as exc:  # a plugin's import runs its authors' code
+        except PASSING:
+            raise
+        except BaseException as exc:  # a plugin's import runs its authors' code
             raise self._error(f"cannot be loaded: {describe_failure(exc)}") from exc
         # The same object exported twice (an alias in a module's __all__) is one middleware.
         found = list({id(declared): declared for declared in self._middleware_in(target)}.values())

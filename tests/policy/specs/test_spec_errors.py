@@ -768,6 +768,20 @@ def test_author_code_that_exits_is_a_problem_naming_where(write: WriteFile) -> N
     assert str(caught.value).splitlines() == expected
 
 
+def test_other_base_exceptions_are_contained_but_an_interrupt_passes(write: WriteFile) -> None:
+    write("stops.py", "class Stop(BaseException):\n    pass\n\n\nraise Stop('halt')\n")
+    write("interrupted.py", "raise KeyboardInterrupt\n")
+    stopping = write("policy.yaml", "version: 1\nmiddleware:\n  - use: stops:anything\n")
+    interrupted = write("other.yaml", "version: 1\nmiddleware:\n  - use: interrupted:x\n")
+
+    assert problems(stopping) == [
+        "policy.yaml:3: middleware[0].use: importing 'stops' failed: Stop: halt"
+    ]
+    # Ctrl-C while a policy loads is the user's: it stops the load.
+    with pytest.raises(KeyboardInterrupt):
+        read_policy(interrupted)
+
+
 # --- Entries that repeat ----------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from typing import final
 
 from stageware._generated.policy_points import HookPoint
 from stageware._host.models import Model
-from stageware._policy._author_code import AUTHOR_FAILURES, describe_failure
+from stageware._policy._author_code import PASSING, describe_failure
 from stageware._policy._declare import MiddlewareDef
 from stageware._policy._engine import PolicyEngine
 from stageware._policy._entries import PolicyEntry
@@ -294,7 +294,9 @@ class _Builder:
             )
         except SpecError as error:
             message = str(error)
-        except AUTHOR_FAILURES as exc:  # a class middleware's __init__ is its author's code
+        except PASSING:
+            raise
+        except BaseException as exc:  # a class middleware's __init__ is its author's code
             message = f"building middleware {declared.name!r} failed: {describe_failure(exc)}"
         self._problems.append(document.problem(path, message, declared.name))
         return None

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, cast
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from stageware._policy._author_code import AUTHOR_FAILURES, describe_failure
+from stageware._policy._author_code import PASSING, describe_failure
 
 from ._document import DocPath, Document, Problem
 from ._finite import non_finite
@@ -98,7 +98,9 @@ def validate_settings(
             document.problem((*path, *_key_path(detail)), detail["msg"], middleware)
             for detail in error.errors()
         ]
-    except AUTHOR_FAILURES as exc:  # a validator that is not pydantic's, and fails otherwise
+    except PASSING:
+        raise
+    except BaseException as exc:  # a validator that is not pydantic's, and fails otherwise
         return [document.problem(path, f"validating failed: {describe_failure(exc)}", middleware)]
     return [
         document.problem((*path, *where), "infinite and NaN numbers are not supported", middleware)
