@@ -102,8 +102,6 @@ def parse_yaml(data: bytes, file: str) -> Document | list[Problem]:
         if mark is None:
             return [Problem(file, 1, (), message)]
         return [Problem(file, mark.line + 1, (), message, column=mark.column + 1)]
-    except yaml.YAMLError as exc:  # PyYAML's other errors carry no position
-        return [Problem(file, 1, (), f"invalid YAML: {exc}")]
     finally:
         if loader is not None:
             loader.dispose()
@@ -127,9 +125,8 @@ def _position(before: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-def _refused_character(character: object) -> str:
-    # PyYAML gives the character's code point when it read text, a byte when it read bytes.
-    code = character if isinstance(character, int) else ord(str(character)[:1] or "\0")
+def _refused_character(code: int) -> str:
+    """What is wrong with the character PyYAML refused, given as its code point."""
     return f"the character U+{code:04X} ({chr(code)!r}) is not allowed in YAML; remove it"
 
 
