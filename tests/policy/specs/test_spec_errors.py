@@ -544,6 +544,7 @@ def test_settings_must_be_finite_numbers_whatever_the_model_accepts(write: Write
     write(
         "app_policies.py",
         """
+        from dataclasses import dataclass
         from typing import Any
 
         from pydantic import BaseModel, ConfigDict, Field
@@ -556,10 +557,16 @@ def test_settings_must_be_finite_numbers_whatever_the_model_accepts(write: Write
             high: float
 
 
+        @dataclass
+        class Window:
+            seconds: float
+
+
         class Settings(BaseModel):
             limit: float
             bands: list[Band] = []
             per_tool: dict[str, float] = Field(default={}, alias="perTool")
+            window: Window | None = None
 
 
         class Unbounded(BaseModel):
@@ -596,6 +603,7 @@ def test_settings_must_be_finite_numbers_whatever_the_model_accepts(write: Write
               bands:
                 - {low: 1, high: 1e400}
               perTool: {refund: -Infinity, search: 2.5, fetch: nan}
+              window: {seconds: "1e999"}
           - use: app_policies:Open
             settings: {limit: inf}
         """,
@@ -609,6 +617,8 @@ def test_settings_must_be_finite_numbers_whatever_the_model_accepts(write: Write
         "policy.yaml:8: middleware 'Capped': settings.perTool.refund: infinite and NaN numbers "
         "are not supported",
         "policy.yaml:8: middleware 'Capped': settings.perTool.fetch: infinite and NaN numbers "
+        "are not supported",
+        "policy.yaml:9: middleware 'Capped': settings.window.seconds: infinite and NaN numbers "
         "are not supported",
     ]
 

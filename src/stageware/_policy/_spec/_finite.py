@@ -13,6 +13,7 @@ A config model whose setting may be infinite says so: ``allow_inf_nan=True`` in 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import cast
@@ -36,6 +37,9 @@ def _walk(value: object, path: DocPath, *, allowed: bool) -> Iterator[DocPath]:
         for name, field in model.model_fields.items():
             key = field.alias if field.alias is not None else name
             yield from _walk(getattr(value, name), (*path, key), allowed=exempt)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for name in (attribute.name for attribute in dataclasses.fields(value)):
+            yield from _walk(getattr(value, name), (*path, name), allowed=allowed)
     elif isinstance(value, dict):
         for item_key, item in cast("Mapping[object, object]", value).items():
             yield from _walk(item, (*path, str(item_key)), allowed=allowed)
