@@ -185,6 +185,17 @@ def test_a_file_over_the_bound_is_refused_unread(write: WriteFile, tmp_path: Pat
     ]
 
 
+def test_a_huge_file_is_refused_without_reading_it_whole(write: WriteFile) -> None:
+    path = write("policy.yaml", "version: 1\n")
+    with path.open("r+b") as sparse:  # 64 MiB of NUL bytes that take no disk
+        sparse.truncate(64 * 1024**2)
+
+    assert problems(path) == [
+        "policy.yaml: is larger than 256 KiB, the most a spec file may hold (a spec lists "
+        "middleware and their settings, not data)"
+    ]
+
+
 def test_a_file_at_the_bound_is_read(write: WriteFile, tmp_path: Path) -> None:
     head = "version: 1\nblocked_message: "
     path = write("policy.yaml", head + "x" * (MAX_SPEC_BYTES - len(head) - 1) + "\n")
