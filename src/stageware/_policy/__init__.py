@@ -15,7 +15,7 @@ Modules, in the order a policy is used:
   timeouts and trace records; ``_approval``: the durable approval of a ``Suspend``.
 - ``_spec/``: policy spec files (YAML) read into entries, ``load_policy`` and
   ``read_policy``; ``_plugins`` finds the middleware plugins contribute through entry
-  points.
+  points; ``_author_code`` contains what their code raises while a policy loads.
 
 Public names are exported once, from ``stageware.policy``.
 """

@@ -38,7 +38,10 @@ def parse_timeout(value: object, where: str) -> timedelta | None:
         seconds = float(match[1]) * _UNITS[match[2]]
     else:
         seconds = float(value)
-    limit = timedelta(seconds=seconds) if math.isfinite(seconds) else timedelta(0)
+    try:
+        limit = timedelta(seconds=seconds) if math.isfinite(seconds) else timedelta(0)
+    except OverflowError:  # past timedelta's 999999999 days
+        raise ValueError(f"{where}: {value!r} is longer than any timeout can be") from None
     if not limit > timedelta(0):
         # timedelta rounds to microseconds: 1e-9 s would be a limit of zero.
         raise ValueError(f"{where}: a timeout must be a positive, finite duration, got {value!r}")

@@ -14,8 +14,8 @@ __all__ = ["SpecError", "problem_lines", "settings_error"]
 class SpecError(ValueError):
     """A policy spec, a baseline profile or a middleware's settings are invalid.
 
-    The message names where: ``policy.yaml:12: middleware[1].settings.limit: ...`` for a
-    spec file, or the middleware for settings given in code.
+    The message names where: ``policy.yaml:12: middleware 'acme.refund_limit':
+    settings.limit: ...`` for a spec file, or the middleware for settings given in code.
 
     Attributes:
         middleware: The middleware the error concerns, if it concerns one.

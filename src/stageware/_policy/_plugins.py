@@ -14,7 +14,8 @@ else its public ones).
 
 Plugins are imported lazily: a spec that asks for ``acme.x`` imports the plugins whose
 namespace is ``acme`` and no other, so a broken plugin the spec does not use cannot stop
-an application from starting, and loading a policy imports only what it installs. A
+an application from starting, and loading a policy imports only what it installs. That
+holds for a mistyped namespace too: the names suggested then are the entry points'. A
 broken plugin (one that fails to import, or points at something else) is a ``SpecError``
 naming the distribution and the entry point, raised when a spec asks for its namespace.
 Two plugins contributing the same qualified name are an error naming both distributions.
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, cast, final
 
+from ._author_code import PASSING, describe_failure
 from ._declare import MiddlewareDef, check_name
 from ._errors import SpecError
 
@@ -77,8 +79,10 @@ class Plugin:
             ) from None
         try:
             target = self._entry_point.load()
-        except Exception as exc:  # a plugin's import runs its authors' code
-            raise self._error(f"cannot be loaded: {type(exc).__name__}: {exc}") from exc
+        except PASSING:
+            raise
+        except BaseException as exc:  # a plugin's import runs its authors' code
+            raise self._error(f"cannot be loaded: {describe_failure(exc)}") from exc
         # The same object exported twice (an alias in a module's __all__) is one middleware.
         found = list({id(declared): declared for declared in self._middleware_in(target)}.values())
         if not found:
@@ -182,23 +186,18 @@ class PluginIndex:
                 f"point in {GROUP!r}); to import one from a module, write "
                 "'package.module:attribute'"
             )
-        # Only on this error path are the other plugins imported, to find what was meant;
-        # a broken one just offers no suggestion.
-        known: list[str] = []
-        for plugin in self._plugins:
-            try:
-                known += [declared.name for declared in self._load(plugin)]
-            except SpecError:
-                continue
+        # Suggested from the entry points' names alone: importing the other plugins to
+        # find what was meant would run code no spec asked for.
         namespaces = sorted({plugin.namespace for plugin in self._plugins})
-        hint = _did_you_mean(name, known)
         close = difflib.get_close_matches(name.split(".")[0], namespaces, n=1, cutoff=0.6)
-        if not hint and close:
-            hint = f" (did you mean the namespace {close[0]!r}?)"
+        hint = f" (did you mean the namespace {close[0]!r}?)" if close else ""
         if "." in name:
             why = f"no installed plugin has the namespace {name.split('.')[0]!r}"
         else:
-            why = "a plugin's middleware is named with the plugin's namespace first"
+            why = (
+                "a plugin's middleware is named with the plugin's namespace first "
+                f"('namespace.{name}')"
+            )
         return (
             f"no middleware {name!r}{hint}: {why} (plugins: {', '.join(namespaces)}); to "
             "import one from a module, write 'package.module:attribute'"

@@ -7,6 +7,7 @@ runs the command there, in a process of its own, as an operator would.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -113,7 +114,8 @@ def test_an_invalid_spec_exits_2_with_its_problems_and_no_traceback(
         "policy.yaml:3: middleware[0]: middleware 'acme.no_weekend_refunds' is declared "
         "fail_mode 'closed'; a spec may tighten a fail mode to 'closed', never loosen it to "
         "'open'",
-        "policy.yaml:6: middleware[1].settings.limit: Input should be greater than 0",
+        "policy.yaml:6: middleware 'acme.refund_limit': settings.limit: Input should be greater "
+        "than 0",
     ]
 
 
@@ -142,6 +144,48 @@ def test_module_references_are_found_in_the_working_directory(
     assert capsys.readouterr().out.splitlines()[-1] == (
         "  1.  polite  app  closed  timeout 1.5s  policy.yaml:3"
     )
+
+
+def test_a_character_yaml_refuses_exits_2_with_one_line(
+    write: WriteFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("policy.yaml", "version: 1\nblocked_message: no\fway\n")
+
+    assert main(["policy", "check", "policy.yaml"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "policy.yaml:2:20: the character U+000C ('\\x0c') is not allowed in YAML; remove it\n",
+    )
+
+
+def test_a_module_that_exits_on_import_is_a_problem_naming_it(write: WriteFile) -> None:
+    # sys.exit(0) from a module the spec names used to end the check with status 0 and no
+    # word: as if the spec were valid. Run as an operator would, in a process of its own.
+    write("house_rules.py", "import sys\n\nsys.exit(0)\n")
+    write(
+        "policy.yaml",
+        "version: 1\nmiddleware:\n  - use: house_rules:polite\n  - use: exits.anything\n",
+    )
+    script = Path(sysconfig.get_path("scripts")) / "stageware"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+    done = subprocess.run(
+        [str(script), "policy", "check", "policy.yaml"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "policy.yaml:3: middleware[0].use: importing 'house_rules' failed: it called "
+        "sys.exit(0), which loading a policy does not allow",
+        "policy.yaml:4: middleware[1].use: plugin entry point 'exits = odd_policies.exits' of "
+        "odd-policies 0.3.0: cannot be loaded: it called sys.exit(3), which loading a policy "
+        "does not allow",
+    ]
 
 
 def test_a_missing_file_exits_2_naming_it(

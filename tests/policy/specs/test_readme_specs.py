@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from stageware._policy._spec._source import MAX_SPEC_BYTES
 from stageware_codegen.cli import main
 
 from .conftest import PLUGINS, WriteFile
@@ -65,3 +66,10 @@ def test_the_entry_point_is_the_test_plugins() -> None:
     pyproject = (PLUGINS / "acme_policies" / "pyproject.toml").read_text(encoding="utf-8")
 
     assert " ".join(entry_point.split()) in " ".join(pyproject.split())
+
+
+def test_the_stated_size_bound_is_the_one_enforced() -> None:
+    stated = re.search(r"a regular file of at most (\d+) KiB", " ".join(_block().split()))
+
+    assert stated is not None
+    assert int(stated[1]) * 1024 == MAX_SPEC_BYTES

@@ -6,10 +6,13 @@ file, the line, the place in the document and the message are all part of the co
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
 
+from stageware._policy._spec._source import MAX_SPEC_BYTES
 from stageware.policy import SpecError, load_policy, read_policy
 
 from .conftest import WriteFile
@@ -32,11 +35,11 @@ def problems(path: Path, baseline: Path | None = None) -> list[str]:
     [
         (
             "version: 1\nmiddleware: [\n",
-            "policy.yaml:3: expected the node content, but found '<stream end>'",
+            "policy.yaml:3:1: expected the node content, but found '<stream end>'",
         ),
         (
             "version: 1\nmiddleware:\n  - use: a.b\n   band: app\n",
-            "policy.yaml:4: expected <block end>, but found '<block mapping start>'",
+            "policy.yaml:4:4: expected <block end>, but found '<block mapping start>'",
         ),
         ("", "policy.yaml:1: the file is empty; a spec starts with 'version: 1'"),
         ("# nothing\n", "policy.yaml:1: the file is empty; a spec starts with 'version: 1'"),
@@ -44,6 +47,15 @@ def problems(path: Path, baseline: Path | None = None) -> list[str]:
         (
             "version: 1\nmiddleware:\n  - &m {use: acme.audit_tools}\n",
             "policy.yaml:3: YAML anchors and aliases are not supported; write it out",
+        ),
+        (
+            # "Billion laughs": nine aliases per level expand to 10**9 strings.
+            "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            + "".join(
+                f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n"
+                for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+            ),
+            "policy.yaml:1: YAML anchors and aliases are not supported; write it out",
         ),
         (
             "version: 1\nblocked_message: !!binary aGk=\n",
@@ -77,6 +89,7 @@ def problems(path: Path, baseline: Path | None = None) -> list[str]:
         "only-comment",
         "duplicate-key",
         "anchor",
+        "alias-bomb",
         "binary",
         "timestamp",
         "infinity",
@@ -88,10 +101,121 @@ def test_a_file_that_is_not_plain_yaml_data(write: WriteFile, text: str, expecte
     assert problems(write("policy.yaml", text)) == [expected]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'version: 1\nblocked_message: "a\fb"\n',
+            "policy.yaml:2:20: the character U+000C ('\\x0c') is not allowed in YAML; remove it",
+        ),
+        (
+            "version: 1\n\0\n",
+            "policy.yaml:2:1: the character U+0000 ('\\x00') is not allowed in YAML; remove it",
+        ),
+        (
+            "version: 1\r\nblocked_message: \x1b[31mred\n",
+            "policy.yaml:2:18: the character U+001B ('\\x1b') is not allowed in YAML; remove it",
+        ),
+        (
+            "version: 1\nblocked_message: @x\n",
+            "policy.yaml:2:18: found character '@' that cannot start any token",
+        ),
+        (
+            "version: 1\nmiddleware: [a, b\n",
+            "policy.yaml:3:1: expected ',' or ']', but got '<stream end>'",
+        ),
+        (
+            "version: 1\n---\nversion: 1\n",
+            "policy.yaml:2:1: expected a single document in the stream, but found another document",
+        ),
+    ],
+    ids=["form-feed", "nul", "escape", "scanner", "parser", "composer"],
+)
+def test_what_yaml_refuses_is_a_problem_at_its_line_and_column(
+    write: WriteFile, text: str, expected: str
+) -> None:
+    path = write("policy.yaml", text)
+
+    assert problems(path) == [expected]
+    with pytest.raises(SpecError, match=f"^{re.escape(expected)}$"):
+        load_policy(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("!!float abc", "'abc' is not a valid !!float value"),
+        ("!!bool maybe", "'maybe' is not a valid !!bool value"),
+        ("!!int 1.5", "'1.5' is not a valid !!int value"),
+        ("!!null x", "'x' is not a valid !!null value"),
+    ],
+)
+def test_an_explicit_tag_must_fit_its_value(write: WriteFile, value: str, expected: str) -> None:
+    # PyYAML's constructors raise ValueError or KeyError for these, or read `!!null x` as null.
+    path = write("policy.yaml", f"version: 1\nretry_budgets: {{model.response: {value}}}\n")
+
+    assert problems(path) == [f"policy.yaml:2: retry_budgets['model.response']: {expected}"]
+
+
+def test_an_explicit_tag_may_write_a_float_as_an_integer(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        "version: 1\nmiddleware:\n  - use: acme.refund_limit\n    settings: {limit: !!float 1}\n",
+    )
+
+    # The float reaches the config model, whose strictness is its own: 1.0 is an integer.
+    assert read_policy(path).entries[0].settings == {"limit": 1.0}
+
+
 def test_a_file_that_is_not_utf8(write: WriteFile, tmp_path: Path) -> None:
     (tmp_path / "policy.yaml").write_bytes(b"version: 1\nblocked_message: caf\xe9\n")
 
-    assert problems(Path("policy.yaml")) == ["policy.yaml:2: byte 0xe9 is not UTF-8"]
+    assert problems(Path("policy.yaml")) == ["policy.yaml:2:21: byte 0xe9 is not UTF-8"]
+
+
+def test_a_file_over_the_bound_is_refused_unread(write: WriteFile, tmp_path: Path) -> None:
+    entry = "  - use: acme.audit_tools\n"
+    count = MAX_SPEC_BYTES // len(entry)
+    path = write("policy.yaml", "version: 1\nmiddleware:\n" + entry * count)
+    assert path.stat().st_size > MAX_SPEC_BYTES
+
+    assert problems(path) == [
+        "policy.yaml: is larger than 256 KiB, the most a spec file may hold (a spec lists "
+        "middleware and their settings, not data)"
+    ]
+
+
+def test_a_huge_file_is_refused_without_reading_it_whole(write: WriteFile) -> None:
+    path = write("policy.yaml", "version: 1\n")
+    with path.open("r+b") as sparse:  # 64 MiB of NUL bytes that take no disk
+        sparse.truncate(64 * 1024**2)
+
+    assert problems(path) == [
+        "policy.yaml: is larger than 256 KiB, the most a spec file may hold (a spec lists "
+        "middleware and their settings, not data)"
+    ]
+
+
+def test_a_file_at_the_bound_is_read(write: WriteFile, tmp_path: Path) -> None:
+    head = "version: 1\nblocked_message: "
+    path = write("policy.yaml", head + "x" * (MAX_SPEC_BYTES - len(head) - 1) + "\n")
+    assert path.stat().st_size == MAX_SPEC_BYTES
+
+    assert read_policy(path).blocked_message == "x" * (MAX_SPEC_BYTES - len(head) - 1)
+
+
+def test_only_a_regular_file_is_read(write: WriteFile, tmp_path: Path) -> None:
+    # Reading /dev/zero never ends, and opening a FIFO waits for a writer: both would hang.
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "folder.yaml").mkdir()
+
+    assert problems(Path("/dev/zero")) == [
+        "/dev/zero: is a character device; a spec must be a regular file"
+    ]
+    assert problems(Path("fifo.yaml")) == ["fifo.yaml: is a FIFO; a spec must be a regular file"]
+    assert problems(Path("folder.yaml")) == [
+        "folder.yaml: is a directory; a spec must be a regular file"
+    ]
 
 
 def test_a_file_that_does_not_exist_is_an_os_error(write: WriteFile) -> None:
@@ -413,15 +537,122 @@ def test_bad_settings_are_reported_at_each_setting_with_pydantics_words(
         read_policy(path)
 
     assert str(caught.value).splitlines() == [
-        "policy.yaml:6: middleware[1].settings.limit: Input should be a valid integer, unable "
-        "to parse string as an integer",
-        "policy.yaml:7: middleware[1].settings.currency: Input should be a valid string",
+        "policy.yaml:6: middleware 'acme.refund_limit': settings.limit: Input should be a valid "
+        "integer, unable to parse string as an integer",
+        "policy.yaml:7: middleware 'acme.refund_limit': settings.currency: Input should be a "
+        "valid string",
     ]
     assert caught.value.middleware == "acme.refund_limit"
     assert caught.value.locations == (
         ("middleware", 1, "settings", "limit"),
         ("middleware", 1, "settings", "currency"),
     )
+
+
+def test_settings_must_be_finite_numbers_whatever_the_model_accepts(write: WriteFile) -> None:
+    # pydantic reads the text inf, nan and 1e400 into a float as infinity or NaN: a limit
+    # that could never trip.
+    write(
+        "app_policies.py",
+        """
+        from dataclasses import dataclass
+        from typing import Any
+
+        from pydantic import BaseModel, ConfigDict, Field
+
+        from stageware.policy import PolicyEnv, middleware
+
+
+        class Band(BaseModel):
+            low: float
+            high: float
+
+
+        @dataclass
+        class Window:
+            seconds: float
+
+
+        class Settings(BaseModel):
+            limit: float
+            bands: list[Band] = []
+            per_tool: dict[str, float] = Field(default={}, alias="perTool")
+            window: Window | None = None
+
+
+        class Unbounded(BaseModel):
+            model_config = ConfigDict(allow_inf_nan=True)
+            limit: float
+
+
+        @middleware(hooks=["run.start"], fail_mode="open", config=Settings)
+        class Capped:
+            def __init__(self, settings: Settings) -> None:
+                self.settings = settings
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+
+
+        @middleware(hooks=["run.start"], fail_mode="open", config=Unbounded)
+        class Open:
+            def __init__(self, settings: Unbounded) -> None:
+                self.settings = settings
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+        """,
+    )
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: app_policies:Capped
+            settings:
+              limit: inf
+              bands:
+                - {low: 1, high: 1e400}
+              perTool: {refund: -Infinity, search: 2.5, fetch: nan}
+              window: {seconds: "1e999"}
+          - use: app_policies:Open
+            settings: {limit: inf}
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:5: middleware 'Capped': settings.limit: infinite and NaN numbers are not "
+        "supported",
+        "policy.yaml:7: middleware 'Capped': settings.bands[0].high: infinite and NaN numbers "
+        "are not supported",
+        "policy.yaml:8: middleware 'Capped': settings.perTool.refund: infinite and NaN numbers "
+        "are not supported",
+        "policy.yaml:8: middleware 'Capped': settings.perTool.fetch: infinite and NaN numbers "
+        "are not supported",
+        "policy.yaml:9: middleware 'Capped': settings.window.seconds: infinite and NaN numbers "
+        "are not supported",
+    ]
+
+
+def test_a_timeout_past_what_a_timedelta_holds_is_a_problem(write: WriteFile) -> None:
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tools
+            timeout: 99999999999999999999h
+          - use: acme.refund_limit
+            timeout: 100000000000000000000000
+        """,
+    )
+
+    assert problems(path) == [
+        "policy.yaml:4: middleware[0].timeout: '99999999999999999999h' is longer than any "
+        "timeout can be",
+        "policy.yaml:6: middleware[1].timeout: 100000000000000000000000 is longer than any "
+        "timeout can be",
+    ]
 
 
 def test_required_settings_left_out_and_settings_for_none(write: WriteFile) -> None:
@@ -437,7 +668,7 @@ def test_required_settings_left_out_and_settings_for_none(write: WriteFile) -> N
     )
 
     assert problems(path) == [
-        "policy.yaml:3: middleware[0].settings.limit: Field required",
+        "policy.yaml:3: middleware 'acme.refund_limit': settings.limit: Field required",
         "policy.yaml:4: middleware[1]: middleware 'acme.audit_tools' takes no settings (it "
         "declares no config model), got ['level']",
     ]
@@ -485,6 +716,91 @@ def test_a_class_middleware_that_fails_to_build_is_reported_at_its_entry(
         "policy.yaml:3: middleware[0]: building middleware 'Remote' failed: ConnectionError: "
         "cannot reach http://policy.internal"
     ]
+
+
+def test_author_code_that_exits_is_a_problem_naming_where(write: WriteFile) -> None:
+    # A module, a class middleware's __init__ and a config model's validator are code the
+    # operator did not write; a sys.exit in them is reported, not obeyed.
+    write("scripted.py", "import sys\n\nsys.exit('done')\n")
+    write(
+        "app_policies.py",
+        """
+        import sys
+        from typing import Any
+
+        from pydantic import BaseModel, field_validator
+
+        from stageware.policy import PolicyEnv, middleware
+
+
+        class Settings(BaseModel):
+            url: str
+
+            @field_validator("url")
+            @classmethod
+            def reachable(cls, url: str) -> str:
+                if url == "quit":
+                    sys.exit(4)
+                return url
+
+
+        @middleware(hooks=["run.start"], fail_mode="open", config=Settings)
+        class Remote:
+            def __init__(self, settings: Settings) -> None:
+                sys.exit(5)
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+
+
+        @middleware(hooks=["run.end"], fail_mode="open", config=Settings)
+        class Other:
+            def __init__(self, settings: Settings) -> None:
+                self.settings = settings
+
+            async def __call__(self, event: Any, env: PolicyEnv) -> None:
+                return None
+        """,
+    )
+    path = write(
+        "policy.yaml",
+        """
+        version: 1
+        middleware:
+          - use: scripted:anything
+          - use: app_policies:Remote
+            settings: {url: "http://policy.internal"}
+          - use: app_policies:Other
+            settings: {url: quit}
+        """,
+    )
+
+    expected = [
+        "policy.yaml:3: middleware[0].use: importing 'scripted' failed: it called "
+        "sys.exit('done'), which loading a policy does not allow",
+        "policy.yaml:4: middleware[1]: building middleware 'Remote' failed: it called "
+        "sys.exit(5), which loading a policy does not allow",
+        "policy.yaml:7: middleware 'Other': settings: validating failed: it called sys.exit(4), "
+        "which loading a policy does not allow",
+    ]
+    assert problems(path) == expected
+    with pytest.raises(SpecError) as caught:
+        load_policy(path)
+    assert str(caught.value).splitlines() == expected
+
+
+def test_other_base_exceptions_are_contained_but_an_interrupt_passes(write: WriteFile) -> None:
+    write("stops.py", "class Stop(BaseException):\n    pass\n\n\nraise Stop('halt')\n")
+    write("interrupted.py", "raise KeyboardInterrupt\n")
+    stopping = write("policy.yaml", "version: 1\nmiddleware:\n  - use: stops:anything\n")
+    interrupted = write("other.yaml", "version: 1\nmiddleware:\n  - use: interrupted:x\n")
+
+    assert problems(stopping) == [
+        "policy.yaml:3: middleware[0].use: importing 'stops' failed: Stop: halt"
+    ]
+    # Ctrl-C while a policy loads is the user's: it stops the load.
+    with pytest.raises(KeyboardInterrupt):
+        read_policy(interrupted)
 
 
 # --- Entries that repeat ----------------------------------------------------------------
@@ -559,23 +875,93 @@ def test_an_application_spec_cannot_narrow_reconfigure_or_repeat_a_baseline_entr
     ]
 
 
-def test_problems_in_both_files_are_reported_together(write: WriteFile) -> None:
-    # The shape of both files is checked first; what their entries name, after.
-    org = write("org.yaml", "version: 1\nmiddleware:\n  - use: acme.audit_tool\n")
-    shapeless = write("policy.yaml", "version: 1\nretry_budget: {}\n")
-    misnamed = write("other.yaml", "version: 1\nmiddleware:\n  - use: acme.refund_limt\n")
-    bad_org = write("bad-org.yaml", "version: 1\nmiddleware: {}\n")
+def test_every_problem_of_both_files_is_reported_at_once(write: WriteFile) -> None:
+    # Each problem is independent of the others: none hides another.
+    org = write(
+        "org.yaml",
+        """
+        version: 1
+        middleware:
+          - use: acme.audit_tool
+          - use: acme.no_weekend_refunds
+            band: baseline
+            fail_mode: shut
+          - use: odd.shout
+            band: baseline
+            hooks: [run.start]
+        blocked_mesage: Ask the finance team.
+        """,
+    )
+    spec = write(
+        "policy.yaml",
+        """
+        version: 1
+        retry_budget: {}
+        middleware:
+          - use: acme.refund_limit
+            settings: {limit: inf, currency: 7}
+          - use: acme.audit_tools
+            band: guardrial
+          - use: odd.whisper
+            band: baseline
+          - use: house_rules:polite
+        retry_budgets: {tool.before: 1}
+        """,
+    )
 
-    assert problems(shapeless, baseline=org) == [
-        "policy.yaml:2: retry_budget: unknown key 'retry_budget' (did you mean 'retry_budgets'?)"
-    ]
-    assert problems(shapeless, baseline=bad_org) == [
-        "bad-org.yaml:2: middleware: expected a list, got a mapping",
+    assert problems(spec, baseline=org) == [
+        "org.yaml:3: middleware[0].use: no middleware 'acme.audit_tool' (did you mean "
+        "'acme.audit_tools'?): the plugins of its namespace (acme-policies 1.2.0) contribute "
+        "acme.audit_tools, acme.no_weekend_refunds, acme.refund_limit",
+        "org.yaml:6: middleware[1].fail_mode: unknown fail mode 'shut' (valid: open, closed)",
+        "org.yaml:7: middleware[2]: middleware 'odd.shout': hooks may only narrow the declared "
+        "ones (output.final); run.start is not among them",
+        "org.yaml:10: blocked_mesage: unknown key 'blocked_mesage' (did you mean "
+        "'blocked_message'?)",
         "policy.yaml:2: retry_budget: unknown key 'retry_budget' (did you mean 'retry_budgets'?)",
+        "policy.yaml:5: middleware 'acme.refund_limit': settings.limit: Input should be a "
+        "valid integer, unable to parse string as an integer",
+        "policy.yaml:5: middleware 'acme.refund_limit': settings.currency: Input should be a "
+        "valid string",
+        "policy.yaml:7: middleware[1].band: unknown band 'guardrial'; did you mean "
+        "'guardrail'? (valid: baseline, guardrail, platform, app)",
+        "policy.yaml:8: middleware[2]: middleware 'odd.whisper': band 'baseline' is reserved "
+        "for the org baseline profile (pass it with baseline=...); use guardrail, platform or "
+        "app",
+        "policy.yaml:10: middleware[3].use: no module named 'house_rules' (searched sys.path: "
+        "is the package installed, or its directory the current one?)",
+        "policy.yaml:11: retry_budgets['tool.before']: tool.before allows Continue, Block, "
+        "Suspend, Escalate, not Retry, so it has no retry budget (hook points with one: "
+        "stream.chunk, model.response, tool.after)",
     ]
-    assert [line.split(": ", 2)[:2] for line in problems(misnamed, baseline=org)] == [
-        ["org.yaml:3", "middleware[0].use"],
-        ["other.yaml:3", "middleware[0].use"],
+
+
+def test_a_file_whose_version_is_wrong_is_reported_for_its_shape_only(
+    write: WriteFile,
+) -> None:
+    # A future version's entries may mean something else: they are not checked as version 1.
+    path = write(
+        "policy.yaml",
+        "version: 2\nmiddleware:\n  - use: acme.nothing\n    band: nowhere\n",
+    )
+
+    assert problems(path) == [
+        "policy.yaml:1: version: Input should be 1, got the number 2",
+        "policy.yaml:4: middleware[0].band: unknown band 'nowhere' (valid: baseline, "
+        "guardrail, platform, app)",
+    ]
+    assert problems(write("other.yaml", "middleware:\n  - use: acme.nothing\n")) == [
+        "other.yaml:1: version: missing required key 'version'"
+    ]
+
+
+def test_a_file_yaml_cannot_read_leaves_the_other_checked(write: WriteFile) -> None:
+    org = write("org.yaml", "version: 1\nmiddleware: [\n")
+    spec = write("policy.yaml", "version: 1\nmiddleware:\n  - use: acme.refund_limt\n")
+
+    assert [line.split(": ", 2)[:2] for line in problems(spec, baseline=org)] == [
+        ["org.yaml:3:1", "expected the node content, but found '<stream end>'"],
+        ["policy.yaml:3", "middleware[0].use"],
     ]
 
 

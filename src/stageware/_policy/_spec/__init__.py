@@ -18,10 +18,11 @@ The org baseline profile, the operator's file, has the same shape and is read fi
 is the only file whose entries may use the baseline band, and an application spec may
 not name what it installs (see ``_read``). PyYAML comes with the ``policy`` extra.
 
-The steps, one module each: ``_yaml`` parses a file keeping lines, ``_model`` and
-``_validation`` check its shape, ``_references`` finds the middleware an entry names, and
-``_read`` builds the entries and holds the rules between files. ``_document`` is the
-parsed file and how its problems are written (``file:line: path: message``).
+The steps, one module each: ``_source`` reads a file within a bound, ``_yaml`` parses it
+keeping lines, ``_model`` and ``_validation`` check its shape (``_finite``: settings are
+finite numbers), ``_references`` finds the middleware an entry names, and ``_read`` builds
+the entries and holds the rules between files. ``_document`` is the parsed file and how
+its problems are written (``file:line: path: message``).
 """
 
 from ._read import PolicySpec, load_policy, read_policy

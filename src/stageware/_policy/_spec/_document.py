@@ -22,19 +22,38 @@ DocPath = tuple[str | int, ...]
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One problem in a spec file, and the middleware it concerns, if one."""
+    """One problem in a spec file, and the middleware it concerns, if one.
+
+    ``line`` is ``None`` for a problem with the file as a whole (too large, not a file);
+    ``column`` is given where YAML itself stopped reading.
+    """
 
     file: str
-    line: int
+    line: int | None
     path: DocPath
     message: str
     middleware: str | None = None
+    column: int | None = None
 
     def __str__(self) -> str:
+        at = self.file
+        if self.line is not None:
+            at += f":{self.line}" + ("" if self.column is None else f":{self.column}")
         where = format_path(self.path)
+        if self._names_its_middleware():
+            # An editor has the line; a reader needs the middleware's name, which an
+            # entry's position (middleware[3]) does not say.
+            below = format_path(self.path[2:])
+            where = f"middleware {self.middleware!r}" + (f": {below}" if below else "")
         if where:
-            return f"{self.file}:{self.line}: {where}: {self.message}"
-        return f"{self.file}:{self.line}: {self.message}"
+            return f"{at}: {where}: {self.message}"
+        return f"{at}: {self.message}"
+
+    def _names_its_middleware(self) -> bool:
+        """Whether the entry's middleware goes before the message, which does not name it."""
+        if self.middleware is None or f"{self.middleware!r}" in self.message:
+            return False
+        return len(self.path) >= 2 and self.path[0] == "middleware"
 
 
 @dataclass(frozen=True, slots=True)

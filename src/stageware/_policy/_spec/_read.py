@@ -18,12 +18,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import final
 
 from stageware._generated.policy_points import HookPoint
 from stageware._host.models import Model
+from stageware._policy._author_code import PASSING, describe_failure
 from stageware._policy._declare import MiddlewareDef
 from stageware._policy._engine import PolicyEngine
 from stageware._policy._entries import PolicyEntry
@@ -33,9 +33,10 @@ from stageware._policy._plugins import PluginIndex, installed_plugins
 from stageware._policy._rules import ALLOWED, allowed_names
 
 from ._document import DocPath, Document, Problem, spec_error
-from ._model import SpecEntry, SpecFile
+from ._model import SpecEntry
 from ._references import resolve
-from ._validation import validate_settings, validate_spec
+from ._source import read_source
+from ._validation import CheckedSpec, validate_settings, validate_spec
 
 __all__ = ["PolicySpec", "load_policy", "read_policy"]
 
@@ -144,22 +145,29 @@ def read_policy(
     files = [(baseline, True)] if baseline is not None else []
     files.append((path, False))
     problems: list[Problem] = []
-    specs: list[tuple[Document, SpecFile, bool]] = []
+    specs: list[tuple[Document, CheckedSpec, bool]] = []
     for file, is_baseline in files:
-        document = parse_yaml(Path(file).read_bytes(), os.fspath(file))
+        source = read_source(file, os.fspath(file))
+        if isinstance(source, Problem):
+            problems.append(source)
+            continue
+        document = parse_yaml(source, os.fspath(file))
         if isinstance(document, list):
             problems += document
             continue
-        spec = validate_spec(document)
-        if isinstance(spec, list):
-            problems += spec
-            continue
-        specs.append((document, spec, is_baseline))
-    if problems:
-        raise spec_error(problems)
+        # What is wrong with the file's shape is reported, and what is right is built:
+        # an entry's problems show in the same run as a misspelt key elsewhere.
+        checked = validate_spec(document)
+        problems += checked.problems
+        if checked.spec is not None:
+            specs.append((document, checked, is_baseline))
     builder = _Builder(PluginIndex(installed_plugins()))
-    for document, spec, is_baseline in specs:
-        builder.add(document, spec, baseline=is_baseline)
+    for document, checked, is_baseline in specs:
+        builder.add(document, checked, baseline=is_baseline)
+    problems += builder.problems
+    if problems:
+        order = {os.fspath(file): index for index, (file, _) in enumerate(files)}
+        raise spec_error(sorted(problems, key=lambda p: (order[p.file], p.line or 0)))
     return builder.result()
 
 
@@ -184,8 +192,10 @@ class _Builder:
         self._escalated_message: str | None = None
         self._problems: list[Problem] = []
 
-    def add(self, document: Document, spec: SpecFile, *, baseline: bool) -> None:
-        for index, item in enumerate(spec.middleware):
+    def add(self, document: Document, checked: CheckedSpec, *, baseline: bool) -> None:
+        spec = checked.spec
+        assert spec is not None  # the caller adds only what has a valid part
+        for index, item in zip(checked.positions, spec.middleware, strict=True):
             self._add_entry(document, ("middleware", index), item, baseline=baseline)
         for hook, budget in spec.retry_budgets.items():
             if Retry in ALLOWED[hook]:
@@ -205,9 +215,13 @@ class _Builder:
         if spec.escalated_message is not None:
             self._escalated_message = spec.escalated_message
 
+    @property
+    def problems(self) -> list[Problem]:
+        """The problems found in the entries, budgets and messages added so far."""
+        return self._problems
+
     def result(self) -> PolicySpec:
-        if self._problems:
-            raise spec_error(self._problems)
+        """What the files install; only without :attr:`problems`."""
         return PolicySpec(
             entries=tuple(self._entries),
             retry_budgets=MappingProxyType(dict(self._budgets)),
@@ -280,7 +294,9 @@ class _Builder:
             )
         except SpecError as error:
             message = str(error)
-        except Exception as exc:  # a class middleware's __init__ is its author's code
-            message = f"building middleware {declared.name!r} failed: {type(exc).__name__}: {exc}"
+        except PASSING:
+            raise
+        except BaseException as exc:  # a class middleware's __init__ is its author's code
+            message = f"building middleware {declared.name!r} failed: {describe_failure(exc)}"
         self._problems.append(document.problem(path, message, declared.name))
         return None

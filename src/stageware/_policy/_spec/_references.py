@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import importlib
 
+from stageware._policy._author_code import PASSING, describe_failure
 from stageware._policy._declare import MiddlewareDef
 from stageware._policy._errors import SpecError
 from stageware._policy._plugins import PluginIndex
@@ -58,5 +59,7 @@ def _import(name: str) -> object:
                 "or its directory the current one?)"
             ) from exc
         raise SpecError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from exc
-    except Exception as exc:  # the module's own code ran, and raised
-        raise SpecError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from exc
+    except PASSING:
+        raise
+    except BaseException as exc:  # the module's own code ran, and raised or exited
+        raise SpecError(f"importing {name!r} failed: {describe_failure(exc)}") from exc

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from stageware._policy._author_code import PASSING, describe_failure
+
 from ._document import DocPath, Document, Problem
+from ._finite import non_finite
 from ._model import SpecEntry, SpecFile
 
-__all__ = ["validate_settings", "validate_spec"]
+__all__ = ["CheckedSpec", "validate_settings", "validate_spec"]
 
 _EXPECTED = {
     "dict_type": "a mapping",
@@ -30,14 +33,49 @@ _EXPECTED = {
 """What a value of the wrong kind should have been, by pydantic error type."""
 
 
-def validate_spec(document: Document) -> SpecFile | list[Problem]:
-    """The spec in *document*, or its problems in document order."""
+class CheckedSpec(NamedTuple):
+    """A spec file checked for shape: what of it is valid, and its problems."""
+
+    spec: SpecFile | None
+    """What remains valid once every entry and every other key with a problem is left
+    out, so that the rest can be checked in the same run; ``None`` if that is nothing
+    worth checking (not a mapping, or no valid ``version``)."""
+    positions: tuple[int, ...]
+    """Where each of ``spec.middleware`` is in the file's ``middleware`` list."""
+    problems: list[Problem]
+    """The problems, in document order."""
+
+
+def validate_spec(document: Document) -> CheckedSpec:
+    """*document* checked against the spec's shape."""
     try:
-        return SpecFile.model_validate(document.data)
+        spec = SpecFile.model_validate(document.data)
+        return CheckedSpec(spec, tuple(range(len(spec.middleware))), [])
     except ValidationError as error:
-        found = [document.problem(*_explain(detail)) for detail in error.errors()]
-        # pydantic reports by field, unknown keys last; a reader goes down the file.
-        return sorted(found, key=lambda problem: problem.line)
+        details = error.errors()
+    found = [document.problem(*_explain(detail)) for detail in details]
+    # pydantic reports by field, unknown keys last; a reader goes down the file.
+    found.sort(key=lambda problem: problem.line or 0)
+    data: object = document.data  # plain data: dicts with str keys, lists and scalars
+    if not isinstance(data, dict):
+        return CheckedSpec(None, (), found)
+    rest = dict(cast("dict[str, Any]", data))
+    broken: set[object] = set()  # entries with a problem, by position
+    for detail in details:
+        loc = detail["loc"]
+        if loc[:1] == ("middleware",) and len(loc) >= 2 and isinstance(loc[1], int):
+            broken.add(loc[1])
+        elif loc:
+            rest.pop(str(loc[0]), None)
+    if "version" not in rest:
+        return CheckedSpec(None, (), found)  # of another version, or of none
+    entries = cast("list[Any]", rest.get("middleware", []))
+    positions = tuple(at for at in range(len(entries)) if at not in broken)
+    rest["middleware"] = [entries[at] for at in positions]
+    try:
+        return CheckedSpec(SpecFile.model_validate(rest), positions, found)
+    except ValidationError:  # not expected: every key with a problem was left out
+        return CheckedSpec(None, (), found)
 
 
 def validate_settings(
@@ -50,16 +88,24 @@ def validate_settings(
     """The problems of *settings* (at *path*) for *middleware*'s *config* model.
 
     In pydantic's words, which are the words of the model's author; each at the line of
-    the setting it is about.
+    the setting it is about. An infinite or NaN number the model accepts is a problem too
+    (see ``_finite``).
     """
     try:
-        config.model_validate(dict(settings or {}))
+        validated = config.model_validate(dict(settings or {}))
     except ValidationError as error:
         return [
             document.problem((*path, *_key_path(detail)), detail["msg"], middleware)
             for detail in error.errors()
         ]
-    return []
+    except PASSING:
+        raise
+    except BaseException as exc:  # a validator that is not pydantic's, and fails otherwise
+        return [document.problem(path, f"validating failed: {describe_failure(exc)}", middleware)]
+    return [
+        document.problem((*path, *where), "infinite and NaN numbers are not supported", middleware)
+        for where in non_finite(validated)
+    ]
 
 
 def _key_path(detail: ErrorDetails) -> DocPath:

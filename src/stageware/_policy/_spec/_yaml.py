@@ -17,6 +17,7 @@ PyYAML comes with the ``policy`` extra; this module is imported only to read a s
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -51,6 +52,10 @@ class _Loader(yaml.SafeLoader):
 
         def peek_event(self) -> yaml.Event: ...
 
+        def resolve(
+            self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]
+        ) -> str: ...
+
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
         line = 1 if event.start_mark is None else event.start_mark.line + 1
@@ -66,33 +71,63 @@ class _Loader(yaml.SafeLoader):
 
 
 def parse_yaml(data: bytes, file: str) -> Document | list[Problem]:
-    """The YAML document in *data*, or the problems that stop reading it."""
+    """The YAML document in *data*, or the problems that stop reading it.
+
+    Whatever PyYAML refuses (a character YAML does not allow, such as a form feed, NUL or
+    ESC; a token it cannot scan; a structure it cannot parse) is a problem at its line and
+    column, never PyYAML's own exception.
+    """
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        return [Problem(file, line, (), f"byte 0x{data[exc.start]:02x} is not UTF-8")]
-    loader = _Loader(text)
+        line, column = _position(data[: exc.start].decode("utf-8", "replace"))
+        return [
+            Problem(file, line, (), f"byte 0x{data[exc.start]:02x} is not UTF-8", column=column)
+        ]
+    loader: _Loader | None = None
     try:
+        # The reader checks every character when it is built, so building it can fail too.
+        loader = _Loader(text)
         node = loader.get_single_node()
     except _Refused as exc:
         return [Problem(file, exc.line, (), exc.message)]
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = 1 if mark is None else mark.line + 1
-        return [Problem(file, line, (), exc.problem or exc.context or "invalid YAML")]
     except yaml.reader.ReaderError as exc:
-        line = text.count("\n", 0, exc.position) + 1
-        return [Problem(file, line, (), f"character {exc.character!r} is not allowed in YAML")]
+        line, column = _position(text[: exc.position])
+        return [Problem(file, line, (), _refused_character(exc.character), column=column)]
+    except yaml.MarkedYAMLError as exc:
+        message = exc.problem or exc.context or "invalid YAML"
+        if exc.context and message.startswith("but "):  # "but found another document"
+            message = f"{exc.context}, {message}"
+        mark = exc.problem_mark or exc.context_mark
+        if mark is None:
+            return [Problem(file, 1, (), message)]
+        return [Problem(file, mark.line + 1, (), message, column=mark.column + 1)]
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if node is None:
         return [Problem(file, 1, (), "the file is empty; a spec starts with 'version: 1'")]
+    assert loader is not None  # built, since a node was composed
     converter = _Converter(loader, file)
     result = converter.convert(node, ())
     if converter.problems:
         return converter.problems
     return Document(file, result, converter.lines)
+
+
+_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+"""What YAML counts as a line break, so that lines match the ones its marks give."""
+
+
+def _position(before: str) -> tuple[int, int]:
+    """The 1-based line and column of the character after *before*."""
+    lines = _LINE_BREAK.split(before)
+    return len(lines), len(lines[-1]) + 1
+
+
+def _refused_character(code: int) -> str:
+    """What is wrong with the character PyYAML refused, given as its code point."""
+    return f"the character U+{code:04X} ({chr(code)!r}) is not allowed in YAML; remove it"
 
 
 class _Converter:
@@ -147,6 +182,16 @@ class _Converter:
         tag = node.tag
         if tag == _TAG + "str":
             return str(node.value)
+        if tag not in _JSON_TAGS:
+            self._problem(line, path, f"unsupported YAML value of type {tag!r}; quote it for text")
+            return None
+        # An explicit tag makes PyYAML convert text that is not of its kind (`!!float abc`);
+        # only `!!float 1` is a value written another way.
+        written = self._loader.resolve(yaml.ScalarNode, node.value, (True, False))
+        if written != tag and (tag, written) != (_TAG + "float", _TAG + "int"):
+            kind = tag.removeprefix(_TAG)
+            self._problem(line, path, f"{node.value!r} is not a valid !!{kind} value")
+            return None
         if tag == _TAG + "null":
             return None
         if tag == _TAG + "bool":
@@ -157,10 +202,11 @@ class _Converter:
             except ValueError:  # more digits than Python converts
                 self._problem(line, path, "the integer has too many digits")
                 return None
-        if tag == _TAG + "float":
-            number = self._loader.construct_yaml_float(node)
-            if not math.isfinite(number):
-                self._problem(line, path, "infinite and NaN numbers are not supported")
-            return number
-        self._problem(line, path, f"unsupported YAML value of type {tag!r}; quote it for text")
-        return None
+        number = self._loader.construct_yaml_float(node)
+        if not math.isfinite(number):
+            self._problem(line, path, "infinite and NaN numbers are not supported")
+        return number
+
+
+_JSON_TAGS = frozenset(_TAG + kind for kind in ("null", "bool", "int", "float"))
+"""The tags of JSON's scalars besides text, which a spec may hold."""
