@@ -114,6 +114,29 @@ class WrongEventClass:
         return None
 
 
-def the_hooks_are_a_collection_and_the_fail_mode_is_required() -> None:
+def the_hooks_are_a_collection() -> None:
     middleware(hooks="tool.before", fail_mode="open")  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
-    middleware(hooks=["tool.before"])  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]
+
+
+# Without `fail_mode`, the error is `"FailModeRequired" not callable` on the decorator's line
+# (test_declaration_messages.py checks the wording), not "no overload matches" on `hooks`.
+
+
+@middleware(hooks=["tool.before"])  # type: ignore[operator]  # pyright: ignore[reportCallIssue, reportUntypedFunctionDecorator]
+async def no_fail_mode(event: ToolCallEvent, env: PolicyEnv) -> None:
+    return None
+
+
+@middleware(hooks=("tool.before",), band="platform")  # type: ignore[operator]  # pyright: ignore[reportCallIssue, reportUntypedFunctionDecorator]
+async def no_fail_mode_in_a_tuple(event: ToolCallEvent, env: PolicyEnv) -> None:
+    return None
+
+
+# mypy reports a class decorator's error on the `class` line.
+@middleware(hooks=["tool.after"], config=Limits)  # pyright: ignore[reportCallIssue, reportUntypedClassDecorator]
+class NoFailModeClass:  # type: ignore[operator]
+    def __init__(self, config: Limits) -> None:
+        self.limit = config.limit
+
+    async def __call__(self, event: ToolResultEvent, env: PolicyEnv) -> None:
+        return None

@@ -114,7 +114,9 @@ class MiddlewareDef:
 def _declare_middleware(
     *,
     hooks: Iterable[HookPoint | str],
-    fail_mode: FailMode | str,
+    # Optional here only so that the call without it gets the message below; the typed
+    # signature requires it (its overload without fail_mode returns FailModeRequired).
+    fail_mode: FailMode | str | None = None,
     band: Band | str = Band.APP,
     timeout: timedelta | str | float | None = None,
     name: str | None = None,
@@ -126,9 +128,15 @@ def _declare_middleware(
     Raises:
         ValueError: For an unknown hook, fail mode or band, the baseline band, empty
             ``hooks``, a non-positive or unparsable timeout, or a bad name.
-        TypeError: If the target isn't an async function or a class of async callables.
+        TypeError: Without ``fail_mode``, or if the target isn't an async function or a
+            class of async callables.
         SpecError: If ``sample`` does not validate against ``config``.
     """
+    if fail_mode is None:
+        raise TypeError(
+            "@middleware needs fail_mode: 'closed' (an error in the middleware blocks the "
+            "step) or 'open' (the step goes ahead and the error is traced)"
+        )
     if isinstance(hooks, str):
         raise TypeError(f"hooks must be a list of hook points, not the string {hooks!r}")
     points = tuple(dict.fromkeys(choose(HookPoint, hook, "hook point") for hook in hooks))
