@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MISSING_FAIL_MODE = '''\
+MISSING_FAIL_MODE = """\
 from stageware.policy import PolicyEnv, ToolCallEvent, middleware
 
 
@@ -29,7 +29,7 @@ async def in_a_tuple(event: object, env: PolicyEnv) -> None:
 class OnAClass:
     async def __call__(self, event: ToolCallEvent, env: PolicyEnv) -> None:
         return None
-'''
+"""
 # mypy reports a class decorator's error on the `class` line, pyright on the decorator's.
 MYPY_LINES = {4, 9, 15}
 PYRIGHT_LINES = {4, 9, 14}
