@@ -25,7 +25,14 @@ from ._env import PolicyEnv
 from ._errors import SpecError, settings_error
 from ._outcomes import Outcome
 
-__all__ = ["FailMode", "Handler", "MiddlewareDef", "check_name", "middleware"]
+__all__ = [
+    "FailMode",
+    "Handler",
+    "MiddlewareDef",
+    "check_name",
+    "is_pending_declaration",
+    "middleware",
+]
 
 Handler: TypeAlias = Callable[[Any, PolicyEnv], Awaitable["Outcome | None"]]
 """What ``MiddlewareDef.build`` returns: ``await handler(event, env)``."""
@@ -202,6 +209,15 @@ Raises:
     TypeError: If the target isn't an async function or a class of async callables.
     SpecError: If ``sample`` does not validate against ``config``.
 """
+
+
+def is_pending_declaration(given: object) -> bool:
+    """Whether *given* is what ``middleware(...)`` returns, before it decorates anything."""
+    return getattr(given, "__qualname__", None) == _PENDING
+
+
+# The qualified name of the function ``_declare_middleware`` returns.
+_PENDING: Final = f"{_declare_middleware.__qualname__}.<locals>.declare"
 
 
 def check_name(name: object) -> str:
