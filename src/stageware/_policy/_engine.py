@@ -112,8 +112,8 @@ class PolicyEngine:
                 )
             budgets[point] = budget
         self._budgets: Mapping[HookPoint, int] = MappingProxyType(budgets)
-        self.blocked_message = blocked_message
-        self.escalated_message = escalated_message
+        self.blocked_message: str = blocked_message
+        self.escalated_message: str = escalated_message
         self.models: Mapping[str, Model] = MappingProxyType(dict(models or {}))
 
     @property
