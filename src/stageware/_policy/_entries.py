@@ -136,7 +136,8 @@ def declared_middleware(given: object, where: str) -> MiddlewareDef:
     """
     if isinstance(given, MiddlewareDef):
         return given
-    declare = "decorate it with @middleware(hooks=[...], fail_mode=...)"
+    decorator = "@middleware(hooks=[...], fail_mode=...)"
+    declare = f"decorate it with {decorator}"
     if isinstance(given, PolicyEntry):
         problem = (
             "a PolicyEntry, which already wraps a middleware: pass the entry to PolicyEngine "
@@ -148,7 +149,7 @@ def declared_middleware(given: object, where: str) -> MiddlewareDef:
             "or a class, as a decorator"
         )
     elif given is middleware:
-        problem = "the @middleware decorator itself: " + declare.replace(" it ", " a function ")
+        problem = f"the @middleware decorator itself: decorate a function with {decorator}"
     elif isinstance(given, str):
         problem = (
             f"the string {given!r}, not a middleware: PolicyEngine takes declared middleware; "
