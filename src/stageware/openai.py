@@ -13,12 +13,12 @@ from __future__ import annotations
 
 try:
     from stageware._host.models._openai import ModelError, ModelThrottledError, OpenAIModel
-except ModuleNotFoundError as error:
+except ModuleNotFoundError as _missing:
     # Only a missing `openai` gets the install hint; any other missing module is a real bug.
-    if error.name is None or error.name.partition(".")[0] != "openai":
+    if _missing.name is None or _missing.name.partition(".")[0] != "openai":
         raise
     raise ImportError(
         "stageware.openai needs the 'openai' package: pip install 'stageware[openai]'"
-    ) from error
+    ) from _missing
 
 __all__ = ["ModelError", "ModelThrottledError", "OpenAIModel"]

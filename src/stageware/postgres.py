@@ -11,13 +11,13 @@ from __future__ import annotations
 
 try:
     from stageware._host.sessions._postgres import PostgresSessionStore
-except ModuleNotFoundError as error:
+except ModuleNotFoundError as _missing:
     # Only a missing driver gets the install hint; any other missing module is a real bug.
-    if error.name is None or error.name.partition(".")[0] not in ("psycopg", "psycopg_pool"):
+    if _missing.name is None or _missing.name.partition(".")[0] not in ("psycopg", "psycopg_pool"):
         raise
     raise ImportError(
         "stageware.postgres needs the 'psycopg' and 'psycopg_pool' packages: "
         "pip install 'stageware[postgres]'"
-    ) from error
+    ) from _missing
 
 __all__ = ["PostgresSessionStore"]

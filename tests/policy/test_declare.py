@@ -112,8 +112,10 @@ def test_bad_declarations_are_value_errors_naming_the_value(
 
 
 def test_the_fail_mode_is_required_and_keyword_only() -> None:
-    with pytest.raises(TypeError):
-        middleware(hooks=["tool.before"])(allow)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="required keyword-only argument: 'fail_mode'"):
+        middleware(hooks=["tool.before"])(allow)  # type: ignore[operator]
+    with pytest.raises(TypeError, match="positional"):
+        untyped(["tool.before"], "closed")
 
 
 def test_a_hooks_string_instead_of_a_list_is_refused() -> None:

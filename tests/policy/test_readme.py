@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from stageware import ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
+from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
 from stageware.policy import (
     ALLOWED,
     HOOK_POINTS,
@@ -72,3 +72,32 @@ def test_the_example_runs_as_written() -> None:
     assert paid == [400]
     assert [d.outcome for d in result.decisions] == ["continue"]
     assert "approved by dana@example.com: loyal customer" in (result.decisions[0].reason or "")
+
+
+def test_the_class_middleware_example_runs_as_written() -> None:
+    code = _section("Policies").split("```python\n")[2].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(README), "exec"), namespace)
+    paid: list[int] = []
+
+    @tool
+    def refund(amount: int) -> str:
+        """Refund an amount."""
+        paid.append(amount)
+        return "refunded"
+
+    model = ScriptedModel(
+        [
+            ScriptedTurn(tool_calls=[ScriptedToolCall("refund", {"amount": 600}, id="t1")]),
+            "Refunded.",
+        ]
+    )
+    result = Agent(model, tools=[refund], policy=namespace["engine"])("Refund order 1234")
+    assert result.stop_reason == "blocked"
+    assert paid == []
+    [decision] = result.decisions
+    assert (decision.middleware, decision.outcome, decision.reason) == (
+        "refund_cap",
+        "block",
+        "over 500",
+    )

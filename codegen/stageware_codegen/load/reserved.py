@@ -99,6 +99,7 @@ TEMPLATE_DEFINITIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "HookPointSpec",
     ),
     "policy_decorator.py": (
+        "FailModeRequired",
         "HookCollection",
         "MiddlewareDeclaration",
         "MiddlewareTarget",

@@ -92,6 +92,7 @@ def policy_events_view(schema: _ir.Schema, hooks: _ir.Hooks) -> dict[str, Any]:
     module = ModuleView(schema, ".policy_events")
     module.imports.add("pydantic", "BaseModel")
     module.imports.add("pydantic", "ConfigDict")
+    module.imports.add("typing", "ClassVar")
     module.imports.add("typing", "Literal")
     events: list[dict[str, Any]] = []
     for point in hooks.points:

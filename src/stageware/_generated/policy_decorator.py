@@ -77,6 +77,16 @@ checkers see only what its instances are called with.
 """
 
 
+class FailModeRequired(Protocol):
+    """What `middleware(...)` returns, for the checkers, when `fail_mode` is left out.
+
+    It is not callable, so `@middleware(hooks=[...])` is reported as `"FailModeRequired"
+    not callable` on the decorator's line, rather than as no overload matching `hooks`.
+    At run time the call raises `TypeError`. A protocol without members: the
+    implementation's result, whatever it is, satisfies it.
+    """
+
+
 class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
     """The signature of the policy layer's `middleware` decorator, one overload per hook point.
 
@@ -284,8 +294,23 @@ class MiddlewareDeclaration(Protocol[_DefT_co, _EnvT_co, _OutT_contra]):
         sample: Mapping[str, Any] | None = ...,
     ) -> Callable[[MiddlewareTarget[Any, _EnvT_co, _OutT_contra]], _DefT_co]: ...
 
+    # Last, so that it is chosen only when no overload above fits: the one that leaves out
+    # `fail_mode`, whose result names what is missing.
+    @overload
+    def __call__(
+        self,
+        *,
+        hooks: HookCollection[HookPoint | str],
+        band: Band | str = ...,
+        timeout: timedelta | str | float | None = ...,
+        name: str | None = ...,
+        config: type[BaseModel] | None = ...,
+        sample: Mapping[str, Any] | None = ...,
+    ) -> FailModeRequired: ...
+
 
 __all__ = [
+    "FailModeRequired",
     "HookCollection",
     "MiddlewareDeclaration",
     "MiddlewareTarget",

@@ -9,7 +9,7 @@ the policy layer does not pay for a schema of every hook point.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,7 +30,7 @@ from .payloads import (
 class RunStartEvent(BaseModel):
     """A run (one agent pass) starts."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["run.start"] = "run.start"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -43,7 +43,7 @@ class RunStartEvent(BaseModel):
 class InputEvent(BaseModel):
     """The user's input for the run arrived."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["input.received"] = "input.received"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -56,7 +56,7 @@ class InputEvent(BaseModel):
 class ApprovalResolvedEvent(BaseModel):
     """A resumed run carries an approver's decision on a step a policy suspended."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["approval.resolved"] = "approval.resolved"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -79,7 +79,7 @@ class ApprovalResolvedEvent(BaseModel):
 class RouteEvent(BaseModel):
     """The model for the next call is chosen."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["route.select"] = "route.select"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -94,7 +94,7 @@ class RouteEvent(BaseModel):
 class ContextEvent(BaseModel):
     """The prompt for the next model call is assembled."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["context.assemble"] = "context.assemble"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -111,7 +111,7 @@ class ContextEvent(BaseModel):
 class ModelRequestEvent(BaseModel):
     """The request is about to be sent to the model."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["model.request"] = "model.request"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -128,7 +128,7 @@ class ModelRequestEvent(BaseModel):
 class StreamChunkEvent(BaseModel):
     """A chunk of the model's response stream arrived."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["stream.chunk"] = "stream.chunk"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -141,7 +141,7 @@ class StreamChunkEvent(BaseModel):
 class ModelResponseEvent(BaseModel):
     """The model finished its response."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["model.response"] = "model.response"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -158,7 +158,7 @@ class ModelResponseEvent(BaseModel):
 class ToolCallEvent(BaseModel):
     """A tool is about to run."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["tool.before"] = "tool.before"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -175,7 +175,7 @@ class ToolCallEvent(BaseModel):
 class ToolResultEvent(BaseModel):
     """A tool call finished."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["tool.after"] = "tool.after"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -194,7 +194,7 @@ class ToolResultEvent(BaseModel):
 class OutputEvent(BaseModel):
     """The run produced its final answer."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["output.final"] = "output.final"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -209,7 +209,7 @@ class OutputEvent(BaseModel):
 class RunErrorEvent(BaseModel):
     """The run failed with an error."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["run.error"] = "run.error"
     """Names the hook point; the discriminator of ``HookEvent``."""
@@ -224,7 +224,7 @@ class RunErrorEvent(BaseModel):
 class RunEndEvent(BaseModel):
     """The run ended, whatever the outcome."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", defer_build=True)
 
     hook: Literal["run.end"] = "run.end"
     """Names the hook point; the discriminator of ``HookEvent``."""

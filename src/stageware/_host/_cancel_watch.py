@@ -60,7 +60,7 @@ class CancelWatch:
         self._token = token
         self._regions: set[CutRegion] = set()
         #: Whether the signal is set and the regions' clocks run (in the loop's thread).
-        self.counting = False
+        self.counting: bool = False
 
     @contextmanager
     def watching(self) -> Generator[None, None, None]:
@@ -109,8 +109,8 @@ class CutRegion:
         self._armed = False
         self._armed_at = 0.0
         self._ran = 0.0
-        self.cut = False
-        self.scope = anyio.CancelScope()
+        self.cut: bool = False
+        self.scope: anyio.CancelScope = anyio.CancelScope()
 
     def __enter__(self) -> CutRegion:
         self.scope.__enter__()

@@ -129,7 +129,7 @@ class InterruptState:
 
     def __init__(self) -> None:
         self.interrupts: dict[str, Interrupt] = {}
-        self.activated = False
+        self.activated: bool = False
         self.pending_tool_execution: PendingToolExecution | None = None
         self.pending_input: Messages = []
         # Which interrupts the run loop registered: their answers outlive a tool cycle.

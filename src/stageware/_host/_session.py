@@ -86,9 +86,9 @@ class AgentSession:
     )
 
     def __init__(self, store: SessionStore, session_id: str, *, lease_seconds: float) -> None:
-        self.store = store
-        self.id = session_id
-        self.version = 0
+        self.store: SessionStore = store
+        self.id: str = session_id
+        self.version: int = 0
         # The history the store holds at self.version: this session's own copies, never
         # handed out, and replaced (not changed) by each save.
         self._stored: list[Message] = []

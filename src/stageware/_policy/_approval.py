@@ -9,7 +9,7 @@ up (a suspended step adds none, so the resumed step counts the same).
 
 from __future__ import annotations
 
-from typing import Any, Final, final
+from typing import Any, ClassVar, Final, final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,7 +33,7 @@ class Approval(BaseModel):
     """
 
     # Built on first use, like the hook events: importing the policy layer stays cheap.
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     approved: bool = Field(strict=True)
     """Whether the step may go ahead; ``False`` blocks it."""

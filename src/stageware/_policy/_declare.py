@@ -25,7 +25,14 @@ from ._env import PolicyEnv
 from ._errors import SpecError, settings_error
 from ._outcomes import Outcome
 
-__all__ = ["FailMode", "Handler", "MiddlewareDef", "check_name", "middleware"]
+__all__ = [
+    "FailMode",
+    "Handler",
+    "MiddlewareDef",
+    "check_name",
+    "is_pending_declaration",
+    "middleware",
+]
 
 Handler: TypeAlias = Callable[[Any, PolicyEnv], Awaitable["Outcome | None"]]
 """What ``MiddlewareDef.build`` returns: ``await handler(event, env)``."""
@@ -172,8 +179,12 @@ def _declare_middleware(
     return declare
 
 
+# Both checkers refuse this assignment for one overload alone, the one without `fail_mode`:
+# it exists to give their error a name (FailModeRequired), and the call it describes
+# raises TypeError here, since the signature people read keeps `fail_mode` required.
+# Both ignores are checked: once either checker accepts the assignment, it fails the run.
 middleware: Final[MiddlewareDeclaration[MiddlewareDef, PolicyEnv, Outcome | None]] = (
-    _declare_middleware
+    _declare_middleware  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
 )
 """Declare a policy middleware: ``@middleware(hooks=[...], fail_mode=..., ...)``.
 
@@ -194,6 +205,15 @@ Raises:
     TypeError: If the target isn't an async function or a class of async callables.
     SpecError: If ``sample`` does not validate against ``config``.
 """
+
+
+def is_pending_declaration(given: object) -> bool:
+    """Whether *given* is what ``middleware(...)`` returns, before it decorates anything."""
+    return getattr(given, "__qualname__", None) == _PENDING
+
+
+# The qualified name of the function ``_declare_middleware`` returns.
+_PENDING: Final = f"{_declare_middleware.__qualname__}.<locals>.declare"
 
 
 def check_name(name: object) -> str:

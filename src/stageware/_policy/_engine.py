@@ -22,7 +22,7 @@ from stageware._host.models import Model
 from ._agent_policy import AgentPolicy
 from ._choices import choose
 from ._declare import MiddlewareDef
-from ._entries import PolicyEntry
+from ._entries import PolicyEntry, declared_middleware
 from ._outcomes import Retry
 from ._rules import ALLOWED, DEFAULT_RETRY_BUDGET
 
@@ -58,6 +58,9 @@ class PolicyEngine:
             middleware names.
 
     Raises:
+        TypeError: If an entry is not a ``MiddlewareDef`` or ``PolicyEntry`` (a function
+            or class not decorated with ``@middleware(...)``, a string, ...), or if
+            *entries* is a single one rather than a list.
         SpecError: If an entry is invalid.
         ValueError: If a middleware is installed twice, or for a retry budget at a hook
             point that does not allow ``Retry``, or a negative one.
@@ -74,7 +77,18 @@ class PolicyEngine:
         escalated_message: str = DEFAULT_ESCALATED_MESSAGE,
         models: Mapping[str, Model] | None = None,
     ) -> None:
-        resolved = [e if isinstance(e, PolicyEntry) else PolicyEntry(e) for e in entries]
+        given = cast(object, entries)  # untyped callers exist
+        if isinstance(given, str | MiddlewareDef | PolicyEntry):
+            raise TypeError(
+                f"PolicyEngine takes a list of middleware, got one: {given!r:.80}; "
+                "write PolicyEngine([...])"
+            )
+        resolved = [
+            entry
+            if isinstance(entry, PolicyEntry)
+            else PolicyEntry(declared_middleware(entry, f"PolicyEngine entry {index}"))
+            for index, entry in enumerate(entries)
+        ]
         seen: set[str] = set()
         for entry in resolved:
             if entry.name in seen:
@@ -98,8 +112,8 @@ class PolicyEngine:
                 )
             budgets[point] = budget
         self._budgets: Mapping[HookPoint, int] = MappingProxyType(budgets)
-        self.blocked_message = blocked_message
-        self.escalated_message = escalated_message
+        self.blocked_message: str = blocked_message
+        self.escalated_message: str = escalated_message
         self.models: Mapping[str, Model] = MappingProxyType(dict(models or {}))
 
     @property

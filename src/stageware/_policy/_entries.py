@@ -15,10 +15,10 @@ from typing import Any, final
 
 from stageware._generated.policy_points import Band, HookPoint
 
-from ._declare import FailMode, Handler, MiddlewareDef
+from ._declare import FailMode, Handler, MiddlewareDef, is_pending_declaration, middleware
 from ._errors import SpecError
 
-__all__ = ["PolicyEntry"]
+__all__ = ["PolicyEntry", "declared_middleware"]
 
 
 @final
@@ -38,6 +38,8 @@ class PolicyEntry:
         baseline: Whether the entry comes from the org baseline profile.
 
     Raises:
+        TypeError: If ``middleware`` is not a ``MiddlewareDef`` (say, a function not
+            decorated with ``@middleware(...)``).
         SpecError: If the entry loosens the declaration, or places it in the baseline band
             without being part of the baseline profile.
     """
@@ -52,7 +54,7 @@ class PolicyEntry:
     _handler: Handler | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        name = self.middleware.name
+        name = declared_middleware(self.middleware, "PolicyEntry's middleware").name
         if self.band is Band.BASELINE and not self.baseline:
             raise SpecError(
                 f"middleware {name!r}: band 'baseline' is reserved for the org baseline "
@@ -121,3 +123,48 @@ class PolicyEntry:
     def effective_timeout(self) -> timedelta | None:
         """Its timeout, the shorter of the declared one and the spec's."""
         return self.timeout if self.timeout is not None else self.middleware.timeout
+
+
+def declared_middleware(given: object, where: str) -> MiddlewareDef:
+    """*given*, if it is a declared middleware (a ``MiddlewareDef``).
+
+    Untyped code, or code that ignored its checker, may pass anything: what it passed is
+    named in the error, with the way to turn it into a middleware.
+
+    Raises:
+        TypeError: For anything else; *where* says which argument it was.
+    """
+    if isinstance(given, MiddlewareDef):
+        return given
+    decorator = "@middleware(hooks=[...], fail_mode=...)"
+    declare = f"decorate it with {decorator}"
+    if isinstance(given, PolicyEntry):
+        problem = (
+            "a PolicyEntry, which already wraps a middleware: pass the entry to PolicyEngine "
+            "as it is, or its .middleware"
+        )
+    elif is_pending_declaration(given):
+        problem = (
+            "what @middleware(...) returns, not yet applied: put it above an async function "
+            "or a class, as a decorator"
+        )
+    elif given is middleware:
+        problem = f"the @middleware decorator itself: decorate a function with {decorator}"
+    elif isinstance(given, str):
+        problem = (
+            f"the string {given!r}, not a middleware: PolicyEngine takes declared middleware; "
+            "a policy spec names middleware (load_policy)"
+        )
+    elif isinstance(given, type):
+        problem = f"the class {_qualified(given)}, not a declared middleware: {declare}"
+    elif callable(given):
+        problem = f"the function {_qualified(given)}, not a declared middleware: {declare}"
+    else:
+        problem = f"{type(given).__name__} {given!r:.60}, not a declared middleware"
+    raise TypeError(f"{where} is {problem}")
+
+
+def _qualified(target: object) -> str:
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None) or repr(target)
+    return f"{module}.{name}" if isinstance(module, str) else str(name)

@@ -32,8 +32,8 @@ class SpecError(ValueError):
         locations: Sequence[tuple[str | int, ...]] = (),
     ) -> None:
         super().__init__(message)
-        self.middleware = middleware
-        self.locations = tuple(locations)
+        self.middleware: str | None = middleware
+        self.locations: tuple[tuple[str | int, ...], ...] = tuple(locations)
 
 
 def settings_error(middleware: str, error: ValidationError, what: str = "settings") -> SpecError:

@@ -40,7 +40,7 @@ class _PhaseToken(Generic[C, R, E]):
     phase: Phase
 
     def __init__(self, stage: MiddlewareStage[C, R, E]) -> None:
-        self.stage = stage
+        self.stage: MiddlewareStage[C, R, E] = stage
 
     def __repr__(self) -> str:
         return f"{self.stage.name}Stage.{self.phase.value}"
@@ -105,7 +105,7 @@ class MiddlewareStage(Generic[C, R, E]):
             raise TypeError(
                 f"MiddlewareStage {name!r}: result_event must be a class, got {result_event!r}"
             )
-        self.name = name
+        self.name: str = name
         self.result_type: type[R] = result_type
         self.result_event: type[Any] = result_event
         self.Input: InputPhase[C, R, E] = InputPhase(self)

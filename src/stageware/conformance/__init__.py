@@ -55,13 +55,13 @@ try:
         assert_conforms,
         check_middleware,
     )
-except ModuleNotFoundError as error:
+except ModuleNotFoundError as _missing:
     # Only a missing hypothesis gets the install hint; any other missing module is a bug.
-    if error.name is None or error.name.partition(".")[0] != "hypothesis":
+    if _missing.name is None or _missing.name.partition(".")[0] != "hypothesis":
         raise
     raise ImportError(
         "stageware.conformance needs the 'hypothesis' package: pip install 'stageware[testing]'"
-    ) from error
+    ) from _missing
 
 __all__ = [
     "DEFAULT_EXAMPLES",

@@ -52,10 +52,10 @@ class ToolContext:
         cancel_signal: CancelSignal,
         interrupts: Mapping[str, Interrupt] | None = None,
     ) -> None:
-        self.agent = agent
-        self.tool_use = tool_use
-        self.invocation_state = invocation_state
-        self.cancel_signal = cancel_signal
+        self.agent: AgentHandle = agent
+        self.tool_use: ToolUse = tool_use
+        self.invocation_state: dict[str, Any] = invocation_state
+        self.cancel_signal: CancelSignal = cancel_signal
         self._interrupts: Mapping[str, Interrupt] = {} if interrupts is None else interrupts
 
     def interrupt(self, name: str, *, reason: Any = None, response: Any = None) -> Any:

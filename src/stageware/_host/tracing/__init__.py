@@ -41,7 +41,7 @@ class Tracing:
     __slots__ = ("_handler_spans", "_registry", "provider")
 
     def __init__(self, provider: TracerProvider | None = None) -> None:
-        self.provider = provider
+        self.provider: TracerProvider | None = provider
         # Built on the first traced invocation, then kept: the instrumented registry
         # follows the agent's, and its chains are cached like the agent's own.
         self._handler_spans: HandlerSpans | None = None

@@ -71,8 +71,8 @@ class InvocationTrace:
     __slots__ = ("_core", "_invocation", "_pass", "registry", "tracer")
 
     def __init__(self, tracer: Tracer, registry: MiddlewareRegistry, core: AgentCore) -> None:
-        self.tracer = tracer
-        self.registry = registry
+        self.tracer: Tracer = tracer
+        self.registry: MiddlewareRegistry = registry
         self._core = core
         # The contexts holding the invocation's and the pass's span, once they started.
         self._invocation: Context | None = None

@@ -78,7 +78,7 @@ class ConformanceError(AssertionError):
     """
 
     def __init__(self, failures: Sequence[ConformanceFailure]) -> None:
-        self.failures = tuple(failures)
+        self.failures: tuple[ConformanceFailure, ...] = tuple(failures)
         count = len(self.failures)
         heading = f"{count} conformance failure{'s' if count != 1 else ''}"
         super().__init__("\n".join([f"{heading}:", *(f"- {f}" for f in self.failures)]))

@@ -1,0 +1,80 @@
+"""What mypy and pyright say about a wrong ``@middleware(...)``, word for word.
+
+The typing cases prove that an error is reported, by its code; this proves that its
+wording names the problem. Both checkers run with their defaults (plus mypy's
+``--strict``), as a user's project would, on a module of their own.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+MISSING_FAIL_MODE = """\
+from stageware.policy import PolicyEnv, ToolCallEvent, middleware
+
+
+@middleware(hooks=["tool.before"])
+async def in_a_list(event: ToolCallEvent, env: PolicyEnv) -> None:
+    return None
+
+
+@middleware(hooks=("tool.before", "tool.after"), band="platform")
+async def in_a_tuple(event: object, env: PolicyEnv) -> None:
+    return None
+
+
+@middleware(hooks=["tool.before"])
+class OnAClass:
+    async def __call__(self, event: ToolCallEvent, env: PolicyEnv) -> None:
+        return None
+"""
+# mypy reports a class decorator's error on the `class` line, pyright on the decorator's.
+MYPY_LINES = {4, 9, 15}
+PYRIGHT_LINES = {4, 9, 14}
+
+
+def _run(command: list[str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def _error_lines(output: str, marker: str) -> dict[int, str]:
+    """Line number -> text of each error, from `<file>:<line>:...` lines naming *marker*."""
+    found: dict[int, str] = {}
+    lines = output.splitlines()
+    for index, line in enumerate(lines):
+        if marker in line and " error: " in line:
+            number = int(line.split(marker, 1)[1].split(":")[1])
+            # pyright puts the detail of an error on the lines after it.
+            detail = [lines[index + 1]] if index + 1 < len(lines) else []
+            found[number] = found.get(number, "") + " ".join([line, *detail])
+    return found
+
+
+def test_a_missing_fail_mode_is_named_by_both_checkers(tmp_path: Path) -> None:
+    module = tmp_path / "declarations.py"
+    module.write_text(MISSING_FAIL_MODE)
+    (tmp_path / "pyrightconfig.json").write_text('{"include": ["declarations.py"]}')
+    python = sys.executable
+    mypy = _run(
+        [python, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), module.name],
+        tmp_path,
+    )
+    pyright = _run([python, "-m", "pyright", "--pythonpath", python, module.name], tmp_path)
+    mypy_output, _ = mypy.communicate()
+    pyright_output, _ = pyright.communicate()
+
+    mypy_errors = _error_lines(mypy_output, "declarations.py")
+    pyright_errors = _error_lines(pyright_output, "declarations.py")
+    assert set(mypy_errors) == MYPY_LINES, mypy_output
+    assert all('"FailModeRequired" not callable' in e for e in mypy_errors.values()), mypy_output
+    assert "overload" not in mypy_output, mypy_output
+    assert "hooks" not in mypy_output, mypy_output
+    assert set(pyright_errors) == PYRIGHT_LINES, pyright_output
+    assert all(
+        'Object of type "FailModeRequired" is not callable' in e for e in pyright_errors.values()
+    ), pyright_output
+    assert "overload" not in pyright_output.lower(), pyright_output
