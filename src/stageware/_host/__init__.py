@@ -74,6 +74,7 @@ from .sessions import (
     SessionLeasedError,
     SessionSnapshot,
     SessionStore,
+    SessionUnfinishedError,
     SQLiteSessionStore,
     StoredSession,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "SessionUnfinishedError",
     "StoredSession",
     "StreamAssemblyError",
     "ToolContext",
