@@ -209,10 +209,12 @@ class AgentSession:
         self._taken += 1
         number = self._taken
         written = threading.Event()
+        committed: list[bool] = []
 
         def write() -> None:
             try:
                 self._write(snapshot, number, base, kept, lease_seconds, escalation)
+                committed.append(True)
             finally:
                 written.set()
 
@@ -221,11 +223,12 @@ class AgentSession:
         except BaseException:
             # Cancelled while the thread writes (a native asyncio cancel goes through the
             # shield anyio puts around the thread): the write may still commit, taking a
-            # lease nobody would release. Wait for it, then let that lease go.
+            # lease nobody would release. Wait for it, then release that lease. (Only a
+            # claim gets here: checkpoints are shielded.)
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(written.wait)
-                if lease:
-                    await anyio.to_thread.run_sync(self._let_go)
+                if lease and committed:
+                    await anyio.to_thread.run_sync(self._release_unchanged, snapshot, number)
             raise
 
     def _write(
@@ -274,6 +277,16 @@ class AgentSession:
                     escalation=escalation,
                 )
             self._stored = history
+
+    def _release_unchanged(self, snapshot: SessionSnapshot, number: int) -> None:
+        """Release the lease of a claim that was cut short, saving nothing new; best effort.
+
+        A save without the lease rather than a renewal of no length: nothing of the
+        invocation ran, so the session must not read as unfinished (a lease recorded).
+        """
+        with contextlib.suppress(SessionError):
+            stored = self._stored
+            self._write({**snapshot, "messages": []}, number, stored, len(stored), None, None)
 
     def _let_go(self) -> None:
         """Let the lease lapse now, if this agent still holds it; best effort."""
