@@ -129,6 +129,7 @@ class EventLoop:
             # part-way stays stored, as the cycle blocks new prompts until it is resumed.
             # Any other (a round a dead worker left) is an ordinary round.
             resumed = pending is not None and core.interrupts.activated
+            made = False  # whether the model turn was made in this pass, just now
             if pending is not None:
                 message = pending.tool_use_message
             else:
@@ -167,16 +168,21 @@ class EventLoop:
                     return
                 message = result.message
                 await core.append_message(message)
-                if result.stop_reason == "tool_use":
-                    pending = PendingToolExecution(tool_use_message=message)
-                    core.interrupts.pending_tool_execution = pending
-                await self._checkpoint()
-                yield ModelMessageEvent(message=message)
                 if result.stop_reason != "tool_use":
+                    await self._checkpoint()
+                    yield ModelMessageEvent(message=message)
                     yield self.stop(result.stop_reason, message, invocation_state)
                     return
+                made = True
+                if core.session is not None:
+                    # Saved with the turn: a worker that takes over runs this round.
+                    pending = PendingToolExecution(tool_use_message=message)
+                    core.interrupts.pending_tool_execution = pending
             stopped = False
             try:
+                if made:
+                    await self._checkpoint()
+                    yield ModelMessageEvent(message=message)
                 tools = self._tool_round(message, pending, resumed, invocation_state)
                 async with aclosing(tools) as round_:
                     async for round_event in round_:
@@ -186,7 +192,11 @@ class EventLoop:
                 # An ordinary round that failed, or whose pass was closed or cancelled,
                 # is not kept for replay: the final save records the history as it is,
                 # and the next input answers the calls left without results.
-                if not resumed and core.interrupts.pending_tool_execution is pending:
+                if (
+                    not resumed
+                    and pending is not None
+                    and (core.interrupts.pending_tool_execution is pending)
+                ):
                     core.interrupts.pending_tool_execution = None
                 raise
             if stopped:

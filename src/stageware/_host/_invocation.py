@@ -89,7 +89,8 @@ class Invocation:
         messages = self._take_input(prompt)
         if core.session is not None:
             try:
-                await core.session.claim(core, continuing=prompt is None)
+                new_turn = prompt is not None and parse_interrupt_responses(prompt) is None
+                await core.session.claim(core, new_turn=new_turn)
             except BaseException:
                 # Nothing ran: the answers go back to waiting, to be given again.
                 assert before is not None

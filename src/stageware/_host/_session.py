@@ -24,10 +24,10 @@ workers serving one session only one runs it at a time:
 
 A worker killed mid-invocation keeps its lease until it expires. A session loaded with a
 lease still recorded (expired or not) is *unfinished*: its last invocation never reached
-its final save. Then the only call accepted is ``agent()`` with no prompt, which
-continues that run; a prompt is refused with ``SessionUnfinishedError`` (unless a live
-lease makes it a ``SessionLeasedError``), so that a client that re-sends its prompt after
-a crash does not record the turn twice.
+its final save. Then ``agent()`` with no prompt continues that run (so does a resume's
+answers, for a run waiting on an interrupt); a prompt is refused with
+``SessionUnfinishedError`` (unless a live lease makes it a ``SessionLeasedError``), so
+that a client that re-sends its prompt after a crash does not record the turn twice.
 
 A save brings only the messages that changed since the version this agent holds: the
 agent keeps its own copy of the history as stored, finds how much of it the live history
@@ -126,11 +126,12 @@ class AgentSession:
             self._stored = [] if stored is None else copy.deepcopy(stored.snapshot["messages"])
         return stored
 
-    async def claim(self, core: AgentCore, *, continuing: bool) -> None:
+    async def claim(self, core: AgentCore, *, new_turn: bool) -> None:
         """Save the session at the loaded version and take the lease, then keep it.
 
-        *continuing* says that the invocation has no prompt: the only one an unfinished
-        session accepts (it continues the run a dead worker left).
+        *new_turn* says that the invocation brings a prompt (not a resume's answers, nor
+        nothing): what an unfinished session refuses, as it would record a turn before
+        the one a dead worker left is finished.
 
         Raises:
             SessionUnfinishedError: The session is unfinished and the invocation brings a
@@ -149,7 +150,7 @@ class AgentSession:
             escalation = await anyio.to_thread.run_sync(self.store.open_escalation, self.id)
             if escalation is not None:
                 raise SessionEscalatedError(escalation)
-        if self.unfinished and not continuing:
+        if self.unfinished and new_turn:
             await anyio.to_thread.run_sync(self._renew, 0.0)
             raise SessionUnfinishedError(self.id)
         await self._save(core, lease=True)
