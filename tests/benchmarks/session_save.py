@@ -27,11 +27,11 @@ A second measure (``measure_invocations()``) compares what one invocation's save
 now that every message is saved as it enters the history against the single final save
 an invocation made before: the same turn, on a session of ``INVOCATION_LENGTH`` stored
 messages, saved as the agent saves it for a run with one tool call (``CHECKPOINTED``:
-the claim, the prompt, the model turn with its round, the tool's result, the results
-message with the answer, the release) and as it was (``FINAL_ONLY``: the claim, then the
-whole turn with the release). Both run interleaved on one store, in sessions of their
-own; each is reported by its median time and bytes per invocation, side by side, with
-their ratio.
+the claim holding the prompt back, the prompt and the model turn with its round, the
+tool's result, the results message with the answer, the release) and as it was
+(``FINAL_ONLY``: the claim, then the whole turn with the release). Both run interleaved
+on one store, in sessions of their own; each is reported by its median time and bytes
+per invocation, side by side, with their ratio.
 
 ``measure()`` and ``measure_invocations()`` return the numbers, for a script that puts
 them in a table.
@@ -311,6 +311,12 @@ class InvocationCost:
 _Save = tuple[int, SessionSnapshot, bool]
 
 
+def _holding(saved: SessionSnapshot, prompt: Any) -> SessionSnapshot:
+    """*saved* with *prompt* held back for the pass, as a claim saves it."""
+    interrupt_state = {**saved["interrupt_state"], "pending_input": {"messages": [prompt]}}
+    return {**saved, "interrupt_state": interrupt_state}
+
+
 def _with_round(saved: SessionSnapshot, message: Any, completed: dict[str, Any]) -> SessionSnapshot:
     """*saved* with a tool round stored for replay, as the agent stores one."""
     interrupt_state = {
@@ -327,9 +333,8 @@ def invocation_saves(length: int) -> dict[str, list[_Save]]:
     tool_use_id = result["toolUseId"]
     return {
         CHECKPOINTED: [
-            (length, snapshot([]), True),  # the claim
-            (length, snapshot([prompt]), True),
-            (length + 1, _with_round(snapshot([call]), call, {}), True),
+            (length, _holding(snapshot([]), prompt), True),  # the claim
+            (length, _with_round(snapshot([prompt, call]), call, {}), True),
             (length + 2, _with_round(snapshot([]), call, {tool_use_id: result}), True),
             (length + 2, snapshot([results, answer]), True),
             (length + 4, snapshot([]), False),  # the release

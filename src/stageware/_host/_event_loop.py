@@ -13,7 +13,8 @@ invocation left behind (a user turn the model never answered, tool calls without
 results) does not make the history one a provider rejects.
 
 With a session, every message is saved as soon as it enters the history (see
-``_session``): the input once joined, each model turn once complete (one whose tool calls
+``_session``): the input is saved before the pass, with the claim, and enters the stored
+history with the next save; each model turn once it is complete (one whose tool calls
 are to run is saved with its round stored for replay, as an interrupt stores one, so a
 worker that takes over runs only the calls whose results were not recorded), and each
 tool result as its call finishes (``_tool_executor``). The message of a round's results
@@ -319,10 +320,7 @@ class EventLoop:
         return None if any("toolUse" in block for block in last["content"]) else last
 
     async def _append_input(self, messages: Messages) -> None:
-        """Join the pass's input to the history (see ``_history``), firing MessageAddedEvent.
-
-        With a session, the joined input is saved before the model is called.
-        """
+        """Join the pass's input to the history (see ``_history``), firing MessageAddedEvent."""
         core = self._core
         self._pass.input_appended = True
         core.interrupts.pending_input = []
@@ -335,8 +333,6 @@ class EventLoop:
             await core.merge_into_last(joined.merged_last)
         for message in joined.appended:
             await core.append_message(message)
-        if joined.merged_last is not None or joined.appended:
-            await self._checkpoint()
 
 
 def _tool_uses(message: Message) -> list[ToolUse]:

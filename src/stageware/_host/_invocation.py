@@ -4,8 +4,9 @@ In order:
 
 1. A resume stores the human's answers, and its input is whatever input an agent-stream
    gate held back; otherwise the prompt becomes the pass's input messages.
-2. With a session store, the session is claimed (saved with the answers, under this
-   worker's lease; see ``_session``). A refused claim undoes step 1 and ends the
+2. With a session store, the session is claimed (saved with the answers, or with a
+   prompt's messages as the held-back input, under this worker's lease; see
+   ``_session``). A refused claim undoes step 1 and ends the
    invocation before anything ran; so does a prompt for a session whose last invocation
    never finished, which only ``agent()`` with no prompt may continue (a takeover).
 3. ``BeforeInvocationEvent`` fires.
@@ -90,7 +91,7 @@ class Invocation:
         if core.session is not None:
             try:
                 new_turn = prompt is not None and parse_interrupt_responses(prompt) is None
-                await core.session.claim(core, new_turn=new_turn)
+                await core.session.claim(core, new_input=messages if new_turn else None)
             except BaseException:
                 # Nothing ran: the answers go back to waiting, to be given again.
                 assert before is not None
@@ -209,7 +210,9 @@ class Invocation:
             interrupts.resume(responses)
             return interrupts.pending_input
         if not interrupts.activated:
-            return prompt_messages(prompt)
+            # With no prompt, the input a claim saved and its worker never got to join to
+            # the history (see stream()); none otherwise.
+            return interrupts.pending_input if prompt is None else prompt_messages(prompt)
         waiting = interrupts.pending()
         if not waiting and prompt is None:
             # Every answer is in (an earlier resume was cut short): continue the cycle.

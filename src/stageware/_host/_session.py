@@ -13,7 +13,8 @@ workers serving one session only one runs it at a time:
    invocation runs, whatever the event loop is doing; if the renewal is refused (the lease
    lapsed and another worker took the session over), the run is cancelled.
 3. **Checkpoints.** Every message is saved as soon as it enters the history: the input
-   once the pass has joined it, each model turn once it is complete, and each tool
+   with the claim (held back until the pass joins it), each model turn once it is
+   complete (with the input, the first time), and each tool
    result as soon as its call finishes (the round being run is stored with the model
    turn, as an interrupt stores a round for replay, and each result is added to it). Each
    is one conditional write under the lease, bringing only what is new. A worker that
@@ -45,11 +46,11 @@ import os
 import secrets
 import socket
 import threading
-from typing import Final, final
+from typing import Any, Final, final
 
 import anyio.to_thread
 
-from stageware._generated.payloads import Message
+from stageware._generated.payloads import Message, Messages
 from stageware._runtime import copy_payload
 
 from ._cancel import CancelToken
@@ -126,12 +127,16 @@ class AgentSession:
             self._stored = [] if stored is None else copy.deepcopy(stored.snapshot["messages"])
         return stored
 
-    async def claim(self, core: AgentCore, *, new_turn: bool) -> None:
+    async def claim(self, core: AgentCore, *, new_input: Messages | None) -> None:
         """Save the session at the loaded version and take the lease, then keep it.
 
-        *new_turn* says that the invocation brings a prompt (not a resume's answers, nor
-        nothing): what an unfinished session refuses, as it would record a turn before
-        the one a dead worker left is finished.
+        *new_input* is the input of an invocation that brings a prompt (``None`` for a
+        resume or a continuation). It is saved with the claim as the input held back
+        for the pass (the claim and the input, one write): a worker that takes over after
+        this one died before the pass joined it to the history passes it on. The next
+        save, with the history that holds it, no longer holds it back. An unfinished
+        session refuses it: it would record a turn before the one a dead worker left is
+        finished.
 
         Raises:
             SessionUnfinishedError: The session is unfinished and the invocation brings a
@@ -150,10 +155,10 @@ class AgentSession:
             escalation = await anyio.to_thread.run_sync(self.store.open_escalation, self.id)
             if escalation is not None:
                 raise SessionEscalatedError(escalation)
-        if self.unfinished and new_turn:
+        if self.unfinished and new_input is not None:
             await anyio.to_thread.run_sync(self._renew, 0.0)
             raise SessionUnfinishedError(self.id)
-        await self._save(core, lease=True)
+        await self._save(core, lease=True, held_input=new_input)
         self._heartbeat = _Heartbeat(self, core.cancel)
 
     async def checkpoint(self, core: AgentCore) -> None:
@@ -193,7 +198,12 @@ class AgentSession:
             raise
 
     async def _save(
-        self, core: AgentCore, *, lease: bool, escalation: Escalation | None = None
+        self,
+        core: AgentCore,
+        *,
+        lease: bool,
+        escalation: Escalation | None = None,
+        held_input: Messages | None = None,
     ) -> None:
         # Compared and copied here, in the loop's thread, so the worker thread never reads
         # live objects.
@@ -204,7 +214,7 @@ class AgentSession:
             "messages": copy_payload(core.messages[kept:]),
             "state": core.state.to_dict(),
             "model_state": copy.deepcopy(core.model_state),
-            "interrupt_state": core.interrupts.to_dict(),
+            "interrupt_state": _interrupt_state(core, held_input),
         }
         lease_seconds = self._lease_seconds if lease else None
         self._taken += 1
@@ -229,7 +239,13 @@ class AgentSession:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(written.wait)
                 if lease and committed:
-                    await anyio.to_thread.run_sync(self._release_unchanged, snapshot, number)
+                    # Without the held-back input: the claim's pass never ran.
+                    unchanged: SessionSnapshot = {
+                        **snapshot,
+                        "messages": [],
+                        "interrupt_state": core.interrupts.to_dict(),
+                    }
+                    await anyio.to_thread.run_sync(self._release_unchanged, unchanged, number)
             raise
 
     def _write(
@@ -287,7 +303,7 @@ class AgentSession:
         """
         with contextlib.suppress(SessionError):
             stored = self._stored
-            self._write({**snapshot, "messages": []}, number, stored, len(stored), None, None)
+            self._write(snapshot, number, stored, len(stored), None, None)
 
     def _let_go(self) -> None:
         """Let the lease lapse now, if this agent still holds it; best effort."""
@@ -355,6 +371,21 @@ class _Heartbeat:
     def stop(self) -> None:
         self._stopped.set()
         self._thread.join()
+
+
+def _interrupt_state(core: AgentCore, held_input: Messages | None) -> dict[str, Any]:
+    """The core's interrupt state as JSON data, holding back *held_input* if given.
+
+    Set for the copy only, not kept: the pass itself takes its input as it always does.
+    """
+    interrupts = core.interrupts
+    if held_input is None:
+        return interrupts.to_dict()
+    kept, interrupts.pending_input = interrupts.pending_input, held_input
+    try:
+        return interrupts.to_dict()
+    finally:
+        interrupts.pending_input = kept
 
 
 def _takes_kept_messages(store: SessionStore) -> bool:

@@ -14,7 +14,7 @@ Jobs:
 
 - ``run STORE LEDGER POINT``: run it, and die at POINT:
 
-  - ``input``: right after the save that records the prompt;
+  - ``input``: right after the save that records the prompt (the claim's);
   - ``turn``: right after the save that records the model turn with the tool calls;
   - ``tool``: inside ``refund``, after its side effect, before its result exists;
   - ``result``: right after the save that records ``refund``'s result (``lookup`` is
@@ -110,7 +110,7 @@ class DyingStore:
         )
         new = snapshot["messages"]
         last = new[-1] if new else None
-        if self._point == "input" and last is not None and last["role"] == "user":
+        if self._point == "input" and snapshot["interrupt_state"]["pending_input"] is not None:
             die()
         if self._point == "turn" and last is not None and _calls_tools(last):
             die()

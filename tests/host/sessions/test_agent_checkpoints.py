@@ -37,7 +37,7 @@ class RecordingStore:
 
     def __init__(self) -> None:
         self.inner = MemorySessionStore()
-        self.saves: list[tuple[int, list[str], list[str], bool]] = []
+        self.saves: list[tuple[int, list[str], list[str], int, bool]] = []
 
     def save(
         self,
@@ -60,11 +60,13 @@ class RecordingStore:
             kept_messages=kept_messages,
         )
         pending = snapshot["interrupt_state"]["pending_tool_execution"]
+        held = snapshot["interrupt_state"]["pending_input"]
         self.saves.append(
             (
                 kept_messages,
                 [_describe(message) for message in snapshot["messages"]],
                 [] if pending is None else sorted(pending["completed"]),
+                0 if held is None else len(held["messages"]),
                 lease_seconds is not None,
             )
         )
@@ -118,13 +120,13 @@ def test_each_message_is_saved_as_it_enters_the_history() -> None:
     agent("go")
 
     assert store.saves == [
-        (0, [], [], True),  # the claim
-        (0, ["user:text"], [], True),  # the prompt
-        (1, ["assistant:toolUse,toolUse"], [], True),  # the model turn, its round stored
-        (2, [], ["t1"], True),  # each result as its call finishes
-        (2, [], ["t1", "t2"], True),
-        (2, ["user:toolResult,toolResult", "assistant:text"], [], True),  # the answer
-        (4, [], [], False),  # the release
+        (0, [], [], 1, True),  # the claim, holding the prompt back for the pass
+        # The model turn, after the prompt it answers, with its round stored.
+        (0, ["user:text", "assistant:toolUse,toolUse"], [], 0, True),
+        (2, [], ["t1"], 0, True),  # each result as its call finishes
+        (2, [], ["t1", "t2"], 0, True),
+        (2, ["user:toolResult,toolResult", "assistant:text"], [], 0, True),  # the answer
+        (4, [], [], 0, False),  # the release
     ]
 
 
@@ -211,15 +213,18 @@ def readme_retry_example() -> str:
 def test_the_readme_retry_example_continues_the_run_instead_of_adding_the_turn() -> None:
     store = MemorySessionStore()
     prompt: Message = {"role": "user", "content": [{"text": "refund order 7"}]}
-    # What a worker killed after recording the prompt leaves: the prompt, and its lease.
+    # What a worker killed right after its claim leaves: the prompt held back for the
+    # pass, and its lease.
+    held = InterruptState()
+    held.pending_input = [prompt]
     store.save(
         SESSION,
         {
             "version": SNAPSHOT_VERSION,
-            "messages": [prompt],
+            "messages": [],
             "state": {},
             "model_state": {},
-            "interrupt_state": InterruptState().to_dict(),
+            "interrupt_state": held.to_dict(),
         },
         expected_version=0,
         owner="dead-worker",

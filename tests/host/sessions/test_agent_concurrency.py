@@ -84,8 +84,8 @@ def test_a_stale_agent_is_refused_before_it_calls_the_model(store: SessionStore)
         stale("turn B")
 
     error = raised.value
-    # The claim, the prompt, the answer, the release.
-    assert (error.session_id, error.expected_version, error.found_version) == (SESSION, 0, 4)
+    # The claim (with the prompt), the answer, the release.
+    assert (error.session_id, error.expected_version, error.found_version) == (SESSION, 0, 3)
     assert "'shared'" in str(error)
     assert "another worker created it first" in str(error)
     assert stale_model.requests == []  # refused before anything ran
@@ -95,17 +95,17 @@ def test_a_stale_agent_is_refused_before_it_calls_the_model(store: SessionStore)
     stale.reload_session()
     stale("turn B")
     assert user_texts(stored_snapshot(store, SESSION)) == ["turn A", "turn B"]
-    assert stale.session_version == 8
+    assert stale.session_version == 6
 
 
 def test_each_save_names_the_loaded_and_the_stored_version(store: SessionStore) -> None:
     Agent(ScriptedModel(["one"]), session_store=store, session_id=SESSION)("first")
     a = Agent(ScriptedModel(["a"]), session_store=store, session_id=SESSION)
     b = Agent(ScriptedModel(["b"]), session_store=store, session_id=SESSION)
-    assert a.session_version == b.session_version == 4
+    assert a.session_version == b.session_version == 3
 
     a("from a")
-    with pytest.raises(SessionConflictError, match="loaded version 4, the store holds version 8"):
+    with pytest.raises(SessionConflictError, match="loaded version 3, the store holds version 6"):
         b("from b")
 
 
