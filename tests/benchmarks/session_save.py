@@ -23,7 +23,18 @@ the database writes around the rows, are left out: they are the database's own o
 The memory store has no database, so its bytes are the encoded documents it keeps. Bytes
 are reported relative to the new turn itself: its four messages as compact JSON.
 
-``measure()`` returns the numbers, for a script that puts them in a table.
+A second measure (``measure_invocations()``) compares what one invocation's saves cost
+now that every message is saved as it enters the history against the single final save
+an invocation made before: the same turn, on a session of ``INVOCATION_LENGTH`` stored
+messages, saved as the agent saves it for a run with one tool call (``CHECKPOINTED``:
+the claim holding the prompt back, the prompt and the model turn with its round, the
+tool's result, the results message with the answer, the release) and as it was
+(``FINAL_ONLY``: the claim, then the whole turn with the release). Both run interleaved
+on one store, in sessions of their own; each is reported by its median time and bytes
+per invocation, side by side, with their ratio.
+
+``measure()`` and ``measure_invocations()`` return the numbers, for a script that puts
+them in a table.
 """
 
 from __future__ import annotations
@@ -67,6 +78,12 @@ BYTES_TARGET: Final = 4.0
 """Issue 10: bytes written per save / bytes of the new turn, at most this."""
 
 MODES: Final = ("append", "rewrite")
+
+INVOCATION_LENGTH: Final = 100
+"""Messages stored before the invocation whose saves ``measure_invocations`` times."""
+
+CHECKPOINTED: Final = "checkpointed"
+FINAL_ONLY: Final = "final only"
 
 
 @dataclass(frozen=True)
@@ -264,6 +281,162 @@ def _scaling(
     )
 
 
+# --- One invocation's saves: per-message checkpoints against one final save -------------
+
+
+@dataclass(frozen=True)
+class InvocationCost:
+    """What one invocation's saves cost on one store, by way of saving.
+
+    Attributes:
+        store: The store's name.
+        saves: Saves per invocation, by way of saving.
+        seconds: Median seconds per invocation (all its saves), by way of saving.
+        written: Median bytes handed to the database per invocation, by way of saving.
+    """
+
+    store: str
+    saves: dict[str, int]
+    seconds: dict[str, float]
+    written: dict[str, int]
+
+    def time_ratio(self) -> float:
+        return self.seconds[CHECKPOINTED] / self.seconds[FINAL_ONLY]
+
+    def bytes_ratio(self) -> float:
+        return self.written[CHECKPOINTED] / self.written[FINAL_ONLY]
+
+
+# One save of an invocation: (messages kept of the stored history, the snapshot, lease).
+_Save = tuple[int, SessionSnapshot, bool]
+
+
+def _holding(saved: SessionSnapshot, prompt: Any) -> SessionSnapshot:
+    """*saved* with *prompt* held back for the pass, as a claim saves it."""
+    interrupt_state = {**saved["interrupt_state"], "pending_input": {"messages": [prompt]}}
+    return {**saved, "interrupt_state": interrupt_state}
+
+
+def _with_round(saved: SessionSnapshot, message: Any, completed: dict[str, Any]) -> SessionSnapshot:
+    """*saved* with a tool round stored for replay, as the agent stores one."""
+    interrupt_state = {
+        **saved["interrupt_state"],
+        "pending_tool_execution": {"tool_use_message": message, "completed": completed},
+    }
+    return {**saved, "interrupt_state": interrupt_state}
+
+
+def invocation_saves(length: int) -> dict[str, list[_Save]]:
+    """The saves of one invocation with one tool call, onto *length* stored messages."""
+    prompt, call, results, answer = turn(10_000)
+    result = results["content"][0]["toolResult"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
+    tool_use_id = result["toolUseId"]
+    return {
+        CHECKPOINTED: [
+            (length, _holding(snapshot([]), prompt), True),  # the claim
+            (length, _with_round(snapshot([prompt, call]), call, {}), True),
+            (length + 2, _with_round(snapshot([]), call, {tool_use_id: result}), True),
+            (length + 2, snapshot([results, answer]), True),
+            (length + 4, snapshot([]), False),  # the release
+        ],
+        FINAL_ONLY: [
+            (length, snapshot([]), True),
+            (length, snapshot([prompt, call, results, answer]), False),
+        ],
+    }
+
+
+def _invocation_cost(
+    name: str,
+    store: SessionStore,
+    counting: Callable[[], contextlib.AbstractContextManager[None]],
+    rounds: int,
+) -> InvocationCost:
+    ways = invocation_saves(INVOCATION_LENGTH)
+    versions = {
+        way: store.save(
+            f"invocation-{way}",
+            snapshot(conversation(INVOCATION_LENGTH)),
+            expected_version=0,
+            owner="bench",
+            lease_seconds=None,
+        )
+        for way in ways
+    }
+    samples: dict[str, list[float]] = {way: [] for way in ways}
+    written: dict[str, list[int]] = {way: [] for way in ways}
+    order = list(ways)
+    shuffle = random.Random(16)
+    for round_ in range(rounds + 1):  # the first round warms up; it is not counted
+        shuffle.shuffle(order)
+        for way in order:
+            session_id = f"invocation-{way}"
+            version = versions[way]
+            _Counter.bytes = 0
+            with counting():
+                start = time.perf_counter()
+                for kept, saved, lease in ways[way]:
+                    version = store.save(
+                        session_id,
+                        saved,
+                        expected_version=version,
+                        owner="bench",
+                        lease_seconds=30.0 if lease else None,
+                        kept_messages=kept,
+                    )
+                elapsed = time.perf_counter() - start
+            if round_:
+                samples[way].append(elapsed)
+                written[way].append(_Counter.bytes)
+            versions[way] = store.save(  # back to the stored length, untimed
+                session_id,
+                snapshot([]),
+                expected_version=version,
+                owner="bench",
+                lease_seconds=None,
+                kept_messages=INVOCATION_LENGTH,
+            )
+    return InvocationCost(
+        store=name,
+        saves={way: len(saves) for way, saves in ways.items()},
+        seconds={way: statistics.median(found) for way, found in samples.items()},
+        written={way: round(statistics.median(found)) for way, found in written.items()},
+    )
+
+
+def measure_invocations(rounds: int = 25, postgres_url: str | None = None) -> list[InvocationCost]:
+    """Measure one invocation's saves, both ways, on every store; PostgreSQL only with a URL."""
+    results = [_invocation_cost("memory", MemorySessionStore(), _counting_memory, rounds)]
+    with tempfile.TemporaryDirectory() as directory:
+        sqlite = SQLiteSessionStore(Path(directory) / "invocations.db")
+        results.append(_invocation_cost("sqlite", sqlite, _counting_sqlite, rounds))
+    if postgres_url:
+        with _postgres_stores(postgres_url) as postgres:
+            store = postgres["append"]
+            results.append(_invocation_cost("postgres", store, _counting_postgres, rounds))
+    return results
+
+
+def print_invocations(results: list[InvocationCost], rounds: int) -> None:
+    print(
+        f"\none invocation with one tool call, onto {INVOCATION_LENGTH} stored messages: "
+        f"every message saved as it enters the history ({CHECKPOINTED}) against one final "
+        f"save ({FINAL_ONLY}), medians of {rounds} interleaved rounds"
+    )
+    print(
+        f"{'store':<9} {'saves':>11} {'ms/invocation':>19} {'bytes/invocation':>21} "
+        f"{'time ratio':>11} {'bytes ratio':>12}"
+    )
+    for result in results:
+        saves = f"{result.saves[CHECKPOINTED]} vs {result.saves[FINAL_ONLY]}"
+        ms = f"{result.seconds[CHECKPOINTED] * 1e3:.3f} vs {result.seconds[FINAL_ONLY] * 1e3:.3f}"
+        sizes = f"{result.written[CHECKPOINTED]:,} vs {result.written[FINAL_ONLY]:,}"
+        print(
+            f"{result.store:<9} {saves:>11} {ms:>19} {sizes:>21} "
+            f"{result.time_ratio():>10.2f}x {result.bytes_ratio():>11.2f}x"
+        )
+
+
 @contextlib.contextmanager
 def _postgres_stores(url: str) -> Iterator[dict[str, SessionStore]]:
     """A store per mode, each in a new schema, dropped afterwards."""
@@ -344,8 +517,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=25)
     args = parser.parse_args()
-    results = measure(args.rounds, os.environ.get(POSTGRES_URL_VARIABLE) or None)
+    postgres_url = os.environ.get(POSTGRES_URL_VARIABLE) or None
+    results = measure(args.rounds, postgres_url)
     print_report(results, args.rounds)
+    print_invocations(measure_invocations(args.rounds, postgres_url), args.rounds)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,8 @@ class PassState:
         decisions: The policy decisions taken in the pass, in order.
         halt: Why the pass was halted by a policy, once it was.
         trace: The invocation's spans, when it is traced.
+        takeover: Whether the pass continues a run whose worker died before its final
+            save (an unfinished session, continued with no prompt).
     """
 
     input: Messages
@@ -156,6 +158,7 @@ class PassState:
     decisions: list[Decision] = field(default_factory=list[Decision])
     halt: Halt | None = None
     trace: InvocationTrace | None = None
+    takeover: bool = False
 
     def refuse_model_call(self) -> bool:
         """Whether the next model call is over the limit (retries count); notes a refusal."""

@@ -12,6 +12,16 @@ The input joins the history as ``_history`` describes, so that what an earlier
 invocation left behind (a user turn the model never answered, tool calls without
 results) does not make the history one a provider rejects.
 
+With a session, every message is saved as soon as it enters the history (see
+``_session``): the input is saved before the pass, with the claim, and enters the stored
+history with the next save; each model turn once it is complete (one whose tool calls
+are to run is saved with its round stored for replay, as an interrupt stores one, so a
+worker that takes over runs only the calls whose results were not recorded), and each
+tool result as its call finishes (``_tool_executor``). The message of a round's results
+is not saved on its own: the stored round already holds every result, and the next
+model turn's save brings it. A takeover (see ``PassState.takeover``) whose history ends
+on the model's final answer returns that answer without calling the model.
+
 Each model call runs in a ``CutRegion``: a call still running ``GRACE_SECONDS`` after
 ``cancel()`` (a stalled stream, stuck InvokeModel middleware or hooks) is cut, and the
 pass ends ``cancelled`` as if the call had seen the signal itself.
@@ -110,8 +120,17 @@ class EventLoop:
         core.check_agent(context)
         await self._append_input(context.messages)
         invocation_state = context.invocation_state
+        answer = self._recorded_answer()
+        if answer is not None:
+            yield self.stop("end_turn", answer, invocation_state)
+            return
         while True:
             pending = core.interrupts.pending_tool_execution
+            # A round replayed in an open interrupt cycle is a resume's: one cancelled
+            # part-way stays stored, as the cycle blocks new prompts until it is resumed.
+            # Any other (a round a dead worker left) is an ordinary round.
+            resumed = pending is not None and core.interrupts.activated
+            made = False  # whether the model turn was made in this pass, just now
             if pending is not None:
                 message = pending.tool_use_message
             else:
@@ -150,15 +169,37 @@ class EventLoop:
                     return
                 message = result.message
                 await core.append_message(message)
-                yield ModelMessageEvent(message=message)
                 if result.stop_reason != "tool_use":
+                    await self._checkpoint()
+                    yield ModelMessageEvent(message=message)
                     yield self.stop(result.stop_reason, message, invocation_state)
                     return
+                made = True
+                if core.session is not None:
+                    # Saved with the turn: a worker that takes over runs this round.
+                    pending = PendingToolExecution(tool_use_message=message)
+                    core.interrupts.pending_tool_execution = pending
             stopped = False
-            async with aclosing(self._tool_round(message, pending, invocation_state)) as round_:
-                async for round_event in round_:
-                    stopped = isinstance(round_event, EventLoopStopEvent)
-                    yield round_event
+            try:
+                if made:
+                    await self._checkpoint()
+                    yield ModelMessageEvent(message=message)
+                tools = self._tool_round(message, pending, resumed, invocation_state)
+                async with aclosing(tools) as round_:
+                    async for round_event in round_:
+                        stopped = isinstance(round_event, EventLoopStopEvent)
+                        yield round_event
+            except BaseException:
+                # An ordinary round that failed, or whose pass was closed or cancelled,
+                # is not kept for replay: the final save records the history as it is,
+                # and the next input answers the calls left without results.
+                if (
+                    not resumed
+                    and pending is not None
+                    and (core.interrupts.pending_tool_execution is pending)
+                ):
+                    core.interrupts.pending_tool_execution = None
+                raise
             if stopped:
                 return
 
@@ -166,13 +207,18 @@ class EventLoop:
         self,
         message: Message,
         pending: PendingToolExecution | None,
+        resumed: bool,
         invocation_state: dict[str, Any],
     ) -> AsyncGenerator[AgentStreamEvent, None]:
-        """Run the tool calls of *message*; end with a stop event unless the loop goes on."""
+        """Run the tool calls of *message*; end with a stop event unless the loop goes on.
+
+        *pending* is the stored round (its finished calls are not run again), *resumed*
+        whether it is replayed in an open interrupt cycle.
+        """
         core = self._core
         tool_uses = _tool_uses(message)
         round_ = ToolRound(results={} if pending is None else dict(pending.completed))
-        if pending is not None and core.cancel.is_set():
+        if resumed and core.cancel.is_set():
             # A cancelled resume runs nothing and keeps the stored round and the human's
             # answers, so the caller can still resume the interrupt later.
             yield self.stop("cancelled", message, invocation_state)
@@ -188,7 +234,7 @@ class EventLoop:
             core.interrupts.activate()
             yield self.stop("interrupt", message, invocation_state, core.interrupts.pending())
             return
-        if round_.skipped and pending is not None:
+        if round_.skipped and resumed and pending is not None:
             # Cancelled part-way through a resumed round: remember what did run, so a later
             # resume does not run it twice.
             pending.completed = dict(round_.results)
@@ -252,6 +298,26 @@ class EventLoop:
         )
         message = history[-1] if history else empty_assistant_message()
         return self.stop(MODEL_CALL_LIMIT_STOP, message, invocation_state)
+
+    async def _checkpoint(self) -> None:
+        """Save what entered the history, if the agent keeps a session."""
+        session = self._core.session
+        if session is not None:
+            await session.checkpoint(self._core)
+
+    def _recorded_answer(self) -> Message | None:
+        """The final answer a takeover finds already recorded, if the history ends on one.
+
+        The dead worker saved the model's answer but not its invocation's end: the run
+        is over, and asking the model again would answer the same turn twice.
+        """
+        history = self._core.messages
+        if not self._pass.takeover or self._core.interrupts.pending_tool_execution is not None:
+            return None
+        if not history or history[-1]["role"] != "assistant":
+            return None
+        last = history[-1]
+        return None if any("toolUse" in block for block in last["content"]) else last
 
     async def _append_input(self, messages: Messages) -> None:
         """Join the pass's input to the history (see ``_history``), firing MessageAddedEvent."""

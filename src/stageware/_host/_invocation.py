@@ -4,9 +4,11 @@ In order:
 
 1. A resume stores the human's answers, and its input is whatever input an agent-stream
    gate held back; otherwise the prompt becomes the pass's input messages.
-2. With a session store, the session is claimed (saved with the answers, under this
-   worker's lease; see ``_session``). A refused claim undoes step 1 and ends the
-   invocation before anything ran.
+2. With a session store, the session is claimed (saved with the answers, or with a
+   prompt's messages as the held-back input, under this worker's lease; see
+   ``_session``). A refused claim undoes step 1 and ends the
+   invocation before anything ran; so does a prompt for a session whose last invocation
+   never finished, which only ``agent()`` with no prompt may continue (a takeover).
 3. ``BeforeInvocationEvent`` fires.
 4. The AgentStream chain runs on a context carrying a copy of the input, with the event
    loop as its terminal. The terminal appends the context's messages to the history (as
@@ -80,13 +82,16 @@ class Invocation:
             RuntimeError: If the chain dropped the stop event, or an agent-stream interrupt
                 came after the pass produced its stop event.
             SessionConflictError: If another worker saved or holds the session.
+            SessionUnfinishedError: If *prompt* is not ``None`` and the session's last
+                invocation never finished (see ``_session``); nothing was recorded.
         """
         core = self._core
         before = core.interrupts.to_dict() if core.session is not None else None
         messages = self._take_input(prompt)
         if core.session is not None:
             try:
-                await core.session.claim(core)
+                new_turn = prompt is not None and parse_interrupt_responses(prompt) is None
+                await core.session.claim(core, new_input=messages if new_turn else None)
             except BaseException:
                 # Nothing ran: the answers go back to waiting, to be given again.
                 assert before is not None
@@ -98,6 +103,7 @@ class Invocation:
             cancel_watch=watch,
             max_model_calls=core.max_model_calls,
             trace=self._trace,
+            takeover=core.session is not None and core.session.unfinished,
         )
         core.current_pass = pass_state
         stop: EventLoopStopEvent | None = None
@@ -204,7 +210,9 @@ class Invocation:
             interrupts.resume(responses)
             return interrupts.pending_input
         if not interrupts.activated:
-            return prompt_messages(prompt)
+            # With no prompt, the input a claim saved and its worker never got to join to
+            # the history (see stream()); none otherwise.
+            return interrupts.pending_input if prompt is None else prompt_messages(prompt)
         waiting = interrupts.pending()
         if not waiting and prompt is None:
             # Every answer is in (an earlier resume was cut short): continue the cycle.

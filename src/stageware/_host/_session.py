@@ -12,15 +12,23 @@ workers serving one session only one runs it at a time:
 2. **Heartbeat.** A thread renews the lease every third of its length while the
    invocation runs, whatever the event loop is doing; if the renewal is refused (the lease
    lapsed and another worker took the session over), the run is cancelled.
-3. **Checkpoints.** A tool call of a resumed round is recorded as soon as it finishes, so
-   a worker that dies after an approved tool ran, but before the invocation ended, never
-   has the tool run again: the worker that takes over after the lease expires replays the
-   round with that result and runs only what had not finished.
+3. **Checkpoints.** Every message is saved as soon as it enters the history: the input
+   with the claim (held back until the pass joins it), each model turn once it is
+   complete (with the input, the first time), and each tool
+   result as soon as its call finishes (the round being run is stored with the model
+   turn, as an interrupt stores a round for replay, and each result is added to it). Each
+   is one conditional write under the lease, bringing only what is new. A worker that
+   takes over after this one died continues from the last checkpoint: it never runs a
+   call whose result was recorded again.
 4. **Release.** The final save stores the invocation's outcome and releases the lease;
    if the run escalated, the same save records the escalation.
 
-A worker killed mid-invocation keeps its lease until it expires; then another worker can
-load the session and continue (``agent()`` with no prompt, if a resume was under way).
+A worker killed mid-invocation keeps its lease until it expires. A session loaded with a
+lease still recorded (expired or not) is *unfinished*: its last invocation never reached
+its final save. Then ``agent()`` with no prompt continues that run (so does a resume's
+answers, for a run waiting on an interrupt); a prompt is refused with
+``SessionUnfinishedError`` (unless a live lease makes it a ``SessionLeasedError``), so
+that a client that re-sends its prompt after a crash does not record the turn twice.
 
 A save brings only the messages that changed since the version this agent holds: the
 agent keeps its own copy of the history as stored, finds how much of it the live history
@@ -38,11 +46,11 @@ import os
 import secrets
 import socket
 import threading
-from typing import Final, final
+from typing import Any, Final, final
 
 import anyio.to_thread
 
-from stageware._generated.payloads import Message
+from stageware._generated.payloads import Message, Messages
 from stageware._runtime import copy_payload
 
 from ._cancel import CancelToken
@@ -56,6 +64,7 @@ from .sessions import (
     SessionEscalatedError,
     SessionSnapshot,
     SessionStore,
+    SessionUnfinishedError,
     StoredSession,
 )
 
@@ -80,8 +89,11 @@ class AgentSession:
         "_lock",
         "_owner",
         "_stored",
+        "_taken",
+        "_written",
         "id",
         "store",
+        "unfinished",
         "version",
     )
 
@@ -98,20 +110,40 @@ class AgentSession:
         self._lock = threading.Lock()
         self._heartbeat: _Heartbeat | None = None
         self._appends = _takes_kept_messages(store)
+        # Snapshots are numbered as they are taken; one written after a later one would
+        # store an older state (concurrent tools' checkpoints race to the lock).
+        self._taken = 0
+        self._written = 0
+        # The loaded session's last invocation never released its lease (see the module).
+        self.unfinished = False
 
     def load(self) -> StoredSession | None:
         """Read the session and remember its version (0 if there is none)."""
         stored = self.store.load(self.id)
         with self._lock:
             self.version = 0 if stored is None else stored.version
+            self.unfinished = stored is not None and stored.lease is not None
             # The agent adopts the loaded messages themselves and may change them in place.
             self._stored = [] if stored is None else copy.deepcopy(stored.snapshot["messages"])
         return stored
 
-    async def claim(self, core: AgentCore) -> None:
+    async def claim(self, core: AgentCore, *, new_input: Messages | None) -> None:
         """Save the session at the loaded version and take the lease, then keep it.
 
+        *new_input* is the input of an invocation that brings a prompt (``None`` for a
+        resume or a continuation). It is saved with the claim as the input held back
+        for the pass (the claim and the input, one write): a worker that takes over after
+        this one died before the pass joined it to the history passes it on. The next
+        save, with the history that holds it, no longer holds it back. An unfinished
+        session refuses it: it would record a turn before the one a dead worker left is
+        finished.
+
         Raises:
+            SessionUnfinishedError: The session is unfinished and the invocation brings a
+                prompt. Found with a lease renewal of no length, which saves nothing: a
+                worker still running the invocation (its lease live) makes it a
+                ``SessionLeasedError`` instead, and a version that moved on a
+                ``SessionConflictError``.
             SessionEscalatedError: The session waits on an unresolved escalation; nothing
                 was saved. An escalation is only ever recorded by a save, which moves the
                 version on: one recorded after this agent loaded the session makes the
@@ -123,12 +155,20 @@ class AgentSession:
             escalation = await anyio.to_thread.run_sync(self.store.open_escalation, self.id)
             if escalation is not None:
                 raise SessionEscalatedError(escalation)
-        await self._save(core, lease=True)
+        if self.unfinished and new_input is not None:
+            await anyio.to_thread.run_sync(self._renew, 0.0)
+            raise SessionUnfinishedError(self.id)
+        await self._save(core, lease=True, held_input=new_input)
         self._heartbeat = _Heartbeat(self, core.cancel)
 
     async def checkpoint(self, core: AgentCore) -> None:
-        """Save progress made under the lease, keeping the lease."""
-        await self._save(core, lease=True)
+        """Save progress made under the lease, keeping the lease.
+
+        Shielded: a cancel must not come between a message entering the history and its
+        record, or a finished tool call could run again after a crash.
+        """
+        with anyio.CancelScope(shield=True):
+            await self._save(core, lease=True)
 
     async def release(self, core: AgentCore) -> None:
         """Save the invocation's outcome and release the lease.
@@ -146,6 +186,9 @@ class AgentSession:
         if heartbeat is not None:
             await anyio.to_thread.run_sync(heartbeat.stop)
         escalation, core.pending_escalation = core.pending_escalation, None
+        # Whatever the final save does, this agent's memory holds the run's outcome now:
+        # nothing is left for it to continue.
+        self.unfinished = False
         try:
             await self._save(core, lease=False, escalation=escalation)
         except SessionConflictError:
@@ -155,7 +198,12 @@ class AgentSession:
             raise
 
     async def _save(
-        self, core: AgentCore, *, lease: bool, escalation: Escalation | None = None
+        self,
+        core: AgentCore,
+        *,
+        lease: bool,
+        escalation: Escalation | None = None,
+        held_input: Messages | None = None,
     ) -> None:
         # Compared and copied here, in the loop's thread, so the worker thread never reads
         # live objects.
@@ -166,14 +214,18 @@ class AgentSession:
             "messages": copy_payload(core.messages[kept:]),
             "state": core.state.to_dict(),
             "model_state": copy.deepcopy(core.model_state),
-            "interrupt_state": core.interrupts.to_dict(),
+            "interrupt_state": _interrupt_state(core, held_input),
         }
         lease_seconds = self._lease_seconds if lease else None
+        self._taken += 1
+        number = self._taken
         written = threading.Event()
+        committed: list[bool] = []
 
         def write() -> None:
             try:
-                self._write(snapshot, base, kept, lease_seconds, escalation)
+                self._write(snapshot, number, base, kept, lease_seconds, escalation)
+                committed.append(True)
             finally:
                 written.set()
 
@@ -182,23 +234,39 @@ class AgentSession:
         except BaseException:
             # Cancelled while the thread writes (a native asyncio cancel goes through the
             # shield anyio puts around the thread): the write may still commit, taking a
-            # lease nobody would release. Wait for it, then let that lease go.
+            # lease nobody would release. Wait for it, then release that lease. (Only a
+            # claim gets here: checkpoints are shielded.)
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(written.wait)
-                if lease:
-                    await anyio.to_thread.run_sync(self._let_go)
+                if lease and committed:
+                    # Without the held-back input: the claim's pass never ran.
+                    unchanged: SessionSnapshot = {
+                        **snapshot,
+                        "messages": [],
+                        "interrupt_state": core.interrupts.to_dict(),
+                    }
+                    await anyio.to_thread.run_sync(self._release_unchanged, unchanged, number)
             raise
 
     def _write(
         self,
         snapshot: SessionSnapshot,
+        number: int,
         base: list[Message],
         kept: int,
         lease_seconds: float | None,
         escalation: Escalation | None,
     ) -> None:
-        """Save *snapshot*, whose messages follow the first *kept* of *base*."""
+        """Save *snapshot*, the *number*th taken, whose messages follow the first *kept* of *base*.
+
+        A checkpoint whose thread reaches the lock after a later snapshot was written is
+        skipped: the later one holds everything it held (a finished call's result stays
+        in the round), and writing it would bring an earlier state back.
+        """
         with self._lock:
+            if number < self._written and lease_seconds is not None and escalation is None:
+                return
+            self._written = number
             history = base[:kept] + snapshot["messages"]
             if self._stored is not base:
                 # Another save (a concurrent tool's checkpoint) landed since *snapshot* was
@@ -227,6 +295,16 @@ class AgentSession:
                 )
             self._stored = history
 
+    def _release_unchanged(self, snapshot: SessionSnapshot, number: int) -> None:
+        """Release the lease of a claim that was cut short, saving nothing new; best effort.
+
+        A save without the lease rather than a renewal of no length: nothing of the
+        invocation ran, so the session must not read as unfinished (a lease recorded).
+        """
+        with contextlib.suppress(SessionError):
+            stored = self._stored
+            self._write(snapshot, number, stored, len(stored), None, None)
+
     def _let_go(self) -> None:
         """Let the lease lapse now, if this agent still holds it; best effort."""
         with self._lock:
@@ -239,9 +317,12 @@ class AgentSession:
 
     def renew(self) -> None:
         """Extend the lease (the heartbeat's call)."""
+        self._renew(self._lease_seconds)
+
+    def _renew(self, lease_seconds: float) -> None:
         with self._lock:
             self.store.renew(
-                self.id, version=self.version, owner=self._owner, lease_seconds=self._lease_seconds
+                self.id, version=self.version, owner=self._owner, lease_seconds=lease_seconds
             )
 
     @property
@@ -290,6 +371,21 @@ class _Heartbeat:
     def stop(self) -> None:
         self._stopped.set()
         self._thread.join()
+
+
+def _interrupt_state(core: AgentCore, held_input: Messages | None) -> dict[str, Any]:
+    """The core's interrupt state as JSON data, holding back *held_input* if given.
+
+    Set for the copy only, not kept: the pass itself takes its input as it always does.
+    """
+    interrupts = core.interrupts
+    if held_input is None:
+        return interrupts.to_dict()
+    kept, interrupts.pending_input = interrupts.pending_input, held_input
+    try:
+        return interrupts.to_dict()
+    finally:
+        interrupts.pending_input = kept
 
 
 def _takes_kept_messages(store: SessionStore) -> bool:

@@ -255,20 +255,21 @@ class ToolExecutor:
                 final = _for_call(after.result, tool_use_id)
                 round_.results[tool_use_id] = final
                 # Shielded: a cancel cut must not come between the result and its record
-                # (which keeps an approved tool from running twice) or its one event.
+                # (which keeps a finished tool from running twice) or its one event.
                 with anyio.CancelScope(shield=True):
-                    await self._record_resumed(tool_use_id, final)
+                    await self._record_result(tool_use_id, final)
                 if final is not result.tool_result:
                     result = ToolResultEvent(tool_result=final, exception=result.exception)
                 send.send_nowait(result)
                 return
 
-    async def _record_resumed(self, tool_use_id: str, result: ToolResult) -> None:
-        """Save a finished call of a resumed round before anything else happens.
+    async def _record_result(self, tool_use_id: str, result: ToolResult) -> None:
+        """Save a finished call before anything else happens.
 
-        The round ran because a human approved it; once its result is in the session, a
-        worker that takes over after this one died replays the round with the result
-        instead of running the call a second time.
+        The round being run is stored in the session (with its model turn, or by the
+        interrupt a resume answered); once the call's result is in it, a worker that
+        takes over after this one died replays the round with the result instead of
+        running the call a second time. Concurrent calls each save their own.
         """
         core = self._core
         pending = core.interrupts.pending_tool_execution

@@ -29,6 +29,7 @@ from stageware import (
     SessionLeasedError,
     SessionSnapshot,
     SessionStore,
+    SessionUnfinishedError,
     SQLiteSessionStore,
     ToolContext,
     tool,
@@ -83,7 +84,8 @@ def test_a_stale_agent_is_refused_before_it_calls_the_model(store: SessionStore)
         stale("turn B")
 
     error = raised.value
-    assert (error.session_id, error.expected_version, error.found_version) == (SESSION, 0, 2)
+    # The claim (with the prompt), the answer, the release.
+    assert (error.session_id, error.expected_version, error.found_version) == (SESSION, 0, 3)
     assert "'shared'" in str(error)
     assert "another worker created it first" in str(error)
     assert stale_model.requests == []  # refused before anything ran
@@ -93,17 +95,17 @@ def test_a_stale_agent_is_refused_before_it_calls_the_model(store: SessionStore)
     stale.reload_session()
     stale("turn B")
     assert user_texts(stored_snapshot(store, SESSION)) == ["turn A", "turn B"]
-    assert stale.session_version == 4
+    assert stale.session_version == 6
 
 
 def test_each_save_names_the_loaded_and_the_stored_version(store: SessionStore) -> None:
     Agent(ScriptedModel(["one"]), session_store=store, session_id=SESSION)("first")
     a = Agent(ScriptedModel(["a"]), session_store=store, session_id=SESSION)
     b = Agent(ScriptedModel(["b"]), session_store=store, session_id=SESSION)
-    assert a.session_version == b.session_version == 2
+    assert a.session_version == b.session_version == 3
 
     a("from a")
-    with pytest.raises(SessionConflictError, match="loaded version 2, the store holds version 4"):
+    with pytest.raises(SessionConflictError, match="loaded version 3, the store holds version 6"):
         b("from b")
 
 
@@ -228,8 +230,11 @@ def test_a_lost_lease_cancels_the_run_and_its_save_is_refused() -> None:
         agent("go")
 
     assert finished == []  # the tool saw the cancel long before its 3 s were up
-    # Nothing of the cut-short run overwrote what the other worker saved.
-    assert stored_snapshot(inner, SESSION)["messages"] == []
+    # Nothing of the cut-short run overwrote what the other worker saved: the messages
+    # checkpointed before the takeover, and not the tool's result.
+    stored = stored_snapshot(inner, SESSION)
+    assert [m["role"] for m in stored["messages"]] == ["user", "assistant"]
+    assert stored["interrupt_state"]["pending_tool_execution"]["completed"] == {}
 
 
 # --- Problems surface before side effects -----------------------------------------------
@@ -354,8 +359,12 @@ def test_a_save_that_fails_at_the_end_lets_the_lease_go(store: SessionStore) -> 
     with pytest.raises(SessionError, match=r"state\.notes\[0\]\.at"):
         agent("note it")
 
-    # The session is not blocked for the rest of the lease: another worker goes on.
-    other = Agent(ScriptedModel(["hello"]), session_store=store, session_id=SESSION)
+    # The session is not blocked for the rest of the lease: another worker goes on. The
+    # run's end was not recorded, so it is unfinished: it is continued before a prompt.
+    other = Agent(ScriptedModel(["noted", "hello"]), session_store=store, session_id=SESSION)
+    with pytest.raises(SessionUnfinishedError):
+        other("hi")
+    assert other().text == "noted"
     assert other("hi").text == "hello"
 
 

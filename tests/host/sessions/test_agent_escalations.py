@@ -79,7 +79,8 @@ def test_the_final_save_records_the_escalation(store: SessionStore) -> None:
     assert made[0].event == {"asked": ["a refund, please"]}
     stored = store.load(SESSION)
     assert stored is not None
-    assert stored.version == 2 == agent.session_version  # the claim, then the final save
+    # The claim (with the prompt), the answer, then the final save with the escalation.
+    assert stored.version == 3 == agent.session_version
     assert stored.lease is None
     assert agent._core.pending_escalation is None
 

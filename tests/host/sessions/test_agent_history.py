@@ -94,8 +94,9 @@ def test_each_invocation_saves_only_its_new_messages(store: SessionStore) -> Non
     agent("second")
 
     assert_stored(store, agent)
-    # The claim brings nothing, the release the prompt and the answer.
-    assert recording.saves == [(before, 0), (before, 2)]
+    # The claim holds the prompt back for the pass; the answer's save brings both
+    # messages, the release nothing.
+    assert recording.saves == [(before, 0), (before, 2), (before + 2, 0)]
 
 
 def test_a_history_repaired_after_a_cut_short_invocation_loads_as_repaired(
@@ -123,7 +124,7 @@ def test_a_history_repaired_after_a_cut_short_invocation_loads_as_repaired(
     assert [m["role"] for m in agent.messages] == ["user", "assistant", "user", "assistant"]
     assert tool_results(agent.messages[2])[0]["toolUseId"] == "t1"
     assert agent.messages[2]["content"][-1] == {"text": "go on"}
-    assert recording.saves[-1] == (2, 2)
+    assert recording.saves == [(3, 0), (2, 2), (4, 0)]
     assert_stored(store, agent)
 
 

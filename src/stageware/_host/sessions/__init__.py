@@ -30,6 +30,7 @@ from ._store import (
     SessionLeasedError,
     SessionSnapshot,
     SessionStore,
+    SessionUnfinishedError,
     StoredSession,
 )
 
@@ -47,5 +48,6 @@ __all__ = [
     "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "SessionUnfinishedError",
     "StoredSession",
 ]

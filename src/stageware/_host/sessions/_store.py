@@ -53,6 +53,7 @@ __all__ = [
     "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "SessionUnfinishedError",
     "StoredSession",
     "check_kept",
     "check_renewal",
@@ -173,6 +174,31 @@ class SessionLeasedError(SessionConflictError):
             found_version=found_version,
         )
         self.lease = lease
+
+
+@final
+class SessionUnfinishedError(SessionError):
+    """A prompt was refused because the session's last invocation never finished.
+
+    Its worker died (or its final save failed) after the invocation's claim: the lease is
+    still recorded. What that run recorded stays as it is: nothing was saved, the version
+    is the same. Continue
+    the run with ``agent()`` (no prompt), which runs only what it had not recorded and
+    returns its result; a prompt is a new turn again once that run has finished. A client
+    that re-sends its prompt after a crash thus never records its turn twice.
+
+    Attributes:
+        session_id: The session.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r} has an unfinished invocation: the worker that ran it "
+            "stopped before its final save (its lease is still recorded). Continue that "
+            "run with agent() and no prompt; nothing was saved, and the prompt was not "
+            "recorded."
+        )
+        self.session_id = session_id
 
 
 @runtime_checkable

@@ -1,0 +1,251 @@
+"""Every message is saved as it enters the history, each save one conditional write.
+
+In one process, on a memory store that records each save: which messages it brings,
+which results of the stored round it holds, and whether it keeps the lease. The crash
+guarantee itself is tested with real processes in ``test_crash_points``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from stageware import (
+    AfterToolCallEvent,
+    Agent,
+    MemorySessionStore,
+    Message,
+    ScriptedModel,
+    ScriptedToolCall,
+    ScriptedTurn,
+    SessionSnapshot,
+    SessionStore,
+    tool,
+)
+from stageware._host._interrupt_state import InterruptState
+from stageware._host.sessions import SNAPSHOT_VERSION, Escalation
+
+SESSION = "checkpoints"
+
+
+class RecordingStore:
+    """A memory store that notes what each save brings."""
+
+    def __init__(self) -> None:
+        self.inner = MemorySessionStore()
+        self.saves: list[tuple[int, list[str], list[str], int, bool]] = []
+
+    def save(
+        self,
+        session_id: str,
+        snapshot: SessionSnapshot,
+        *,
+        expected_version: int,
+        owner: str,
+        lease_seconds: float | None,
+        escalation: Escalation | None = None,
+        kept_messages: int = 0,
+    ) -> int:
+        version = self.inner.save(
+            session_id,
+            snapshot,
+            expected_version=expected_version,
+            owner=owner,
+            lease_seconds=lease_seconds,
+            escalation=escalation,
+            kept_messages=kept_messages,
+        )
+        pending = snapshot["interrupt_state"]["pending_tool_execution"]
+        held = snapshot["interrupt_state"]["pending_input"]
+        self.saves.append(
+            (
+                kept_messages,
+                [_describe(message) for message in snapshot["messages"]],
+                [] if pending is None else sorted(pending["completed"]),
+                0 if held is None else len(held["messages"]),
+                lease_seconds is not None,
+            )
+        )
+        return version
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _describe(message: Any) -> str:
+    kinds = [next(iter(block)) for block in message["content"]]
+    return f"{message['role']}:{','.join(kinds)}"
+
+
+def two_calls() -> ScriptedTurn:
+    return ScriptedTurn(
+        tool_calls=[
+            ScriptedToolCall("fast", {}, id="t1"),
+            ScriptedToolCall("slow", {}, id="t2"),
+        ]
+    )
+
+
+def test_each_message_is_saved_as_it_enters_the_history() -> None:
+    store = RecordingStore()
+    slow_may_finish = threading.Event()
+
+    @tool
+    def fast() -> str:
+        """Answer at once."""
+        return "fast"
+
+    @tool
+    def slow() -> str:
+        """Answer once the fast call's result is saved."""
+        slow_may_finish.wait(10)
+        return "slow"
+
+    def after(event: AfterToolCallEvent) -> None:
+        if event.tool_use["toolUseId"] == "t1":
+            # The fast call's record is saved right after this hook; let the slow one go.
+            threading.Timer(0.2, slow_may_finish.set).start()
+
+    agent = Agent(
+        ScriptedModel([two_calls(), "done"]),
+        tools=[fast, slow],
+        session_store=cast("SessionStore", store),
+        session_id=SESSION,
+    )
+    agent.add_hook(after, AfterToolCallEvent)
+    agent("go")
+
+    assert store.saves == [
+        (0, [], [], 1, True),  # the claim, holding the prompt back for the pass
+        # The model turn, after the prompt it answers, with its round stored.
+        (0, ["user:text", "assistant:toolUse,toolUse"], [], 0, True),
+        (2, [], ["t1"], 0, True),  # each result as its call finishes
+        (2, [], ["t1", "t2"], 0, True),
+        (2, ["user:toolResult,toolResult", "assistant:text"], [], 0, True),  # the answer
+        (4, [], [], 0, False),  # the release
+    ]
+
+
+def test_an_ordinary_round_that_fails_is_not_kept_for_replay() -> None:
+    store = RecordingStore()
+
+    @tool
+    def fast() -> str:
+        """Answer at once."""
+        return "fast"
+
+    @tool
+    def slow() -> str:
+        """Answer at once."""
+        return "slow"
+
+    def fail(event: AfterToolCallEvent) -> None:
+        if event.tool_use["toolUseId"] == "t2":
+            raise RuntimeError("the hook failed")
+
+    agent = Agent(
+        ScriptedModel([two_calls(), "after the failure"]),
+        tools=[fast, slow],
+        session_store=cast("SessionStore", store),
+        session_id=SESSION,
+    )
+    agent.add_hook(fail, AfterToolCallEvent)
+    with pytest.raises(RuntimeError, match="the hook failed"):
+        agent("go")
+    stored = store.load(SESSION)
+    assert stored is not None
+    assert stored.lease is None
+    assert stored.snapshot["interrupt_state"]["pending_tool_execution"] is None
+
+    # As before: the next prompt answers the calls left without results, in order.
+    later = Agent(ScriptedModel(["after"]), session_store=store.inner, session_id=SESSION)
+    assert later("again").text == "after"
+    assert [_describe(m) for m in later.messages] == [
+        "user:text",
+        "assistant:toolUse,toolUse",
+        "user:toolResult,toolResult,text",
+        "assistant:text",
+    ]
+
+
+def test_a_checkpoint_that_reaches_the_lock_late_does_not_undo_a_later_one() -> None:
+    """Concurrent calls' checkpoints race to the session's lock: the older one is dropped.
+
+    Driven through the session's write directly, in the order a lost race gives.
+    """
+    store = MemorySessionStore()
+    agent = Agent(ScriptedModel(["done"]), session_store=store, session_id=SESSION)
+    agent("go")
+    session = agent._core.session  # pyright: ignore[reportPrivateUsage]
+    assert session is not None
+    stored = store.load(SESSION)
+    assert stored is not None
+    base = session._stored  # pyright: ignore[reportPrivateUsage]
+    taken = session._taken  # pyright: ignore[reportPrivateUsage]
+
+    def checkpoint(step: int, number: int) -> None:
+        snapshot: SessionSnapshot = {**stored.snapshot, "messages": [], "state": {"step": step}}
+        session._write(snapshot, number, base, len(base), 30.0, None)  # pyright: ignore[reportPrivateUsage]
+
+    checkpoint(2, taken + 2)  # the later snapshot reaches the lock first
+    checkpoint(1, taken + 1)
+
+    after = store.load(SESSION)
+    assert after is not None
+    assert (after.version, after.snapshot["state"]) == (stored.version + 1, {"step": 2})
+
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def readme_retry_example() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## Sessions across workers\n")
+    section = text[start : text.index("\n## ", start + 1)]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    return textwrap.dedent(block)
+
+
+def test_the_readme_retry_example_continues_the_run_instead_of_adding_the_turn() -> None:
+    store = MemorySessionStore()
+    prompt: Message = {"role": "user", "content": [{"text": "refund order 7"}]}
+    # What a worker killed right after its claim leaves: the prompt held back for the
+    # pass, and its lease.
+    held = InterruptState()
+    held.pending_input = [prompt]
+    store.save(
+        SESSION,
+        {
+            "version": SNAPSHOT_VERSION,
+            "messages": [],
+            "state": {},
+            "model_state": {},
+            "interrupt_state": held.to_dict(),
+        },
+        expected_version=0,
+        owner="dead-worker",
+        lease_seconds=0.0,
+    )
+    namespace: dict[str, Any] = {}
+    exec(readme_retry_example(), namespace)
+    agent = Agent(ScriptedModel(["Refunded."]), session_store=store, session_id=SESSION)
+
+    result = namespace["serve"](agent, "refund order 7")
+
+    assert result.text == "Refunded."
+    assert agent.messages == [
+        prompt,
+        {"role": "assistant", "content": [{"text": "Refunded."}]},
+    ]
+    stored = store.load(SESSION)
+    assert stored is not None
+    assert stored.lease is None
+
+    # Finished, the session takes a prompt as a new turn again.
+    later = Agent(ScriptedModel(["You are welcome."]), session_store=store, session_id=SESSION)
+    assert namespace["serve"](later, "thanks").text == "You are welcome."
+    assert len(later.messages) == 4
