@@ -146,8 +146,12 @@ def suspend_across_a_restart(cast: Cast) -> None:
         "the new Agent found the same approval waiting in the session",
         f"the restarted agent is waiting for {[i.id for i in pending]}",
     )
-    approval = Approval(approved=True, approver=APPROVER, comment="long-standing customer")
-    cast.trace.note(f"{APPROVER} approves: Approval(approved=True, approver={APPROVER!r}, ...)")
+    credential = cast.credentials.issue(APPROVER, roles=["refunds"], ttl=300)
+    approval = Approval(approved=True, credential=credential, comment="long-standing customer")
+    cast.trace.note(
+        f"{APPROVER} signs in to the console, which issues a credential; she approves: "
+        "Approval(approved=True, credential=..., ...)"
+    )
     resumed = cast.report(
         cast.agent(
             [
