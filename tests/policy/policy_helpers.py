@@ -15,6 +15,7 @@ from stageware.policy import (
     PolicyEnv,
     middleware,
 )
+from tests.policy.approvers import authenticator
 
 
 class Ledger:
@@ -54,7 +55,8 @@ def refund_agent(
     agent = Agent(
         model,
         tools=[ledger.tool],
-        policy=PolicyEngine(entries, **engine_options),
+        # The tests' authenticator unless a test sets its own (or None).
+        policy=PolicyEngine(entries, **{"authenticator": authenticator(), **engine_options}),
         session_store=store,
         session_id=session_id,
         backend=backend,  # type: ignore[arg-type]

@@ -118,10 +118,14 @@ class ApprovalRecord:
     fingerprint: str
     answered_at: str
 
-    def describe(self) -> str:
-        """``denied by ana (os-user) at 2026-...``: who answered, how verified, when."""
+    def verdict(self) -> str:
+        """``denied by ana (os-user)``: what was answered, by whom, verified how."""
         verdict = "approved" if self.approved else "denied"
-        return f"{verdict} by {self.approver} ({self.via}) at {self.answered_at}"
+        return f"{verdict} by {self.approver} ({self.via})"
+
+    def describe(self) -> str:
+        """``denied by ana (os-user) at 2026-...``: the verdict and when it was given."""
+        return f"{self.verdict()} at {self.answered_at}"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -273,7 +273,7 @@ def _from_answer(
     run: PolicyRun,
 ) -> Outcome | None:
     """What an answered approval means for the step: go on (``None``) or a denial's Block."""
-    reason = approval.describe() + (f": {approval.comment}" if approval.comment else "")
+    reason = approval.verdict() + (f": {approval.comment}" if approval.comment else "")
     outcome: Outcome | None = None if approval.approved else Block(reason)
     record = Decision(
         run_id=run.run_id,
