@@ -74,4 +74,3 @@ def test_the_example_runs_as_written() -> None:
     [decision] = result.decisions
     assert decision.reason == "approved by dana@example.com (authenticator): loyal customer"
     assert decision.approver == "dana@example.com"
-
