@@ -51,12 +51,13 @@ def refund_agent(
     **engine_options: Any,
 ) -> tuple[Agent, Ledger, ScriptedModel]:
     ledger = ledger if ledger is not None else Ledger()
+    # The tests' authenticator, unless a test sets its own (or None).
+    engine_options.setdefault("authenticator", authenticator())
     model = ScriptedModel(refund_script() if script is None else script, chunk_size=4)
     agent = Agent(
         model,
         tools=[ledger.tool],
-        # The tests' authenticator unless a test sets its own (or None).
-        policy=PolicyEngine(entries, **{"authenticator": authenticator(), **engine_options}),
+        policy=PolicyEngine(entries, **engine_options),
         session_store=store,
         session_id=session_id,
         backend=backend,  # type: ignore[arg-type]

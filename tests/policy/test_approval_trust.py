@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from stageware import Agent, ScriptedModel, SessionStore, tool
+from stageware import Agent, ScriptedModel, SessionSnapshot, SessionStore, tool
 from stageware._cli._operator import AUTHENTICATOR_VARIABLE, CREDENTIAL_VARIABLE
 from stageware._host._interrupt_state import InterruptAnsweredError
 from stageware.policy import (
@@ -69,7 +69,7 @@ class Desk:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self.paid: list[int] = []
-        self.snapshots: list[dict[str, Any]] = []
+        self.snapshots: list[SessionSnapshot] = []
 
         @tool
         def refund(amount: int) -> str:
@@ -418,3 +418,52 @@ def test_the_session_keeps_the_verified_record_not_the_credential(store: Session
     )
     [decision] = [d for d in result.decisions if d.hook == "tool.before"]
     assert decision.approver == "ana"
+
+
+# --- upgrading -----------------------------------------------------------------------------
+
+
+def _as_written_before(store: SessionStore, *, answered: bool) -> str:
+    """Rewrite the session's waiting approval as a stageware with v1 ids stored it."""
+    stored = store.load(SESSION)
+    assert stored is not None
+    snapshot = stored.snapshot
+    state = snapshot["interrupt_state"]
+    del state["cycle"]
+    [interrupt] = state["interrupts"]
+    old_id: str = interrupt["id"].replace("v2:", "v1:").split("#")[0]
+    interrupt["id"] = old_id
+    interrupt["reason"] = {"policy": "refund_guard", "reason": "refund of 500", "event": {}}
+    if answered:
+        interrupt["response"] = {"approved": True, "approver": "typed-in"}
+    kept = len(snapshot["messages"])
+    snapshot["messages"] = []
+    store.save(
+        SESSION,
+        snapshot,
+        expected_version=stored.version,
+        owner="upgrade",
+        lease_seconds=None,
+        kept_messages=kept,
+    )
+    return old_id
+
+
+@pytest.mark.parametrize("answered", [False, True], ids=["pending", "answered"])
+def test_a_v1_approval_from_before_the_upgrade_is_asked_again(
+    store: SessionStore, answered: bool
+) -> None:
+    desk = Desk(store)
+    suspended(desk)
+    old_id = _as_written_before(store, answered=answered)
+    agent = desk.agent(["Refunded."], authenticator=authenticator())
+
+    # Whatever the answer, and whoever typed it, a v1 approval releases nothing.
+    asked = agent() if answered else agent(resume(old_id, {"approved": True, "approver": "x"}))
+
+    assert desk.paid == []
+    [again] = asked.interrupts
+    assert again.id.startswith("v2:policy:tool.before:refund_guard:call_0#")
+    assert again.reason["step"] == {"tool": "refund", "input": {"amount": 500}}
+    assert agent(resume(again.id, approve("ana"))).text == "Refunded."
+    assert desk.paid == [500]

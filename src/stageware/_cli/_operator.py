@@ -78,7 +78,7 @@ def operator(args: argparse.Namespace) -> Approver:
     from stageware._policy._identity import ApprovalRefused, Approver
 
     try:
-        approver = authenticator(_credential(args.credential_file))
+        approver = cast(object, authenticator(_credential(args.credential_file)))
     except ApprovalRefused as error:
         raise CommandError(f"the authenticator {factory} refused the credential: {error}") from None
     if not isinstance(approver, Approver):

@@ -155,7 +155,8 @@ class PolicyEngine:
                 f"the answer to policy approval {interrupt_id!r} carries no 'credential'; "
                 "the policy's authenticator needs one to know who answers"
             )
-        approver = self.authenticator(answer.credential)
+        # Checked: an application's authenticator may be untyped.
+        approver = cast(object, self.authenticator(answer.credential))
         if not isinstance(approver, Approver):
             raise TypeError(
                 f"the authenticator returned {type(approver).__name__}, not an Approver"

@@ -27,12 +27,11 @@ from stageware import (
     SQLiteSessionStore,
     tool,
 )
+from stageware._cli._operator import AUTHENTICATOR_VARIABLE, CREDENTIAL_VARIABLE
 from stageware._policy._approval import fingerprint, interrupt_id
 from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent, middleware
-from stageware._cli._operator import AUTHENTICATOR_VARIABLE, CREDENTIAL_VARIABLE
 from stageware_codegen.cli import main
 from tests.host.agent_helpers import calls
-
 from tests.policy.approvers import FACTORY, credential
 
 from .stores import StoreSpec, make_snapshot
