@@ -17,9 +17,15 @@ from typing import Any
 
 import pytest
 
-from stageware import Agent, ScriptedModel, SessionSnapshot, SessionStore, tool
+from stageware import (
+    Agent,
+    InterruptAnsweredError,
+    ScriptedModel,
+    SessionSnapshot,
+    SessionStore,
+    tool,
+)
 from stageware._cli._operator import AUTHENTICATOR_VARIABLE, CREDENTIAL_VARIABLE
-from stageware._host._interrupt_state import InterruptAnsweredError
 from stageware.policy import (
     ApprovalRefused,
     InputEvent,
