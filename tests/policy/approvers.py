@@ -24,5 +24,5 @@ def authenticator() -> SignedCredentials:
 
 
 def credential(approver_id: str, roles: Iterable[str] = ()) -> str:
-    """A credential for *approver_id*, good for a minute."""
-    return authenticator().issue(approver_id, roles=roles, ttl=60)
+    """A credential for *approver_id*, good for an hour (longer than any test run)."""
+    return authenticator().issue(approver_id, roles=roles, ttl=3600)
