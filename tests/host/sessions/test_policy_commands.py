@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pwd
 import sqlite3
 import subprocess
 import sys
@@ -66,12 +67,17 @@ def run(
     it, as the OS account running the tests."""
 
     def run_(
-        action: str, *arguments: str, by: str | None = None, roles: Sequence[str] = ()
+        action: str,
+        *arguments: str,
+        by: str | None = None,
+        roles: Sequence[str] = (),
+        keep_env: bool = False,
     ) -> tuple[int, str, str]:
         capsys.readouterr()
         with monkeypatch.context() as env:
-            env.delenv(AUTHENTICATOR_VARIABLE, raising=False)
-            env.delenv(CREDENTIAL_VARIABLE, raising=False)
+            if not keep_env:
+                env.delenv(AUTHENTICATOR_VARIABLE, raising=False)
+                env.delenv(CREDENTIAL_VARIABLE, raising=False)
             for name, value in ({} if by is None else operator_env(by, roles)).items():
                 env.setenv(name, value)
             status = main(["policy", action, *store_arguments(shared_spec), *arguments])
@@ -182,6 +188,59 @@ def test_a_reason_is_shown_on_one_line_with_control_characters_escaped(
     assert "line one line two \\x1b[31mred\\x1b[0m xxx" in row
     assert "\x1b" not in out
     assert "..." in row
+
+
+def test_escalations_are_claimed_as_the_os_account(store: SessionStore, run: Run) -> None:
+    escalation = escalate(store, "s1")
+
+    status, out, err = run("escalations", "--claim", escalation.id)
+
+    account = pwd.getpwuid(os.geteuid()).pw_name
+    assert (status, err) == (0, "")
+    assert out.endswith(f"for '{account}'\n")
+    found = store.open_escalation("s1")
+    assert found is not None
+    assert found.claimed_by == account
+
+
+def test_a_deployment_authenticator_that_cannot_verify_is_refused(
+    store: SessionStore, run: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    escalation = escalate(store, "s1")
+    token = tmp_path / "token"
+    token.write_text(credential("ana") + "\n")
+    with monkeypatch.context() as env:
+        env.setenv(AUTHENTICATOR_VARIABLE, FACTORY)
+        # The credential from a file, for the deployment's authenticator.
+        status, out, _ = main_status(run, escalation.id, ["--credential-file", str(token)])
+    assert status == 0
+    assert out.endswith("for 'ana'\n")
+    cases = [
+        ({AUTHENTICATOR_VARIABLE: "nocolon"}, [], "must be package.module:factory"),
+        ({AUTHENTICATOR_VARIABLE: "no.such.module:f"}, [], "could not build an authenticator"),
+        ({AUTHENTICATOR_VARIABLE: FACTORY}, [], "give --credential-file or set"),
+        (
+            {AUTHENTICATOR_VARIABLE: FACTORY, CREDENTIAL_VARIABLE: "forged.token"},
+            [],
+            "refused the credential: the credential is not one this authenticator signed",
+        ),
+        ({}, ["--credential-file", str(token)], "--credential-file needs"),
+    ]
+    for variables, arguments, expected in cases:
+        with monkeypatch.context() as env:
+            for name, value in variables.items():
+                env.setenv(name, value)
+            status, _, err = main_status(run, escalation.id, arguments)
+        assert status == 2, variables
+        assert expected in error_line(err), (variables, err)
+    found = store.open_escalation("s1")
+    assert found is not None
+    assert found.claimed_by == "ana"  # only the verified claim
+
+
+def main_status(run: Run, escalation_id: str, arguments: list[str]) -> tuple[int, str, str]:
+    """Claim as whatever the environment says (``run`` otherwise clears it first)."""
+    return run("escalations", "--claim", escalation_id, *arguments, keep_env=True)
 
 
 def test_escalations_claims_and_resolves(store: SessionStore, run: Run) -> None:
