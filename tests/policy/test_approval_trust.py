@@ -473,3 +473,15 @@ def test_a_v1_approval_from_before_the_upgrade_is_asked_again(
     assert again.reason["step"] == {"tool": "refund", "input": {"amount": 500}}
     assert agent(resume(again.id, approve("ana"))).text == "Refunded."
     assert desk.paid == [500]
+
+
+def test_the_command_line_does_not_answer_a_v1_approval(store: SessionStore, cli: Cli) -> None:
+    desk = Desk(store)
+    suspended(desk)
+    old_id = _as_written_before(store, answered=False)
+
+    status, _, err = cli("--approve", old_id)
+
+    assert status == 2
+    assert "is asked again under a v2:policy: id" in err
+    assert desk.paid == []

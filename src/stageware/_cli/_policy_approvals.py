@@ -156,8 +156,14 @@ def _answer(
         CommandError: The id is no policy interrupt, no session (or several) waits on it,
             the answer is refused (stale, final, not this approver's), or the save was.
     """
-    from stageware._policy._approval import INTERRUPT_PREFIX, parse_interrupt_id
+    from stageware._policy._approval import INTERRUPT_PREFIX, LEGACY_PREFIX, parse_interrupt_id
 
+    if interrupt_id.startswith(LEGACY_PREFIX):
+        raise CommandError(
+            f"approval {cell(interrupt_id)!r} was asked before approvals were bound to their "
+            "step; it cannot be answered, and the step is asked again under a v2:policy: id "
+            "when the application next resumes the session"
+        )
     parsed = parse_interrupt_id(interrupt_id)
     if parsed is None:
         raise CommandError(

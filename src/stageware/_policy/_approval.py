@@ -251,6 +251,7 @@ class ApprovalCheck:
         self._now = now
 
     def owns(self, interrupt_id: str) -> bool:
+        """Whether *interrupt_id* is a policy approval's (v2, or v1 from an older session)."""
         return interrupt_id.startswith((INTERRUPT_PREFIX, LEGACY_PREFIX))
 
     def stale(self, interrupt_id: str, registered: Mapping[str, Interrupt]) -> str | None:
@@ -314,6 +315,7 @@ class ApprovalCheck:
         return record if verified is None else verified.approved
 
     def describe(self, record: Any) -> str:
+        """Who answered what, and when, for the refusal of a different answer."""
         verified = read_record(record)
         return f"answered {record!r}" if verified is None else verified.describe()
 
