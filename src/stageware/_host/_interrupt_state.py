@@ -170,10 +170,10 @@ class InterruptState:
 
     def __init__(self) -> None:
         self.interrupts: dict[str, Interrupt] = {}
-        self.activated = False
+        self.activated: bool = False
         self.pending_tool_execution: PendingToolExecution | None = None
         self.pending_input: Messages = []
-        self.cycle = 0
+        self.cycle: int = 0
         # Which interrupts the run loop registered: their answers outlive a tool cycle.
         self._agent_stream_ids: set[str] = set()
 

@@ -31,7 +31,7 @@ import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, cast, final
+from typing import Any, ClassVar, Final, cast, final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -79,7 +79,7 @@ class Approval(BaseModel):
     """
 
     # Built on first use, like the hook events: importing the policy layer stays cheap.
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     approved: bool = Field(strict=True)
     """Whether the step may go ahead; ``False`` blocks it."""

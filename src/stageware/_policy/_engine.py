@@ -120,7 +120,7 @@ class PolicyEngine:
         self.blocked_message = blocked_message
         self.escalated_message = escalated_message
         self.models: Mapping[str, Model] = MappingProxyType(dict(models or {}))
-        self.authenticator = authenticator
+        self.authenticator: Authenticator | None = authenticator
 
     @property
     def entries(self) -> tuple[PolicyEntry, ...]:
