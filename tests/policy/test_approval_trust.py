@@ -39,8 +39,10 @@ from stageware.policy import (
 from stageware_codegen.cli import main
 from tests.host.agent_helpers import calls
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
+from tests.telemetry.tracing_helpers import Recorder, attributes
 
 from .approvers import FACTORY, SECRET, authenticator, credential
+from .policy_helpers import Ledger
 
 SESSION = "customer-9"
 
@@ -485,3 +487,28 @@ def test_the_command_line_does_not_answer_a_v1_approval(store: SessionStore, cli
     assert status == 2
     assert "is asked again under a v2:policy: id" in err
     assert desk.paid == []
+
+
+@pytest.mark.anyio
+async def test_the_decision_span_names_the_verified_approver() -> None:
+    recorder = Recorder.start()
+    ledger = Ledger()
+    agent = Agent(
+        ScriptedModel([calls(("refund", {"amount": 500}, "call_0")), "Refunded."]),
+        tools=[ledger.tool],
+        policy=PolicyEngine([refund_guard], authenticator=authenticator()),
+        tracer_provider=recorder.provider,
+    )
+    [waiting] = (await agent.invoke_async("refund 500")).interrupts
+
+    await agent.invoke_async(resume(waiting.id, approve("ana")))
+
+    assert ledger.payouts == [500]
+    spans = [
+        attributes(span)
+        for span in recorder.exporter.get_finished_spans()
+        if attributes(span).get("stageware.policy.approver") is not None
+    ]
+    assert [(s["stageware.policy.approver"], s["stageware.policy.outcome"]) for s in spans] == [
+        ("ana", "continue")
+    ]
