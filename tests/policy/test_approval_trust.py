@@ -512,3 +512,30 @@ async def test_the_decision_span_names_the_verified_approver() -> None:
     assert [(s["stageware.policy.approver"], s["stageware.policy.outcome"]) for s in spans] == [
         ("ana", "continue")
     ]
+
+
+def test_show_prints_the_whole_step_the_listing_cuts(store: SessionStore, cli: Cli) -> None:
+    desk = Desk(store)
+    memo = " ".join(["quarterly reconciliation"] * 8)
+    agent = desk.agent([calls(("refund", {"amount": 500, "memo": memo, "to": "Mallory"}, "c1"))])
+    [waiting] = agent("refund").interrupts
+
+    _, listing, _ = cli()
+    status, shown, _ = cli("--show", waiting.id)
+
+    assert "Mallory" not in listing  # cut to fit the line
+    assert status == 0
+    assert shown.splitlines() == [
+        f"approval {waiting.id} in session '{SESSION}'",
+        "  reason: refund of 500",
+        "  who may answer: any verified approver",
+        "  details: {}",
+        "  step: "
+        + json.dumps(
+            {"input": {"amount": 500, "memo": memo, "to": "Mallory"}, "tool": "refund"},
+            sort_keys=True,
+        ),
+    ]
+    status, _, err = cli("--show", waiting.id.replace("c1#", "c2#"))
+    assert status == 2
+    assert "no session waits on an approval" in err

@@ -69,6 +69,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     act = parser.add_mutually_exclusive_group()
     act.add_argument("--approve", metavar="ID", help="approve the suspended step ID")
     act.add_argument("--deny", metavar="ID", help="deny the suspended step ID")
+    act.add_argument(
+        "--show", metavar="ID", help="show the whole step ID would run, and who may answer"
+    )
     identity_arguments(parser)
     parser.add_argument("--comment", metavar="TEXT", help="a note with the answer")
     parser.add_argument(
@@ -88,19 +91,24 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
     approve_id: str | None = args.approve
     deny_id: str | None = args.deny
+    show_id: str | None = args.show
     interrupt_id = approve_id if approve_id is not None else deny_id
     refuse_by(args)
+    if interrupt_id is None:
+        refuse_without(args, "--approve or --deny", comment="--comment")
+        refuse_without(args, "--approve, --deny or --show", session="--session")
     if interrupt_id is None:
         refuse_without(
             args,
             "--approve or --deny",
-            comment="--comment",
-            session="--session",
             credential_file="--credential-file",
         )
     # Identified before the store is opened: who answers does not depend on what it holds.
     approver = None if interrupt_id is None else operator(args)
     with opened_store(args.store, schema=args.schema) as store:
+        if show_id is not None:
+            _show(store, out, err, show_id, args.session)
+            return
         if interrupt_id is None or approver is None:
             _list(store, out, err)
             return
@@ -212,6 +220,36 @@ def _answer(
         else "the application continues the run with agent() and no prompt"
     )
     out.write(f"{verb} {interrupt_id} in session {cell(target)!r} as {who}; {then}\n")
+
+
+def _show(
+    store: SessionStore, out: TextIO, err: TextIO, interrupt_id: str, session_id: str | None
+) -> None:
+    """Print what *interrupt_id* asks, whole: the listing cuts the step to fit a line.
+
+    Raises:
+        CommandError: No session waits on it.
+    """
+    candidates = store.session_ids() if session_id is None else [session_id]
+    found = [
+        s
+        for candidate in candidates
+        for s in _suspended(store, candidate, err)
+        if s.interrupt.id == interrupt_id
+    ]
+    if not found:
+        where = "no session" if session_id is None else f"session {cell(session_id)!r}"
+        raise CommandError(f"{where} waits on an approval {cell(interrupt_id)!r}")
+    for waiting in found:
+        reason = waiting.interrupt.reason
+        fields = cast(dict[str, object], reason) if isinstance(reason, dict) else {}
+        out.write(f"approval {interrupt_id} in session {cell(waiting.session_id)!r}\n")
+        out.write(f"  reason: {_reason(reason)}\n")
+        out.write(f"  who may answer: {_shown(reason, 'approvers', None)}\n")
+        for key in ("details", "step"):
+            # Whole, on one line, escaped like a table cell: nothing reaches the terminal raw.
+            text = json.dumps(fields.get(key), ensure_ascii=False, sort_keys=True)
+            out.write(f"  {key}: {cell(text)}\n")
 
 
 def _key(interrupt_id: str) -> str | None:

@@ -525,6 +525,10 @@ def test_approvals_needs_one_policy_interrupt_in_one_session(store: SessionStore
     assert "--by is no longer accepted" in error_line(err)
     status, _, err = run("approvals", "--credential-file", "c")
     assert "--credential-file goes with --approve or --deny" in error_line(err)
+    status, _, err = run("approvals", "--show", POLICY_ID, "--comment", "c")
+    assert "--comment goes with --approve or --deny" in error_line(err)
+    status, _, err = run("approvals", "--session", "first")
+    assert "--session goes with --approve, --deny or --show" in error_line(err)
 
 
 def test_a_session_that_cannot_be_read_is_reported_and_skipped(
