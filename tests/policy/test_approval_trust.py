@@ -226,6 +226,10 @@ def test_a_stale_id_after_a_denied_request_is_refused_and_names_the_new_one(
     assert now.id != listed_earlier
     assert now.id.split("#")[0] == listed_earlier.split("#")[0]
 
+    # The customer replays the old id: refused before anything about the new step is told.
+    with pytest.raises(ApprovalRefused, match="cannot be answered in a prompt") as hidden:
+        desk.agent(["never"], wire_guard)(resume(listed_earlier, approve("customer")))
+    assert "Mallory" not in str(hidden.value)
     # A second approver, working from the earlier listing.
     with pytest.raises(ValueError, match="is stale") as refused:
         second(resume(listed_earlier, approve("bo")))

@@ -75,8 +75,11 @@ class AnswerCheck(Protocol):
         """Whether answers to *interrupt_id* are this check's to verify."""
         ...
 
-    def stale(self, interrupt_id: str, registered: Mapping[str, Interrupt]) -> str | None:
-        """Why an owned id that is not registered is stale, if it is; else ``None``."""
+    def stale(
+        self, interrupt_id: str, response: Any, registered: Mapping[str, Interrupt]
+    ) -> str | None:
+        """Why an owned id that is not registered is stale, if it is; else ``None``. It may
+        refuse *response* (``ValueError``) before it says anything about what waits."""
         ...
 
     def verify(self, interrupt_id: str, response: Any, interrupt: Interrupt) -> Any:
@@ -246,7 +249,9 @@ class InterruptState:
             seen.add(interrupt_id)
             check = next((c for c in checks if c.owns(interrupt_id)), None)
             if interrupt_id not in self.interrupts:
-                stale = None if check is None else check.stale(interrupt_id, self.interrupts)
+                stale = (
+                    None if check is None else check.stale(interrupt_id, response, self.interrupts)
+                )
                 if stale is not None:
                     raise ValueError(stale)
                 known = ", ".join(sorted(self.interrupts)) or "none"

@@ -254,14 +254,25 @@ class ApprovalCheck:
         """Whether *interrupt_id* is a policy approval's (v2, or v1 from an older session)."""
         return interrupt_id.startswith((INTERRUPT_PREFIX, LEGACY_PREFIX))
 
-    def stale(self, interrupt_id: str, registered: Mapping[str, Interrupt]) -> str | None:
-        """Why *interrupt_id*, not registered, is stale: the step now waits under another id."""
+    def stale(
+        self, interrupt_id: str, response: Any, registered: Mapping[str, Interrupt]
+    ) -> str | None:
+        """Why *interrupt_id*, not registered, is stale: the step now waits under another id.
+
+        The answerer is identified first: what the step would now run is told only to
+        someone who may answer it.
+
+        Raises:
+            ApprovalRefused: The answer cannot be authenticated, or its approver may not
+                answer the step that waits.
+        """
         parsed = parse_interrupt_id(interrupt_id)
         if parsed is None:
             return None
         for other in registered.values():
             now = parse_interrupt_id(other.id)
             if now is not None and now.key == parsed.key and not other.answered:
+                self._approver(other.id, response, other)
                 return (
                     f"policy approval {interrupt_id!r} is stale: that step changed since it "
                     f"was listed, and now waits as {other.id!r}, which would run "
@@ -283,17 +294,8 @@ class ApprovalCheck:
             # A v1 approval (no fingerprint): acknowledged, never releasing the step; the
             # middleware is asked again and suspends under a v2 id.
             return {"superseded": "asked again under a v2 id"}
-        answer = _submitted(interrupt_id, response)
-        approver = self._identify(interrupt_id, answer)
-        reason = _reason_of(interrupt)
-        approvers = _approvers_of(reason)
-        if not may_answer(approver, approvers):
-            roles = ", ".join(sorted(approver.roles)) or "none"
-            raise ApprovalRefused(
-                f"{approver.id} (roles: {roles}; via {approver.via}) may not answer policy "
-                f"approval {interrupt_id!r}; it may be answered by: {_who_may(approvers)}"
-            )
-        bound = reason.get("fingerprint")
+        answer, approver = self._approver(interrupt_id, response, interrupt)
+        bound = _reason_of(interrupt).get("fingerprint")
         if not isinstance(bound, str) or not bound.startswith(parsed.short):
             raise ApprovalRefused(
                 f"policy approval {interrupt_id!r} is not bound to the step that waits under "
@@ -308,6 +310,21 @@ class ApprovalCheck:
             fingerprint=bound,
             answered_at=self._now().isoformat(timespec="seconds"),
         ).to_json()
+
+    def _approver(
+        self, interrupt_id: str, response: Any, interrupt: Interrupt
+    ) -> tuple[Approval, Approver]:
+        """The answer, and its approver once identified and found allowed by *interrupt*."""
+        answer = _submitted(interrupt_id, response)
+        approver = self._identify(interrupt_id, answer)
+        approvers = _approvers_of(_reason_of(interrupt))
+        if not may_answer(approver, approvers):
+            roles = ", ".join(sorted(approver.roles)) or "none"
+            raise ApprovalRefused(
+                f"{approver.id} (roles: {roles}; via {approver.via}) may not answer policy "
+                f"approval {interrupt.id!r}; it may be answered by: {_who_may(approvers)}"
+            )
+        return answer, approver
 
     def decision(self, record: Any) -> object:
         """What finality compares: whether the step was approved."""
