@@ -242,14 +242,12 @@ def _show(
         raise CommandError(f"{where} waits on an approval {cell(interrupt_id)!r}")
     for waiting in found:
         reason = waiting.interrupt.reason
-        fields = cast(dict[str, object], reason) if isinstance(reason, dict) else {}
         out.write(f"approval {interrupt_id} in session {cell(waiting.session_id)!r}\n")
         out.write(f"  reason: {_reason(reason)}\n")
         out.write(f"  who may answer: {_shown(reason, 'approvers', None)}\n")
         for key in ("details", "step"):
             # Whole, on one line, escaped like a table cell: nothing reaches the terminal raw.
-            text = json.dumps(fields.get(key), ensure_ascii=False, sort_keys=True)
-            out.write(f"  {key}: {cell(text)}\n")
+            out.write(f"  {key}: {_shown(reason, key, None)}\n")
 
 
 def _key(interrupt_id: str) -> str | None:
