@@ -37,6 +37,7 @@ from stageware._policy._engine import PolicyEngine
 from stageware._policy._entries import PolicyEntry
 from stageware._policy._env import PolicyEnv
 from stageware._policy._errors import SpecError
+from stageware._policy._identity import ApprovalRefused, Approver, Authenticator, SignedCredentials
 from stageware._policy._outcomes import Block, Continue, Escalate, Outcome, Retry, Suspend
 from stageware._policy._rules import ALLOWED, DEFAULT_RETRY_BUDGET, MODIFIABLE
 from stageware._policy._spec import PolicySpec, load_policy, read_policy
@@ -49,7 +50,10 @@ __all__ = [
     "HOOK_POINTS",
     "MODIFIABLE",
     "Approval",
+    "ApprovalRefused",
     "ApprovalResolvedEvent",
+    "Approver",
+    "Authenticator",
     "Band",
     "Block",
     "ContextEvent",
@@ -77,6 +81,7 @@ __all__ = [
     "RunEndEvent",
     "RunErrorEvent",
     "RunStartEvent",
+    "SignedCredentials",
     "SpecError",
     "StreamChunkEvent",
     "Suspend",

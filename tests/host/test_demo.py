@@ -43,6 +43,9 @@ def test_the_session_file_holds_the_finished_conversation(tmp_path: Path) -> Non
         "interrupts": [],
         "pending_tool_execution": None,
         "pending_input": None,
+        # Each invocation that owed no resume ended an interrupt cycle, and the session
+        # counts them: an answer bound to an earlier cycle releases no step of a later one.
+        "cycle": 3,
     }
 
 

@@ -15,6 +15,7 @@ from stageware.policy import (
     PolicyEnv,
     middleware,
 )
+from tests.policy.approvers import authenticator
 
 
 class Ledger:
@@ -50,6 +51,8 @@ def refund_agent(
     **engine_options: Any,
 ) -> tuple[Agent, Ledger, ScriptedModel]:
     ledger = ledger if ledger is not None else Ledger()
+    # The tests' authenticator, unless a test sets its own (or None).
+    engine_options.setdefault("authenticator", authenticator())
     model = ScriptedModel(refund_script() if script is None else script, chunk_size=4)
     agent = Agent(
         model,

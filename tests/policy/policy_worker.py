@@ -30,6 +30,7 @@ from stageware import (
 )
 from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent, middleware
 from tests.host.sessions.stores import StoreSpec, open_store
+from tests.policy.approvers import authenticator, credential
 
 SESSION = "policy-session"
 
@@ -53,7 +54,7 @@ def _agent(spec: str, ledger: Path, script: list[Any]) -> Agent:
     return Agent(
         ScriptedModel(script),
         tools=[refund],
-        policy=PolicyEngine([large_refunds_need_approval]),
+        policy=PolicyEngine([large_refunds_need_approval], authenticator=authenticator()),
         session_store=open_store(StoreSpec.from_json(spec)),
         session_id=SESSION,
         session_lease=5.0,
@@ -77,7 +78,7 @@ def main(job: str, spec: str, ledger: str, *rest: str) -> None:
         Path(ready).touch()
         while not Path(go).exists():
             time.sleep(0.001)
-        answer = {"approved": True, "approver": f"worker-{os.getpid()}"}
+        answer = {"approved": True, "credential": credential(f"worker-{os.getpid()}")}
         try:
             result = agent(
                 [{"interruptResponse": {"interruptId": interrupt_id, "response": answer}}]

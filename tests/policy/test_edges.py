@@ -12,11 +12,12 @@ from stageware import AfterToolCallEvent, ScriptedModel, ScriptedToolCall, Scrip
 from stageware.policy import Block, Continue, HookPoint, PolicyEnv, Suspend, middleware
 from tests.host.converse_history import assert_valid_converse
 
+from .approvers import credential
 from .policy_helpers import deciding, refund_agent, refund_script
 
 pytestmark = pytest.mark.anyio
 
-APPROVE = {"approved": True, "approver": "intern"}
+APPROVE = {"approved": True, "credential": credential("intern")}
 
 
 def _resume(interrupt_id: str, answer: dict[str, Any]) -> list[dict[str, Any]]:
@@ -58,7 +59,9 @@ async def test_approval_resolved_fires_before_the_suspended_step_is_decided() ->
     )
     [interrupt] = (await agent.invoke_async("refund")).interrupts
     order.clear()
-    denied = await agent.invoke_async(_resume(interrupt.id, {"approved": False, "approver": "x"}))
+    denied = await agent.invoke_async(
+        _resume(interrupt.id, {"approved": False, "credential": credential("x")})
+    )
     assert denied.stop_reason == "blocked"
     # Reported first, even though the denial then blocks the step.
     assert order == ["approval.resolved:audit"]

@@ -8,6 +8,7 @@ import pytest
 
 from stageware.policy import HookPoint, PolicyEnv, Suspend, middleware
 
+from .approvers import credential
 from .policy_helpers import refund_agent, refund_script
 
 pytestmark = pytest.mark.anyio
@@ -36,7 +37,7 @@ async def test_every_hook_point_fires_with_real_payloads() -> None:
             {
                 "interruptResponse": {
                     "interruptId": first.interrupts[0].id,
-                    "response": {"approved": True, "approver": "dana"},
+                    "response": {"approved": True, "credential": credential("dana")},
                 }
             }
         ]

@@ -27,6 +27,7 @@ from stageware.policy import (
 )
 from tests.host.converse_history import assert_valid_converse
 
+from .approvers import credential
 from .policy_helpers import deciding, refund_agent, refund_script
 
 pytestmark = pytest.mark.anyio
@@ -113,7 +114,9 @@ async def test_each_allowed_outcome_does_what_it_says(point: HookPoint, kind: ty
     elif kind is Suspend:
         assert result.stop_reason == "interrupt"
         [interrupt] = result.interrupts
-        assert interrupt.id == f"v1:policy:{point.value}:decider:{_step_key(point)}"
+        assert interrupt.id.startswith(f"v2:policy:{point.value}:decider:{_step_key(point)}#")
+        # The id is bound to the step's fingerprint, which the reason holds whole.
+        assert interrupt.id.endswith("#" + interrupt.reason["fingerprint"][:16])
         assert interrupt.reason["reason"] == "a person must approve"
         assert ledger.payouts == []
         resumed = await agent.invoke_async(
@@ -121,7 +124,7 @@ async def test_each_allowed_outcome_does_what_it_says(point: HookPoint, kind: ty
                 {
                     "interruptResponse": {
                         "interruptId": interrupt.id,
-                        "response": {"approved": True, "approver": "dana"},
+                        "response": {"approved": True, "credential": credential("dana")},
                     }
                 }
             ]
@@ -169,14 +172,20 @@ async def test_a_denied_approval_blocks_the_step() -> None:
             {
                 "interruptResponse": {
                     "interruptId": interrupt.id,
-                    "response": {"approved": False, "approver": "sam", "comment": "not eligible"},
+                    "response": {
+                        "approved": False,
+                        "credential": credential("sam"),
+                        "comment": "not eligible",
+                    },
                 }
             }
         ]
     )
     assert result.stop_reason == "blocked"
     assert result.halt is not None
-    assert result.halt.reason == "denied by sam: not eligible"
+    assert result.halt.reason == "denied by sam (authenticator): not eligible"
+    [answered] = [d for d in result.decisions if d.hook == "tool.before"]
+    assert answered.approver == "sam"
     assert ledger.payouts == []
     assert_valid_converse(agent.messages, for_request=False)
     # The cycle is over: the agent takes a new prompt.
@@ -188,9 +197,9 @@ async def test_a_denied_approval_blocks_the_step() -> None:
     "answer",
     [
         "yes",
-        {"approved": "yes", "approver": "sam"},
+        {"approved": "yes", "credential": credential("sam")},
         {"approved": True},
-        {"approved": True, "approver": "sam", "extra": 1},
+        {"approved": True, "credential": credential("sam"), "extra": 1},
     ],
 )
 async def test_an_answer_that_is_not_an_approval_names_the_interrupt(answer: Any) -> None:
@@ -207,7 +216,7 @@ async def test_an_answer_that_is_not_an_approval_names_the_interrupt(answer: Any
             {
                 "interruptResponse": {
                     "interruptId": interrupt.id,
-                    "response": {"approved": True, "approver": "sam"},
+                    "response": {"approved": True, "credential": credential("sam")},
                 }
             }
         ]
@@ -230,7 +239,11 @@ async def test_approval_resolved_fires_on_the_resume_with_the_decision(kind: typ
             {
                 "interruptResponse": {
                     "interruptId": interrupt.id,
-                    "response": {"approved": True, "approver": "dana", "comment": "ok"},
+                    "response": {
+                        "approved": True,
+                        "credential": credential("dana"),
+                        "comment": "ok",
+                    },
                 }
             }
         ]

@@ -71,7 +71,9 @@ def test_the_example_runs_as_written() -> None:
     assert result.stop_reason == "end_turn"
     assert paid == [400]
     assert [d.outcome for d in result.decisions] == ["continue"]
-    assert "approved by dana@example.com: loyal customer" in (result.decisions[0].reason or "")
+    [decision] = result.decisions
+    assert decision.reason == "approved by dana@example.com (authenticator): loyal customer"
+    assert decision.approver == "dana@example.com"
 
 
 def test_the_class_middleware_example_runs_as_written() -> None:

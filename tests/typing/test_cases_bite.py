@@ -134,6 +134,16 @@ LOOSENINGS = {
         "hooks: HookCollection[HookPoint | str],",
         "hooks: Any,",
     ),
+    "suspend approvers": Loosening(
+        "_policy/_outcomes.py",
+        "approvers: Collection[str] | None = None",
+        "approvers: Any = None",
+    ),
+    "authenticator": Loosening(
+        "_policy/_identity.py",
+        "Authenticator: TypeAlias = Callable[[str], Approver]",
+        "Authenticator: TypeAlias = Any",
+    ),
 }
 
 

@@ -10,5 +10,6 @@ work here, one module per subcommand, each importing what it uses when it runs.
 
 What the two store commands share: ``_store_url`` (the store ``--store`` names, opened only
 if it holds sessions), ``_table`` (plain-text tables, cells made safe), ``_options``
-(options that go together) and ``_errors`` (a failure as one line, exit status 2).
+(options that go together), ``_operator`` (who runs the command, verified: the OS account
+or a deployment's authenticator) and ``_errors`` (a failure as one line, exit status 2).
 """

@@ -1,13 +1,15 @@
 """``stageware policy approvals``: suspended policy approvals in a store; answer one.
 
 A policy middleware that returns ``Suspend`` stops the run on an interrupt whose id starts
-with ``v1:policy:``; the session keeps it, unanswered, in its interrupt state. Listing
-reads every session's interrupt state; answering records an ``Approval`` (approved or
-not, the approver, a comment) as the interrupt's response, through ``InterruptState`` (the
-host's own reading and writing of that state) and one conditional save: a session a
-worker is running (a live lease) or that changed in between is refused, and nothing is
-written. The application then continues the run with ``agent()`` and no prompt, as after
-any resume whose answers are all in. Exit status 0, or 2 with one line on stderr.
+with ``v2:policy:``; the session keeps it, unanswered, in its interrupt state. Listing
+reads every session's interrupt state and shows each step as the fingerprint binds it;
+answering records the verified answer (approved or not, the operator as ``_operator``
+identifies them, a comment) through ``InterruptState.resume`` and the policy layer's
+``ApprovalCheck``, the same rule a resume in a prompt goes through (an answer is final,
+bound to its step, and given by someone the ``Suspend`` allowed), then one conditional
+save: a session a worker is running (a live lease) or that changed in between is refused,
+and nothing is written. The application then continues the run with ``agent()`` and no
+prompt, as after any resume whose answers are all in. Exit status 0, or 2 with one line on stderr.
 Importing this module loads nothing of the host or the policy layer: the command line
 builds its parser from :func:`configure` on every run.
 """
@@ -22,31 +24,36 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO, cast, final
 
 from ._errors import CommandError, reported
-from ._options import refuse_without, required
+from ._operator import identity_arguments, operator, refuse_by
+from ._options import refuse_without
 from ._store_url import store_arguments
 from ._table import cell, render
 
 if TYPE_CHECKING:
     from stageware._host._interrupt_state import InterruptState
     from stageware._host.sessions import SessionStore, StoredSession
+    from stageware._policy._identity import Approver
     from stageware._runtime import Interrupt
 
 __all__ = ["DESCRIPTION", "HELP", "configure", "run"]
 
 HELP = "list the policy approvals suspended in a session store; approve or deny one"
 DESCRIPTION = (
-    "List the unanswered policy approvals (interrupts whose id starts with v1:policy:) of "
-    "every session in a session store, or approve or deny one. The answer is saved in the "
-    "session unless a worker is running it; the application then continues the run with "
-    "agent() and no prompt. Exit status 2 with one line on stderr when the command cannot "
-    "do what it is asked."
+    "List the unanswered policy approvals (interrupts whose id starts with v2:policy:) of "
+    "every session in a session store, or approve or deny one as the operating-system "
+    "account running the command (or the credential the authenticator named in "
+    "STAGEWARE_APPROVAL_AUTHENTICATOR verifies). The answer is saved in the session unless "
+    "a worker is running it; the application then continues the run with agent() and no "
+    "prompt. Exit status 2 with one line on stderr when the command cannot do what it is "
+    "asked."
 )
 
 _COMMAND: Final = "stageware policy approvals"
 
-_REASON_WIDTH: Final = 70
+_REASON_WIDTH: Final = 50
+_STEP_WIDTH: Final = 80
 
-_HEADERS: Final = ("SESSION", "INTERRUPT", "REASON")
+_HEADERS: Final = ("SESSION", "INTERRUPT", "REASON", "STEP", "WHO MAY ANSWER")
 
 
 @final
@@ -60,9 +67,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the command's arguments on *parser*."""
     store_arguments(parser)
     act = parser.add_mutually_exclusive_group()
-    act.add_argument("--approve", metavar="ID", help="approve the suspended step ID as --by")
-    act.add_argument("--deny", metavar="ID", help="deny the suspended step ID as --by")
-    parser.add_argument("--by", metavar="NAME", help="who answers")
+    act.add_argument("--approve", metavar="ID", help="approve the suspended step ID")
+    act.add_argument("--deny", metavar="ID", help="deny the suspended step ID")
+    act.add_argument(
+        "--show", metavar="ID", help="show the whole step ID would run, and who may answer"
+    )
+    identity_arguments(parser)
     parser.add_argument("--comment", metavar="TEXT", help="a note with the answer")
     parser.add_argument(
         "--session",
@@ -81,13 +91,25 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
     approve_id: str | None = args.approve
     deny_id: str | None = args.deny
+    show_id: str | None = args.show
     interrupt_id = approve_id if approve_id is not None else deny_id
+    refuse_by(args)
+    if interrupt_id is None:
+        refuse_without(args, "--approve or --deny", comment="--comment")
+        refuse_without(args, "--approve, --deny or --show", session="--session")
     if interrupt_id is None:
         refuse_without(
-            args, "--approve or --deny", by="--by", comment="--comment", session="--session"
+            args,
+            "--approve or --deny",
+            credential_file="--credential-file",
         )
+    # Identified before the store is opened: who answers does not depend on what it holds.
+    approver = None if interrupt_id is None else operator(args)
     with opened_store(args.store, schema=args.schema) as store:
-        if interrupt_id is None:
+        if show_id is not None:
+            _show(store, out, err, show_id, args.session)
+            return
+        if interrupt_id is None or approver is None:
             _list(store, out, err)
             return
         _answer(
@@ -96,7 +118,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             err,
             interrupt_id,
             approved=approve_id is not None,
-            by=required(args, "by", "--approve" if approve_id is not None else "--deny"),
+            approver=approver,
             comment=args.comment,
             session_id=args.session,
         )
@@ -112,7 +134,16 @@ def _list(store: SessionStore, out: TextIO, err: TextIO) -> None:
     if not found:
         out.write("no suspended approvals\n")
         return
-    rows = [(cell(s.session_id), cell(s.interrupt.id), _reason(s.interrupt.reason)) for s in found]
+    rows = [
+        (
+            cell(s.session_id),
+            cell(s.interrupt.id),
+            _reason(s.interrupt.reason),
+            _shown(s.interrupt.reason, "step", _STEP_WIDTH),
+            _shown(s.interrupt.reason, "approvers", None),
+        )
+        for s in found
+    ]
     out.write(render(_HEADERS, rows))
 
 
@@ -123,35 +154,43 @@ def _answer(
     interrupt_id: str,
     *,
     approved: bool,
-    by: str,
+    approver: Approver,
     comment: str | None,
     session_id: str | None,
 ) -> None:
-    """Record the approver's answer to *interrupt_id*, in the one session waiting on it.
+    """Record *approver*'s answer to *interrupt_id*, in the one session waiting on it.
 
     Raises:
         CommandError: The id is no policy interrupt, no session (or several) waits on it,
-            or the save was refused.
+            the answer is refused (stale, final, not this approver's), or the save was.
     """
-    from stageware._host.sessions._escalations import text_problem
-    from stageware._policy._approval import INTERRUPT_PREFIX, Approval, parse_interrupt_id
+    from stageware._policy._approval import INTERRUPT_PREFIX, LEGACY_PREFIX, parse_interrupt_id
 
-    problem = text_problem(by, "--by")
-    if problem is not None:
-        raise CommandError(problem)
-    if parse_interrupt_id(interrupt_id) is None:
+    if interrupt_id.startswith(LEGACY_PREFIX):
+        raise CommandError(
+            f"approval {cell(interrupt_id)!r} was asked before approvals were bound to their "
+            "step; it cannot be answered, and the step is asked again under a v2:policy: id "
+            "when the application next resumes the session"
+        )
+    parsed = parse_interrupt_id(interrupt_id)
+    if parsed is None:
         raise CommandError(
             f"interrupt {cell(interrupt_id)!r} is not a policy approval (its id is not "
-            f"{INTERRUPT_PREFIX}<hook>:<middleware>:<step>); answer it through the "
-            "application that asked"
+            f"{INTERRUPT_PREFIX}<hook>:<middleware>:<step>#<fingerprint>); answer it through "
+            "the application that asked"
         )
     candidates = store.session_ids() if session_id is None else [session_id]
-    waiting = [
-        s.session_id
-        for candidate in candidates
-        for s in _suspended(store, candidate, err)
-        if s.interrupt.id == interrupt_id
-    ]
+    # The sessions that hold this id, or (stale) the same step under another: the answer
+    # goes through the same check there, which says which.
+    waiting = sorted(
+        {
+            s.session_id
+            for candidate in candidates
+            for s in _suspended(store, candidate, err, answered=True)
+            if s.interrupt.id == interrupt_id
+            or (not s.interrupt.answered and _key(s.interrupt.id) == parsed.key)
+        }
+    )
     if not waiting:
         where = "no session" if session_id is None else f"session {cell(session_id)!r}"
         raise CommandError(
@@ -165,37 +204,84 @@ def _answer(
             "name one with --session"
         )
     [target] = waiting
-    # The policy layer's own model of an answer, so that what is stored is what it reads.
-    response = Approval(approved=approved, approver=by, comment=comment).model_dump(mode="json")
-    left = _record(store, target, interrupt_id, response)
+    answer = {"approved": approved, "comment": comment}
+    recorded, left = _record(store, target, interrupt_id, answer, approver)
     verb = "approved" if approved else "denied"
+    who = f"{cell(approver.id)!r} ({approver.via})"
+    if not recorded:
+        out.write(
+            f"{interrupt_id} in session {cell(target)!r} was already {verb}; the first answer "
+            "stands and nothing was written\n"
+        )
+        return
     then = (
         f"{left} more approval(s) of this session still wait for an answer"
         if left
         else "the application continues the run with agent() and no prompt"
     )
-    out.write(f"{verb} {interrupt_id} in session {cell(target)!r} as {cell(by)!r}; {then}\n")
+    out.write(f"{verb} {interrupt_id} in session {cell(target)!r} as {who}; {then}\n")
 
 
-def _record(store: SessionStore, session_id: str, interrupt_id: str, response: Any) -> int:
-    """Store *response* for the interrupt in one conditional save; return how many wait."""
+def _show(
+    store: SessionStore, out: TextIO, err: TextIO, interrupt_id: str, session_id: str | None
+) -> None:
+    """Print what *interrupt_id* asks, whole: the listing cuts the step to fit a line.
+
+    Raises:
+        CommandError: No session waits on it.
+    """
+    candidates = store.session_ids() if session_id is None else [session_id]
+    found = [
+        s
+        for candidate in candidates
+        for s in _suspended(store, candidate, err)
+        if s.interrupt.id == interrupt_id
+    ]
+    if not found:
+        where = "no session" if session_id is None else f"session {cell(session_id)!r}"
+        raise CommandError(f"{where} waits on an approval {cell(interrupt_id)!r}")
+    for waiting in found:
+        reason = waiting.interrupt.reason
+        out.write(f"approval {interrupt_id} in session {cell(waiting.session_id)!r}\n")
+        out.write(f"  reason: {_reason(reason)}\n")
+        out.write(f"  who may answer: {_shown(reason, 'approvers', None)}\n")
+        for key in ("details", "step"):
+            # Whole, on one line, escaped like a table cell: nothing reaches the terminal raw.
+            out.write(f"  {key}: {_shown(reason, key, None)}\n")
+
+
+def _key(interrupt_id: str) -> str | None:
+    from stageware._policy._approval import parse_interrupt_id
+
+    parsed = parse_interrupt_id(interrupt_id)
+    return None if parsed is None else parsed.key
+
+
+def _record(
+    store: SessionStore,
+    session_id: str,
+    interrupt_id: str,
+    answer: dict[str, Any],
+    approver: Approver,
+) -> tuple[bool, int]:
+    """Check and store *answer* in one conditional save; whether it was recorded (the same
+    answer again is not), and how many approvals still wait."""
     from stageware._host.sessions import SessionConflictError, SessionLeasedError
+    from stageware._policy._approval import ApprovalCheck
 
     stored = store.load(session_id)
     if stored is None:
         raise CommandError(f"session {cell(session_id)!r} was deleted; nothing was written")
     state = _state(stored, session_id)
-    if interrupt_id not in {i.id for i in state.pending()}:
-        raise CommandError(
-            f"approval {cell(interrupt_id)!r} of session {cell(session_id)!r} was answered "
-            "meanwhile; nothing was written"
-        )
+    check = ApprovalCheck(lambda _interrupt, _answer: approver)
     try:
-        state.resume([(interrupt_id, response)])
-    except (RuntimeError, ValueError) as error:
+        recorded = state.resume([(interrupt_id, answer)], [check])
+    except (RuntimeError, KeyError, ValueError) as error:
         raise CommandError(
             f"cannot answer {cell(interrupt_id)!r} in session {cell(session_id)!r}: {error}"
         ) from None
+    if not recorded:
+        return False, len(state.pending())
     snapshot = stored.snapshot
     snapshot["interrupt_state"] = state.to_dict()
     # The answer changes no message: keep them all and send none.
@@ -223,12 +309,15 @@ def _record(store: SessionStore, session_id: str, interrupt_id: str, response: A
             f"session {cell(session_id)!r} changed while the answer was being recorded; "
             "nothing was written. Run the command again"
         ) from None
-    return len(state.pending())
+    return True, len(state.pending())
 
 
-def _suspended(store: SessionStore, session_id: str, err: TextIO) -> list[_Suspended]:
-    """The session's unanswered policy interrupts; a session that cannot be read is
-    reported on *err* and skipped, so that one damaged session hides no other."""
+def _suspended(
+    store: SessionStore, session_id: str, err: TextIO, *, answered: bool = False
+) -> list[_Suspended]:
+    """The session's unanswered policy interrupts (with *answered*, the answered ones
+    too); a session that cannot be read is reported on *err* and skipped, so that one
+    damaged session hides no other."""
     from stageware._host.sessions import SessionError
     from stageware._policy._approval import INTERRUPT_PREFIX
 
@@ -240,9 +329,10 @@ def _suspended(store: SessionStore, session_id: str, err: TextIO) -> list[_Suspe
     except (SessionError, CommandError) as error:
         err.write(f"{_COMMAND}: skipped: {error}\n")
         return []
+    interrupts = state.interrupts.values() if answered else state.pending()
     return [
         _Suspended(session_id, interrupt)
-        for interrupt in state.pending()
+        for interrupt in interrupts
         if interrupt.id.startswith(INTERRUPT_PREFIX)
     ]
 
@@ -266,3 +356,13 @@ def _reason(reason: object) -> str:
             return cell(asked, _REASON_WIDTH)
     text = reason if isinstance(reason, str) else json.dumps(reason, ensure_ascii=False)
     return cell(text, _REASON_WIDTH)
+
+
+def _shown(reason: object, key: str, width: int | None) -> str:
+    """A field of a policy Suspend's reason as compact JSON: the step, who may answer."""
+    if not isinstance(reason, dict):
+        return ""
+    value = cast(dict[str, object], reason).get(key)
+    if key == "approvers" and value is None:
+        return "any verified approver"
+    return cell(json.dumps(value, ensure_ascii=False, sort_keys=True), width)

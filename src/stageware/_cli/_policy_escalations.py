@@ -1,7 +1,9 @@
 """``stageware policy escalations``: the escalations in a session store; claim or resolve one.
 
 Listing shows the escalations still holding their session (open and claimed) unless
-``--status`` asks for another, oldest first. Claims and resolutions go through the store's
+``--status`` asks for another, oldest first. Who claims or resolves is the operator as
+``_operator`` verifies them (the operating-system account by default), not a name typed
+in. Claims and resolutions go through the store's
 own ``claim_escalation`` and ``resolve_escalation``, so the command refuses exactly what
 the API refuses, with the same message. Exit status 0, or 2 with one line on stderr.
 Importing this module loads nothing of the host: the command line builds its parser from
@@ -16,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TextIO
 
 from ._errors import reported
+from ._operator import identity_arguments, operator, refuse_by
 from ._options import refuse_without, required
 from ._store_url import store_arguments
 from ._table import age, cell, render
@@ -57,9 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="list only this status, or all (default: open and claimed)",
     )
     act = parser.add_mutually_exclusive_group()
-    act.add_argument("--claim", metavar="ID", help="claim the escalation ID for --by")
-    act.add_argument("--resolve", metavar="ID", help="resolve the escalation ID as --by")
-    parser.add_argument("--by", metavar="NAME", help="who claims or resolves")
+    act.add_argument("--claim", metavar="ID", help="claim the escalation ID as yourself")
+    act.add_argument("--resolve", metavar="ID", help="resolve the escalation ID as yourself")
+    identity_arguments(parser)
     parser.add_argument("--resolution", metavar="TEXT", help="what was decided (with --resolve)")
     parser.add_argument("--comment", metavar="TEXT", help="a note for the record (with --resolve)")
     parser.add_argument(
@@ -88,21 +91,24 @@ def _run(args: argparse.Namespace, out: TextIO) -> None:
             comment="--comment",
             take_over="--take-over",
         )
+    refuse_by(args)
     if claim_id is None and resolve_id is None:
-        refuse_without(args, "--claim or --resolve", by="--by")
+        refuse_without(args, "--claim or --resolve", credential_file="--credential-file")
     else:
         refuse_without(
             args, "a listing (no --claim or --resolve)", queue="--queue", status="--status"
         )
+    # Who acts is the verified operator (``_operator``), not a name typed in.
+    by = None if claim_id is None and resolve_id is None else operator(args).id
     with opened_store(args.store, schema=args.schema) as store:
-        if claim_id is not None:
-            _claim(store, out, claim_id, by=required(args, "by", "--claim"))
-        elif resolve_id is not None:
+        if claim_id is not None and by is not None:
+            _claim(store, out, claim_id, by=by)
+        elif resolve_id is not None and by is not None:
             _resolve(
                 store,
                 out,
                 resolve_id,
-                by=required(args, "by", "--resolve"),
+                by=by,
                 resolution=required(args, "resolution", "--resolve"),
                 comment=args.comment,
                 take_over=args.take_over is not None,

@@ -49,6 +49,7 @@ from ._hook_events import (
     MessageAddedEvent,
     ModelStopResponse,
 )
+from ._interrupt_state import InterruptAnsweredError
 from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt
 from .models import (
@@ -98,6 +99,7 @@ __all__ = [
     "EscalationError",
     "EscalationStatus",
     "FunctionTool",
+    "InterruptAnsweredError",
     "Lease",
     "LifecycleEvent",
     "MemorySessionStore",

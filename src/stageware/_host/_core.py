@@ -8,7 +8,6 @@ without reaching into the agent's private attributes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, final
 
@@ -29,7 +28,7 @@ from ._cancel_watch import CancelWatch
 from ._halt import Decision, Halt
 from ._hook_events import MessageAddedEvent
 from ._hooks import HookRegistry
-from ._interrupt_state import InterruptState
+from ._interrupt_state import AnswerCheck, InterruptState
 from ._limits import DEFAULT_MAX_MODEL_CALLS
 from ._model_retry import ModelRetryStrategy
 from .models import Model
@@ -77,10 +76,8 @@ class AgentCore:
     retry_strategy: ModelRetryStrategy | None = field(default_factory=ModelRetryStrategy)
     max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS
     current_pass: PassState | None = None
-    answer_checks: list[Callable[[str, Any], object]] = field(
-        default_factory=list[Callable[[str, Any], object]]
-    )
-    """Run on each answer of a resume before it is stored, by interrupt id and answer;
+    answer_checks: list[AnswerCheck] = field(default_factory=list[AnswerCheck])
+    """The checks a resume's answers pass before they are stored (``InterruptState.resume``);
     one raises ``ValueError`` to refuse the resume before anything runs."""
     pending_escalation: Escalation | None = None
     """The escalation this invocation's run ended on; the final save records it

@@ -45,6 +45,8 @@ class Decision:
             or ``None``.
         timed_out: Whether the error was its timeout.
         notes: What the middleware added with ``env.note()``.
+        approver: For a decision that carries out an approver's answer, who answered, as
+            the authenticator (or the operating system) verified them.
     """
 
     run_id: str
@@ -59,6 +61,7 @@ class Decision:
     error: str | None = None
     timed_out: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple[str, ...])
+    approver: str | None = None
 
 
 @final

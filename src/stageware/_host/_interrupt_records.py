@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from stageware._generated.payloads import Message, ToolResult
 
@@ -43,3 +43,5 @@ class StoredInterruptState(BaseModel):
     pending_tool_execution: StoredPending | None
     # Absent from snapshots written before agent-stream gates kept the pass's input.
     pending_input: StoredInput | None = None
+    # Absent from snapshots written before answers were bound to the interrupt cycle.
+    cycle: int = Field(default=0, ge=0)

@@ -16,7 +16,15 @@ Lifetimes:
   because the gate that asked re-reads its answer on every pass of the interrupt cycle.
 - An interrupt cycle ends when a pass finishes with nothing owed a resume
   (``end_interrupt_cycle``): everything is released, so an answer never becomes a
-  standing approval for the next time the same gate asks.
+  standing approval for the next time the same gate asks. The cycle counter goes up, so
+  an owner that binds its ids to the cycle (the policy layer) asks under new ids.
+
+An answer is final. Every path that records one (a resume, the command line) goes
+through ``resume``, which applies one rule: an interrupt already answered keeps its first
+answer; the same decision again changes nothing, a different one is refused
+(``InterruptAnsweredError``) and nothing of the resume is stored. The owner of some
+interrupts checks their answers first (``AnswerCheck``): it may refuse an answer, and it
+returns the record to store in its place.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast, final
+from typing import Any, Protocol, cast, final
 
 from stageware._data_paths import format_path
 from stageware._generated.payloads import Message, Messages, ToolResult
@@ -33,6 +41,8 @@ from stageware._runtime import Interrupt
 from .sessions._encoding import json_problem
 
 __all__ = [
+    "AnswerCheck",
+    "InterruptAnsweredError",
     "InterruptState",
     "InterruptStateError",
     "PendingToolExecution",
@@ -51,6 +61,38 @@ class UnknownInterruptError(KeyError):
     def __str__(self) -> str:
         # KeyError would print the message quoted, as if it were a key.
         return str(self.args[0])
+
+
+class InterruptAnsweredError(ValueError):
+    """An answer differs from the one already recorded for the interrupt: the first stands."""
+
+
+class AnswerCheck(Protocol):
+    """How the owner of some interrupts (the policy layer) checks answers before they are
+    stored; the host has no idea what an approval is."""
+
+    def owns(self, interrupt_id: str) -> bool:
+        """Whether answers to *interrupt_id* are this check's to verify."""
+        ...
+
+    def stale(
+        self, interrupt_id: str, response: Any, registered: Mapping[str, Interrupt]
+    ) -> str | None:
+        """Why an owned id that is not registered is stale, if it is; else ``None``. It may
+        refuse *response* (``ValueError``) before it says anything about what waits."""
+        ...
+
+    def verify(self, interrupt_id: str, response: Any, interrupt: Interrupt) -> Any:
+        """The record to store for *response*; raises ``ValueError`` to refuse it."""
+        ...
+
+    def decision(self, record: Any) -> object:
+        """What two records must share to be the same answer."""
+        ...
+
+    def describe(self, record: Any) -> str:
+        """Who answered what, and when, for a refusal's message."""
+        ...
 
 
 @final
@@ -117,11 +159,13 @@ class InterruptState:
             interrupt halted one.
         pending_input: The input of a pass an agent-stream interrupt stopped before the
             input entered the history; the resume's input. Empty otherwise.
+        cycle: How many interrupt cycles have ended; kept with the session.
     """
 
     __slots__ = (
         "_agent_stream_ids",
         "activated",
+        "cycle",
         "interrupts",
         "pending_input",
         "pending_tool_execution",
@@ -132,6 +176,7 @@ class InterruptState:
         self.activated: bool = False
         self.pending_tool_execution: PendingToolExecution | None = None
         self.pending_input: Messages = []
+        self.cycle: int = 0
         # Which interrupts the run loop registered: their answers outlive a tool cycle.
         self._agent_stream_ids: set[str] = set()
 
@@ -167,14 +212,26 @@ class InterruptState:
         """
         return self.answered() if self.activated else {}
 
-    def resume(self, responses: Sequence[tuple[str, Any]]) -> None:
-        """Store the human's answers for a resume.
+    def resume(
+        self, responses: Sequence[tuple[str, Any]], checks: Sequence[AnswerCheck] = ()
+    ) -> list[str]:
+        """Store the human's answers for a resume; return the ids newly answered.
+
+        All or nothing: a refused answer stores none of *responses*. An interrupt answered
+        before keeps its first answer (see the module docstring).
+
+        Args:
+            checks: The owners' checks; an answer to an id a check owns is verified by it,
+                and its record is what is stored.
 
         Raises:
             RuntimeError: If nothing is waiting for an answer.
             UnknownInterruptError: A ``KeyError``, if an id names no registered interrupt.
+            InterruptAnsweredError: A ``ValueError``, if an interrupt was answered before
+                with a different decision.
             ValueError: If a response is ``None``, which would read as "not answered", is
-                not JSON data, or answers an interrupt already answered in *responses*.
+                not JSON data, or answers an interrupt already answered in *responses*, or
+                a check refused it.
         """
         if not self.activated:
             raise RuntimeError(
@@ -182,6 +239,7 @@ class InterruptState:
                 "pass a prompt instead"
             )
         seen: set[str] = set()
+        records: list[tuple[str, Any]] = []
         for interrupt_id, response in responses:
             if interrupt_id in seen:
                 raise ValueError(
@@ -189,7 +247,13 @@ class InterruptState:
                     "interrupt one answer (which one was meant is not for the agent to guess)"
                 )
             seen.add(interrupt_id)
+            check = next((c for c in checks if c.owns(interrupt_id)), None)
             if interrupt_id not in self.interrupts:
+                stale = (
+                    None if check is None else check.stale(interrupt_id, response, self.interrupts)
+                )
+                if stale is not None:
+                    raise ValueError(stale)
                 known = ", ".join(sorted(self.interrupts)) or "none"
                 raise UnknownInterruptError(
                     f"no interrupt with id {interrupt_id!r} is registered (known: {known})"
@@ -205,8 +269,26 @@ class InterruptState:
                     f"cannot answer interrupt {interrupt_id!r}: {problem}; an answer must be "
                     "JSON data, to be kept with the session"
                 )
-        for interrupt_id, response in responses:
-            self.interrupts[interrupt_id].response = response
+            interrupt = self.interrupts[interrupt_id]
+            record = response if check is None else check.verify(interrupt_id, response, interrupt)
+            if interrupt.answered:
+                first = interrupt.response
+                same = (
+                    first == record
+                    if check is None
+                    else check.decision(first) == check.decision(record)
+                )
+                if not same:
+                    told = f"answered {first!r}" if check is None else check.describe(first)
+                    raise InterruptAnsweredError(
+                        f"interrupt {interrupt_id!r} was already {told}; an answer is final, "
+                        "so a different one is refused and nothing ran"
+                    )
+                continue  # the same answer again: the first record stands
+            records.append((interrupt_id, record))
+        for interrupt_id, record in records:
+            self.interrupts[interrupt_id].response = record
+        return [interrupt_id for interrupt_id, _ in records]
 
     def end_tool_cycle(self) -> None:
         """Close the finished tool round: drop its interrupts and deactivate.
@@ -231,6 +313,7 @@ class InterruptState:
         self.pending_tool_execution = None
         self.pending_input = []
         self.activated = False
+        self.cycle += 1
 
     def to_dict(self) -> dict[str, Any]:
         """The state as JSON data, for a session store."""
@@ -256,6 +339,7 @@ class InterruptState:
             "pending_input": {"messages": copy.deepcopy(self.pending_input)}
             if self.pending_input
             else None,
+            "cycle": self.cycle,
         }
 
     @classmethod
@@ -278,6 +362,7 @@ class InterruptState:
             raise InterruptStateError(f"{where}: {problem['msg']}") from error
         state = cls()
         state.activated = stored.activated
+        state.cycle = stored.cycle
         for i in stored.interrupts:
             state.register(
                 Interrupt(id=i.id, name=i.name, reason=i.reason, response=i.response),

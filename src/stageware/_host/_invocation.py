@@ -204,10 +204,7 @@ class Invocation:
         interrupts = self._core.interrupts
         responses = parse_interrupt_responses(prompt)
         if responses is not None:
-            for interrupt_id, response in responses:
-                for check in self._core.answer_checks:
-                    check(interrupt_id, response)
-            interrupts.resume(responses)
+            interrupts.resume(responses, self._core.answer_checks)
             return interrupts.pending_input
         if not interrupts.activated:
             # With no prompt, the input a claim saved and its worker never got to join to

@@ -15,7 +15,8 @@ application adds, so policy handlers are the outermost of each phase:
 
 An outcome other than ``Continue`` is carried out through the host: ``Block`` and
 ``Escalate`` raise ``HaltRun``, ``Retry`` raises ``RedoStep`` (or, its budget spent,
-blocks), ``Suspend`` raises an ``InterruptException`` with the approval's id.
+blocks), ``Suspend`` raises an ``InterruptException`` with the approval's id, bound to the
+step's fingerprint, and a reason that shows the approver the step (``_approval``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,14 @@ from stageware._host.models import Model, ResponseAssembler
 from stageware._host.sessions import Escalation
 from stageware._runtime import Interrupt, InterruptException
 
-from ._approval import check_answer, interrupt_id, parse_interrupt_id
+from ._approval import (
+    ApprovalCheck,
+    fingerprint,
+    interrupt_id,
+    parse_interrupt_id,
+    read_record,
+    step_summary,
+)
 from ._decide import PolicyRun, Verdict, decide
 from ._modified import ModificationError
 from ._outcomes import Block, Escalate, Retry, Suspend
@@ -109,7 +117,7 @@ class AgentPolicy:
         """Register the handlers the engine's hook points need on the agent."""
         core, has = self._core, self._has
         registry = core.registry
-        core.answer_checks.append(check_answer)
+        core.answer_checks.append(ApprovalCheck(self._engine.identify))
         registry.add_middleware(AgentStreamStage.Input, self._agent_input)
         if has(HookPoint.RUN_ERROR):
             registry.add_middleware(AgentStreamStage.Wrap, self._agent_wrap)
@@ -129,6 +137,16 @@ class AgentPolicy:
 
     def _has(self, point: HookPoint) -> bool:
         return bool(self._engine.order(point))
+
+    def _answers(self) -> dict[str, list[Interrupt]]:
+        """The answered policy approvals by step (id without fingerprint); during a resume
+        only is there any."""
+        index: dict[str, list[Interrupt]] = {}
+        for answered in self._core.interrupts.answered().values():
+            parsed = parse_interrupt_id(answered.id)
+            if parsed is not None:
+                index.setdefault(parsed.key, []).append(answered)
+        return index
 
     # -- the run -------------------------------------------------------------------------
 
@@ -157,13 +175,15 @@ class AgentPolicy:
         check: Callable[[BaseModel], None] | None = None,
     ) -> Verdict:
         """Decide *point* and carry out a stopping outcome; return the Continue verdict."""
+        interrupts = self._core.interrupts
         verdict = await decide(
             point,
             event,
             self._engine.order(point),
             self.run,
             step_key,
-            self._core.interrupts.answered(),
+            self._answers(),
+            interrupts.cycle,
             check,
         )
         outcome, entry = verdict.outcome, verdict.entry
@@ -182,16 +202,21 @@ class AgentPolicy:
                 f"{outcome.reason}"
             )
         if isinstance(outcome, Suspend):
+            bound = fingerprint(point.value, name, step_key, verdict.event, interrupts.cycle)
+            approvers = outcome.approvers
             raise InterruptException(
                 Interrupt(
-                    id=interrupt_id(point.value, name, step_key),
+                    id=interrupt_id(point.value, name, step_key, bound),
                     name=name,
                     reason={
                         "policy": name,
                         "hook": point.value,
                         "reason": outcome.reason,
                         "details": dict(outcome.details or {}),
-                        "event": verdict.event.model_dump(mode="json"),
+                        # What the approver is shown is what the fingerprint binds.
+                        "step": step_summary(verdict.event),
+                        "fingerprint": bound,
+                        "approvers": None if approvers is None else sorted(approvers),
                     },
                 )
             )
@@ -276,19 +301,17 @@ class AgentPolicy:
         """Fire ``approval.resolved`` for each policy approval answered since last reported."""
         for answered in self._core.interrupts.answered().values():
             parsed = parse_interrupt_id(answered.id)
-            if parsed is None or answered.id in self._reported:
+            approval = read_record(answered.response)
+            if parsed is None or approval is None or answered.id in self._reported:
                 continue
-            approval = check_answer(answered.id, answered.response)
-            assert approval is not None  # checked when the answer came in
             self._reported.add(answered.id)
-            hook, middleware, _ = parsed
             await self._at(
                 HookPoint.APPROVAL_RESOLVED,
                 ApprovalResolvedEvent(
                     run_id=run.run_id,
                     interrupt_id=answered.id,
-                    suspended_at=hook,
-                    middleware=middleware,
+                    suspended_at=parsed.hook,
+                    middleware=parsed.middleware,
                     approved=approval.approved,
                     approver=approval.approver,
                     comment=approval.comment,

@@ -1,34 +1,80 @@
-"""Durable approvals: the interrupt a ``Suspend`` raises, and the answer it waits for.
+"""Durable approvals: the interrupt a ``Suspend`` raises, the answer it waits for, and the
+record that answer becomes once verified.
 
-The interrupt id is ``v1:policy:<hook point>:<middleware>:<step key>``: the same step of
-a resumed run asks with the same id, which is how the answer finds it. The step key is the
-tool call's ``toolUseId`` at tool hooks, ``turn-<n>`` at model hooks and ``run-<n>`` at the
-run's own hooks, where ``n`` is the number of messages in the history when the step came
-up (a suspended step adds none, so the resumed step counts the same).
+The interrupt id is ``v2:policy:<hook point>:<middleware>:<step key>#<fingerprint>``. The
+step key is the tool call's ``toolUseId`` at tool hooks, ``turn-<n>`` at model hooks and
+``run-<n>`` at the run's own hooks, where ``n`` is the number of messages in the history
+when the step came up (a suspended step adds none, so the resumed step counts the same).
+The fingerprint (16 hex digits in the id, the whole SHA-256 in the interrupt's reason)
+binds the id to what the step will do: the hook point, the middleware, the step key, the
+hook event as the middleware saw it (without the run id, which changes between the
+suspending pass and the resumed one) and the agent's interrupt-cycle counter. So a step
+that only looks like an earlier one (the same ``run-<n>`` after a denied request, a model
+reusing ``call_0``, the same call in a later cycle) asks under a new id, and an answer
+given for one step never releases another.
+
+An answer is checked before it is stored (``ApprovalCheck``, which the host's
+``InterruptState`` runs on every path that records one): the approver is identified (by
+the engine's authenticator for an answer in a prompt, by the operating system for the
+command line), must be one the ``Suspend`` allowed, and the answer must be for the step
+that waits. The stored response is then the verified record, never the credential.
+
+Interrupts of the earlier ``v1:policy:`` scheme (no fingerprint), found in a session
+written before this one, are not released by any answer: the middleware is asked again
+and suspends under a ``v2`` id.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, final
+import hashlib
+import json
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Final, cast, final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from stageware._generated.policy_events import InputEvent, ToolCallEvent
+from stageware._runtime import Interrupt
+
 from ._errors import problem_lines
+from ._identity import ApprovalRefused, Approver, may_answer
 
-__all__ = ["INTERRUPT_PREFIX", "Approval", "check_answer", "interrupt_id", "parse_interrupt_id"]
+__all__ = [
+    "INTERRUPT_PREFIX",
+    "LEGACY_PREFIX",
+    "Approval",
+    "ApprovalCheck",
+    "ApprovalRecord",
+    "ParsedId",
+    "fingerprint",
+    "interrupt_id",
+    "interrupt_key",
+    "parse_interrupt_id",
+    "read_record",
+    "step_summary",
+]
 
-INTERRUPT_PREFIX: Final = "v1:policy:"
+INTERRUPT_PREFIX: Final = "v2:policy:"
+LEGACY_PREFIX: Final = "v1:policy:"
+
+# Fields of a hook event that differ between the suspending pass and the resumed pass of
+# the same step; everything else is what the step does.
+_VOLATILE: Final = frozenset({"run_id"})
+_SHORT: Final = 16
 
 
 @final
 class Approval(BaseModel):
     """An approver's answer to a suspended step: resume with it as the interrupt's response.
 
-    Example::
+    The approver's identity is not part of it: it comes from the credential, which the
+    engine's authenticator verifies (``PolicyEngine(authenticator=...)``). Example::
 
         agent([{"interruptResponse": {
             "interruptId": result.interrupts[0].id,
-            "response": {"approved": True, "approver": "dana@example.com"},
+            "response": {"approved": True, "credential": token, "comment": "ok"},
         }}])
     """
 
@@ -37,41 +83,265 @@ class Approval(BaseModel):
 
     approved: bool = Field(strict=True)
     """Whether the step may go ahead; ``False`` blocks it."""
-    approver: str = Field(min_length=1)
-    """Who decided."""
     comment: str | None = None
     """Why, if they said."""
+    credential: str | None = Field(default=None, min_length=1, repr=False)
+    """What proves who answers, for the engine's authenticator; required in a prompt."""
 
 
-def interrupt_id(hook: str, middleware: str, step_key: str) -> str:
-    """The deterministic id of the approval a middleware asks for at one step."""
+@final
+@dataclass(frozen=True, slots=True)
+class ParsedId:
+    """The parts of a ``v2`` policy interrupt id."""
+
+    hook: str
+    middleware: str
+    step: str
+    short: str
+
+    @property
+    def key(self) -> str:
+        """The id without its fingerprint: which step of which middleware asks."""
+        return interrupt_key(self.hook, self.middleware, self.step)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """A verified answer, as the session keeps it (the interrupt's stored response)."""
+
+    approved: bool
+    approver: str
+    roles: tuple[str, ...]
+    via: str
+    comment: str | None
+    fingerprint: str
+    answered_at: str
+
+    def verdict(self) -> str:
+        """``denied by ana (os-user)``: what was answered, by whom, verified how."""
+        verdict = "approved" if self.approved else "denied"
+        return f"{verdict} by {self.approver} ({self.via})"
+
+    def describe(self) -> str:
+        """``denied by ana (os-user) at 2026-...``: the verdict and when it was given."""
+        return f"{self.verdict()} at {self.answered_at}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "approved": self.approved,
+            "approver": self.approver,
+            "roles": list(self.roles),
+            "via": self.via,
+            "comment": self.comment,
+            "fingerprint": self.fingerprint,
+            "answered_at": self.answered_at,
+        }
+
+
+def interrupt_key(hook: str, middleware: str, step_key: str) -> str:
+    """The id of a middleware's approval at one step, without the fingerprint."""
     return f"{INTERRUPT_PREFIX}{hook}:{middleware}:{step_key}"
 
 
-def parse_interrupt_id(value: str) -> tuple[str, str, str] | None:
-    """``(hook, middleware, step key)`` of a policy interrupt id, or ``None`` for another id."""
+def interrupt_id(hook: str, middleware: str, step_key: str, fingerprint: str) -> str:
+    """The id of the approval a middleware asks for at one step, bound to *fingerprint*."""
+    return f"{interrupt_key(hook, middleware, step_key)}#{fingerprint[:_SHORT]}"
+
+
+def parse_interrupt_id(value: str) -> ParsedId | None:
+    """The parts of a ``v2`` policy interrupt id, or ``None`` for another id."""
     if not value.startswith(INTERRUPT_PREFIX):
         return None
-    parts = value[len(INTERRUPT_PREFIX) :].split(":", 2)
-    if len(parts) != 3:
+    key, hash_sign, short = value.rpartition("#")
+    parts = key[len(INTERRUPT_PREFIX) :].split(":", 2)
+    if not hash_sign or len(parts) != 3 or len(short) != _SHORT:
         return None
     hook, middleware, step = parts
-    return hook, middleware, step
+    return ParsedId(hook, middleware, step, short)
 
 
-def check_answer(interrupt: str, response: Any) -> Approval | None:
-    """Validate the answer to a policy interrupt; other interrupts' answers pass as ``None``.
+def _event_data(event: BaseModel) -> dict[str, Any]:
+    return event.model_dump(mode="json", exclude=set(_VOLATILE))
 
-    Raises:
-        ValueError: Naming the interrupt and what is wrong with the answer.
-    """
-    if parse_interrupt_id(interrupt) is None:
+
+def fingerprint(hook: str, middleware: str, step_key: str, event: BaseModel, cycle: int) -> str:
+    """The SHA-256 (hex) of what a suspended step will do; see the module docstring."""
+    data = {
+        "hook": hook,
+        "middleware": middleware,
+        "step": step_key,
+        "event": _event_data(event),
+        "cycle": cycle,
+    }
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def step_summary(event: BaseModel) -> dict[str, Any]:
+    """What the approver is shown of the step: the tool call, the input, or the request."""
+    if isinstance(event, ToolCallEvent):
+        return {"tool": event.tool_name, "input": event.input}
+    if isinstance(event, InputEvent):
+        return {"input": _event_data(event)["messages"]}
+    return _event_data(event)
+
+
+def read_record(response: object) -> ApprovalRecord | None:
+    """The verified record stored as an interrupt's response, or ``None`` if it is not one."""
+    if not isinstance(response, dict):
         return None
+    fields = cast(dict[str, Any], response)
+    try:
+        return ApprovalRecord(
+            approved=bool(fields["approved"]),
+            approver=str(fields["approver"]),
+            roles=tuple(str(role) for role in fields["roles"]),
+            via=str(fields["via"]),
+            comment=fields["comment"],
+            fingerprint=str(fields["fingerprint"]),
+            answered_at=str(fields["answered_at"]),
+        )
+    except (KeyError, TypeError):
+        return None
+
+
+def _who_may(approvers: Collection[str] | None) -> str:
+    return "any verified approver" if approvers is None else ", ".join(sorted(approvers))
+
+
+def _submitted(interrupt: str, response: Any) -> Approval:
+    if isinstance(response, dict) and "approver" in response:
+        raise ApprovalRefused(
+            f"the answer to policy approval {interrupt!r} names an 'approver'; who answers "
+            "is not given in the answer but proven by its 'credential', which the policy's "
+            "authenticator verifies"
+        )
     try:
         return Approval.model_validate(response)
     except ValidationError as error:
         problems = "; ".join(problem_lines(error, "the answer"))
-        raise ValueError(
+        raise ApprovalRefused(
             f"the answer to policy approval {interrupt!r} is not an approval: {problems}. "
-            "Answer with {'approved': true or false, 'approver': '<who>', 'comment': ...}"
+            "Answer with {'approved': true or false, 'credential': '<from the "
+            "authenticator>', 'comment': ...}"
         ) from None
+
+
+Identify = Callable[[str, Approval], Approver]
+"""Who gives *answer* to the interrupt: verified, or ``ApprovalRefused``."""
+
+
+@final
+class ApprovalCheck:
+    """The host's answer check for policy approvals (``InterruptState.resume``'s checks).
+
+    Args:
+        identify: Who answers: the engine's authenticator for answers in a prompt, the
+            operating-system account for the command line.
+        now: The time an answer is recorded at; for tests.
+    """
+
+    __slots__ = ("_identify", "_now")
+
+    def __init__(
+        self, identify: Identify, *, now: Callable[[], datetime] = lambda: datetime.now(UTC)
+    ) -> None:
+        self._identify = identify
+        self._now = now
+
+    def owns(self, interrupt_id: str) -> bool:
+        """Whether *interrupt_id* is a policy approval's (v2, or v1 from an older session)."""
+        return interrupt_id.startswith((INTERRUPT_PREFIX, LEGACY_PREFIX))
+
+    def stale(
+        self, interrupt_id: str, response: Any, registered: Mapping[str, Interrupt]
+    ) -> str | None:
+        """Why *interrupt_id*, not registered, is stale: the step now waits under another id.
+
+        The answerer is identified first: what the step would now run is told only to
+        someone who may answer it.
+
+        Raises:
+            ApprovalRefused: The answer cannot be authenticated, or its approver may not
+                answer the step that waits.
+        """
+        parsed = parse_interrupt_id(interrupt_id)
+        if parsed is None:
+            return None
+        for other in registered.values():
+            now = parse_interrupt_id(other.id)
+            if now is not None and now.key == parsed.key and not other.answered:
+                self._approver(other.id, response, other)
+                return (
+                    f"policy approval {interrupt_id!r} is stale: that step changed since it "
+                    f"was listed, and now waits as {other.id!r}, which would run "
+                    f"{json.dumps(_reason_of(other).get('step'), sort_keys=True)}; an answer "
+                    "is bound to the step it was given for, so nothing was recorded"
+                )
+        return None
+
+    def verify(self, interrupt_id: str, response: Any, interrupt: Interrupt) -> Any:
+        """The record to store for *response* to *interrupt*.
+
+        Raises:
+            ApprovalRefused: The answer is malformed, names its approver, cannot be
+                authenticated, comes from someone the ``Suspend`` did not allow, or is for
+                another step.
+        """
+        parsed = parse_interrupt_id(interrupt_id)
+        if parsed is None:
+            # A v1 approval (no fingerprint): acknowledged, never releasing the step; the
+            # middleware is asked again and suspends under a v2 id.
+            return {"superseded": "asked again under a v2 id"}
+        answer, approver = self._approver(interrupt_id, response, interrupt)
+        bound = _reason_of(interrupt).get("fingerprint")
+        if not isinstance(bound, str) or not bound.startswith(parsed.short):
+            raise ApprovalRefused(
+                f"policy approval {interrupt_id!r} is not bound to the step that waits under "
+                "it (its fingerprint differs); nothing was recorded"
+            )
+        return ApprovalRecord(
+            approved=answer.approved,
+            approver=approver.id,
+            roles=tuple(sorted(approver.roles)),
+            via=approver.via,
+            comment=answer.comment,
+            fingerprint=bound,
+            answered_at=self._now().isoformat(timespec="seconds"),
+        ).to_json()
+
+    def _approver(
+        self, interrupt_id: str, response: Any, interrupt: Interrupt
+    ) -> tuple[Approval, Approver]:
+        """The answer, and its approver once identified and found allowed by *interrupt*."""
+        answer = _submitted(interrupt_id, response)
+        approver = self._identify(interrupt_id, answer)
+        approvers = _approvers_of(_reason_of(interrupt))
+        if not may_answer(approver, approvers):
+            roles = ", ".join(sorted(approver.roles)) or "none"
+            raise ApprovalRefused(
+                f"{approver.id} (roles: {roles}; via {approver.via}) may not answer policy "
+                f"approval {interrupt.id!r}; it may be answered by: {_who_may(approvers)}"
+            )
+        return answer, approver
+
+    def decision(self, record: Any) -> object:
+        """What finality compares: whether the step was approved."""
+        verified = read_record(record)
+        return record if verified is None else verified.approved
+
+    def describe(self, record: Any) -> str:
+        """Who answered what, and when, for the refusal of a different answer."""
+        verified = read_record(record)
+        return f"answered {record!r}" if verified is None else verified.describe()
+
+
+def _reason_of(interrupt: Interrupt) -> dict[str, Any]:
+    reason = interrupt.reason
+    return reason if isinstance(reason, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _approvers_of(reason: Mapping[str, Any]) -> frozenset[str] | None:
+    approvers = reason.get("approvers")
+    return None if approvers is None else frozenset(str(a) for a in approvers)

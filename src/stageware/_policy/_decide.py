@@ -7,7 +7,10 @@ fail mode: ``closed`` makes it a ``Block``, ``open`` a ``Continue`` with the err
 trace. Cancellation of the run is never an outcome: it passes through.
 
 A middleware whose approval for this step is already answered is not asked again: an
-approval lets the sequence go on, a denial blocks.
+approval lets the sequence go on, a denial blocks. The answer is found by the step
+(hook point, middleware, step key), and the step's fingerprint is computed only then: an
+answer whose fingerprint is not the step's (the step changed since it was approved)
+releases nothing, and the middleware is asked again.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from stageware._host._halt import Decision
 from stageware._host.sessions._encoding import json_problem
 from stageware._runtime import Interrupt
 
-from ._approval import Approval, interrupt_id
+from ._approval import ApprovalRecord, fingerprint, interrupt_key, read_record
 from ._declare import FailMode
 from ._entries import PolicyEntry
 from ._env import PolicyEnv
@@ -104,20 +107,27 @@ async def decide(
     entries: Sequence[PolicyEntry],
     run: PolicyRun,
     step_key: str,
-    answers: Mapping[str, Interrupt],
+    answers: Mapping[str, Sequence[Interrupt]],
+    cycle: int,
     check: Callable[[BaseModel], None] | None = None,
 ) -> Verdict:
     """Run *entries* at *point* on *event*; see the module docstring.
 
     Args:
+        answers: The answered policy approvals, by ``interrupt_key`` (id without the
+            fingerprint).
+        cycle: The agent's interrupt-cycle counter, part of the fingerprint.
         check: A further check of a modified event (``route.select`` checks that the model
             exists); it raises ``ModificationError`` to refuse.
     """
     modified = False
     for entry in entries:
-        answered = answers.get(interrupt_id(point.value, entry.name, step_key))
-        if answered is not None:
-            outcome = _from_answer(point, entry, answered, run)
+        answered = (
+            answers.get(interrupt_key(point.value, entry.name, step_key)) if answers else None
+        )
+        found = None if answered is None else _bound(answered, point, entry, step_key, event, cycle)
+        if found is not None:
+            outcome = _from_answer(point, entry, *found, run)
             if outcome is None:
                 continue
             return Verdict(event, modified, outcome, entry)
@@ -238,15 +248,32 @@ def _settle(
     return outcome, None, None
 
 
+def _bound(
+    answered: Sequence[Interrupt],
+    point: HookPoint,
+    entry: PolicyEntry,
+    step_key: str,
+    event: BaseModel,
+    cycle: int,
+) -> tuple[Interrupt, ApprovalRecord] | None:
+    """The answer given for this very step (its fingerprint), if one is among *answered*."""
+    step = fingerprint(point.value, entry.name, step_key, event, cycle)
+    for interrupt in answered:
+        record = read_record(interrupt.response)
+        if record is not None and record.fingerprint == step:
+            return interrupt, record
+    return None
+
+
 def _from_answer(
-    point: HookPoint, entry: PolicyEntry, answered: Interrupt, run: PolicyRun
+    point: HookPoint,
+    entry: PolicyEntry,
+    answered: Interrupt,
+    approval: ApprovalRecord,
+    run: PolicyRun,
 ) -> Outcome | None:
     """What an answered approval means for the step: go on (``None``) or a denial's Block."""
-    approval = Approval.model_validate(answered.response)
-    verdict = "approved" if approval.approved else "denied"
-    reason = f"{verdict} by {approval.approver}" + (
-        f": {approval.comment}" if approval.comment else ""
-    )
+    reason = approval.verdict() + (f": {approval.comment}" if approval.comment else "")
     outcome: Outcome | None = None if approval.approved else Block(reason)
     record = Decision(
         run_id=run.run_id,
@@ -256,6 +283,7 @@ def _from_answer(
         outcome="continue" if outcome is None else "block",
         reason=reason,
         notes=(f"answer to {answered.id}",),
+        approver=approval.approver,
     )
     _record(run, record, time.time_ns())
     return outcome

@@ -20,9 +20,11 @@ from stageware._generated.policy_points import BANDS, HOOK_POINTS, Direction, Ho
 from stageware._host.models import Model
 
 from ._agent_policy import AgentPolicy
+from ._approval import Approval
 from ._choices import choose
 from ._declare import MiddlewareDef
 from ._entries import PolicyEntry, declared_middleware
+from ._identity import ApprovalRefused, Approver, Authenticator
 from ._outcomes import Retry
 from ._rules import ALLOWED, DEFAULT_RETRY_BUDGET
 
@@ -56,6 +58,10 @@ class PolicyEngine:
         escalated_message: The text of the assistant message an escalated run ends with.
         models: Models ``route.select`` may route a call to, by the ``model_id`` a
             middleware names.
+        authenticator: Turns the ``credential`` of an answer given in a prompt into the
+            verified ``Approver`` (``SignedCredentials``, or the application's own). Without
+            one, no answer in a prompt is accepted: approvals are recorded with
+            ``stageware policy approvals``, under the operating-system account.
 
     Raises:
         TypeError: If an entry is not a ``MiddlewareDef`` or ``PolicyEntry`` (a function
@@ -66,7 +72,15 @@ class PolicyEngine:
             point that does not allow ``Retry``, or a negative one.
     """
 
-    __slots__ = ("_budgets", "_entries", "_order", "blocked_message", "escalated_message", "models")
+    __slots__ = (
+        "_budgets",
+        "_entries",
+        "_order",
+        "authenticator",
+        "blocked_message",
+        "escalated_message",
+        "models",
+    )
 
     def __init__(
         self,
@@ -76,7 +90,12 @@ class PolicyEngine:
         blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
         escalated_message: str = DEFAULT_ESCALATED_MESSAGE,
         models: Mapping[str, Model] | None = None,
+        authenticator: Authenticator | None = None,
     ) -> None:
+        if authenticator is not None and not callable(authenticator):
+            raise TypeError(
+                f"authenticator must be a callable (credential) -> Approver, got {authenticator!r}"
+            )
         given = cast(object, entries)  # untyped callers exist
         if isinstance(given, str | MiddlewareDef | PolicyEntry):
             raise TypeError(
@@ -115,6 +134,7 @@ class PolicyEngine:
         self.blocked_message: str = blocked_message
         self.escalated_message: str = escalated_message
         self.models: Mapping[str, Model] = MappingProxyType(dict(models or {}))
+        self.authenticator: Authenticator | None = authenticator
 
     @property
     def entries(self) -> tuple[PolicyEntry, ...]:
@@ -128,6 +148,34 @@ class PolicyEngine:
     def retry_budget(self, point: HookPoint) -> int:
         """Retries of one step allowed at *point* (0 where ``Retry`` is not allowed)."""
         return self._budgets.get(point, 0)
+
+    def identify(self, interrupt_id: str, answer: Approval) -> Approver:
+        """Who gives *answer*, given in a prompt: the approver its credential proves.
+
+        Raises:
+            ApprovalRefused: Without an authenticator, without a credential, or when the
+                authenticator refuses it.
+        """
+        if self.authenticator is None:
+            raise ApprovalRefused(
+                f"policy approval {interrupt_id!r} cannot be answered in a prompt: this "
+                "policy has no authenticator, so an answer there proves nobody's identity. "
+                "Record the answer with `stageware policy approvals --approve/--deny ID` and "
+                "continue the run with agent() and no prompt, or configure "
+                "PolicyEngine(authenticator=...)"
+            )
+        if answer.credential is None:
+            raise ApprovalRefused(
+                f"the answer to policy approval {interrupt_id!r} carries no 'credential'; "
+                "the policy's authenticator needs one to know who answers"
+            )
+        # Checked: an application's authenticator may be untyped.
+        approver = cast(object, self.authenticator(answer.credential))
+        if not isinstance(approver, Approver):
+            raise TypeError(
+                f"the authenticator returned {type(approver).__name__}, not an Approver"
+            )
+        return approver
 
     def install(self, core: AgentCore) -> None:
         """Install the policy on an agent (``Agent(policy=...)`` calls this)."""

@@ -7,7 +7,7 @@ in ``_rules`` says where each one is allowed. A handler that returns ``None`` me
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast, final
 
@@ -65,16 +65,39 @@ class Suspend(_Outcome):
     """Pause the run durably until an approver answers.
 
     The run ends with stop reason ``interrupt`` and an interrupt whose id is
-    ``v1:policy:<hook>:<middleware>:<step key>``; answered with an ``Approval``, the step
-    goes ahead (approved) or is blocked (denied).
+    ``v2:policy:<hook>:<middleware>:<step key>#<fingerprint>``, bound to what the step
+    will do; answered with an ``Approval`` by a verified approver, the step goes ahead
+    (approved) or is blocked (denied).
 
     Attributes:
         reason: What the approver is asked to decide.
         details: JSON data shown to the approver with the reason.
+        approvers: Who may answer: approver ids and ``"role:<name>"`` entries; ``None``
+            means any approver the authenticator verifies.
     """
 
     reason: str
     details: Mapping[str, Any] | None = None
+    approvers: Collection[str] | None = None
+
+    def __post_init__(self) -> None:
+        given = cast(object, self.approvers)  # untyped callers exist
+        if given is None:
+            return
+        # A bare string would be read letter by letter as approver ids.
+        if isinstance(given, str) or not isinstance(given, Collection):
+            raise TypeError(
+                f"Suspend.approvers must be a collection of approver ids and 'role:<name>' "
+                f"entries, got {self.approvers!r}"
+            )
+        approvers = frozenset(cast(Collection[object], given))
+        bad = [a for a in approvers if not isinstance(a, str) or not a.strip()]
+        if bad or not approvers:
+            raise ValueError(
+                "Suspend.approvers must name at least one approver id or 'role:<name>', each a "
+                f"non-empty string, got {self.approvers!r}"
+            )
+        object.__setattr__(self, "approvers", approvers)
 
 
 @final

@@ -8,10 +8,12 @@ middleware returns ``Suspend`` for a large refund.
 from __future__ import annotations
 
 import dataclasses
+import os
+import pwd
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -26,9 +28,12 @@ from stageware import (
     SQLiteSessionStore,
     tool,
 )
+from stageware._cli._operator import AUTHENTICATOR_VARIABLE, CREDENTIAL_VARIABLE
+from stageware._policy._approval import fingerprint, interrupt_id
 from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent, middleware
 from stageware_codegen.cli import main
 from tests.host.agent_helpers import calls
+from tests.policy.approvers import FACTORY, credential
 
 from .stores import StoreSpec, make_snapshot
 
@@ -44,13 +49,38 @@ def store_arguments(spec: StoreSpec) -> list[str]:
 Run = Callable[..., tuple[int, str, str]]
 
 
-@pytest.fixture
-def run(shared_spec: StoreSpec, capsys: pytest.CaptureFixture[str]) -> Run:
-    """``run(action, *arguments)``: the exit status, stdout and stderr of one command."""
+def operator_env(by: str, roles: Sequence[str] = ()) -> dict[str, str]:
+    """The environment in which the command line acts as *by*: a deployment's authenticator
+    (the tests' secret) and a credential it issued."""
+    return {
+        AUTHENTICATOR_VARIABLE: FACTORY,
+        CREDENTIAL_VARIABLE: credential(by, roles),
+    }
 
-    def run_(action: str, *arguments: str) -> tuple[int, str, str]:
+
+@pytest.fixture
+def run(
+    shared_spec: StoreSpec, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Run:
+    """``run(action, *arguments, by=None, roles=())``: the exit status, stdout and stderr of
+    one command, run as the operator *by* (verified by the tests' authenticator) or, without
+    it, as the OS account running the tests."""
+
+    def run_(
+        action: str,
+        *arguments: str,
+        by: str | None = None,
+        roles: Sequence[str] = (),
+        keep_env: bool = False,
+    ) -> tuple[int, str, str]:
         capsys.readouterr()
-        status = main(["policy", action, *store_arguments(shared_spec), *arguments])
+        with monkeypatch.context() as env:
+            if not keep_env:
+                env.delenv(AUTHENTICATOR_VARIABLE, raising=False)
+                env.delenv(CREDENTIAL_VARIABLE, raising=False)
+            for name, value in ({} if by is None else operator_env(by, roles)).items():
+                env.setenv(name, value)
+            status = main(["policy", action, *store_arguments(shared_spec), *arguments])
         out, err = capsys.readouterr()
         return status, out, err
 
@@ -160,10 +190,63 @@ def test_a_reason_is_shown_on_one_line_with_control_characters_escaped(
     assert "..." in row
 
 
+def test_escalations_are_claimed_as_the_os_account(store: SessionStore, run: Run) -> None:
+    escalation = escalate(store, "s1")
+
+    status, out, err = run("escalations", "--claim", escalation.id)
+
+    account = pwd.getpwuid(os.geteuid()).pw_name
+    assert (status, err) == (0, "")
+    assert out.endswith(f"for '{account}'\n")
+    found = store.open_escalation("s1")
+    assert found is not None
+    assert found.claimed_by == account
+
+
+def test_a_deployment_authenticator_that_cannot_verify_is_refused(
+    store: SessionStore, run: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    escalation = escalate(store, "s1")
+    token = tmp_path / "token"
+    token.write_text(credential("ana") + "\n")
+    with monkeypatch.context() as env:
+        env.setenv(AUTHENTICATOR_VARIABLE, FACTORY)
+        # The credential from a file, for the deployment's authenticator.
+        status, out, _ = main_status(run, escalation.id, ["--credential-file", str(token)])
+    assert status == 0
+    assert out.endswith("for 'ana'\n")
+    cases = [
+        ({AUTHENTICATOR_VARIABLE: "nocolon"}, [], "must be package.module:factory"),
+        ({AUTHENTICATOR_VARIABLE: "no.such.module:f"}, [], "could not build an authenticator"),
+        ({AUTHENTICATOR_VARIABLE: FACTORY}, [], "give --credential-file or set"),
+        (
+            {AUTHENTICATOR_VARIABLE: FACTORY, CREDENTIAL_VARIABLE: "forged.token"},
+            [],
+            "refused the credential: the credential is not one this authenticator signed",
+        ),
+        ({}, ["--credential-file", str(token)], "--credential-file needs"),
+    ]
+    for variables, arguments, expected in cases:
+        with monkeypatch.context() as env:
+            for name, value in variables.items():
+                env.setenv(name, value)
+            status, _, err = main_status(run, escalation.id, arguments)
+        assert status == 2, variables
+        assert expected in error_line(err), (variables, err)
+    found = store.open_escalation("s1")
+    assert found is not None
+    assert found.claimed_by == "ana"  # only the verified claim
+
+
+def main_status(run: Run, escalation_id: str, arguments: list[str]) -> tuple[int, str, str]:
+    """Claim as whatever the environment says (``run`` otherwise clears it first)."""
+    return run("escalations", "--claim", escalation_id, *arguments, keep_env=True)
+
+
 def test_escalations_claims_and_resolves(store: SessionStore, run: Run) -> None:
     escalation = escalate(store, "s1")
 
-    status, out, err = run("escalations", "--claim", escalation.id, "--by", "ana")
+    status, out, err = run("escalations", "--claim", escalation.id, by="ana")
     assert (status, err) == (0, "")
     assert out == (
         f"claimed escalation {escalation.id} (queue 'refunds', session 's1') for 'ana'\n"
@@ -172,7 +255,7 @@ def test_escalations_claims_and_resolves(store: SessionStore, run: Run) -> None:
     assert found is not None
     assert found.claimed_by == "ana"
 
-    status, _, err = run("escalations", "--claim", escalation.id, "--by", "bo")
+    status, _, err = run("escalations", "--claim", escalation.id, by="bo")
     assert status == 2
     assert error_line(err).startswith(
         f"stageware policy escalations: cannot claim escalation '{escalation.id}'"
@@ -180,7 +263,7 @@ def test_escalations_claims_and_resolves(store: SessionStore, run: Run) -> None:
     assert "'ana' claimed it" in err
 
     status, _, err = run(
-        "escalations", "--resolve", escalation.id, "--by", "bo", "--resolution", "refunded"
+        "escalations", "--resolve", escalation.id, "--resolution", "refunded", by="bo"
     )
     assert status == 2
     assert "pass take_over=True (--take-over)" in error_line(err)
@@ -189,13 +272,12 @@ def test_escalations_claims_and_resolves(store: SessionStore, run: Run) -> None:
         "escalations",
         "--resolve",
         escalation.id,
-        "--by",
-        "bo",
         "--resolution",
         "refunded by hand",
         "--comment",
         "customer called",
         "--take-over",
+        by="bo",
     )
     assert (status, err) == (0, "")
     assert out == (
@@ -211,7 +293,7 @@ def test_escalations_claims_and_resolves(store: SessionStore, run: Run) -> None:
     )
 
     status, _, err = run(
-        "escalations", "--resolve", escalation.id, "--by", "ana", "--resolution", "again"
+        "escalations", "--resolve", escalation.id, "--resolution", "again", by="ana"
     )
     assert status == 2
     assert "'bo' resolved it already" in error_line(err)
@@ -220,7 +302,7 @@ def test_escalations_claims_and_resolves(store: SessionStore, run: Run) -> None:
 def test_an_unknown_escalation_is_one_line(run: Run, store: SessionStore) -> None:
     escalate(store, "s1")
 
-    status, out, err = run("escalations", "--claim", "nope", "--by", "ana")
+    status, out, err = run("escalations", "--claim", "nope", by="ana")
 
     assert (status, out) == (2, "")
     line = error_line(err)
@@ -231,13 +313,18 @@ def test_an_unknown_escalation_is_one_line(run: Run, store: SessionStore) -> Non
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
-        pytest.param(["--claim", "x"], "--claim needs --by", id="claim without by"),
-        pytest.param(["--resolve", "x", "--by", "a"], "--resolve needs --resolution", id="no text"),
+        pytest.param(["--claim", "x", "--by", "a"], "--by is no longer accepted", id="claim by"),
+        pytest.param(["--resolve", "x"], "--resolve needs --resolution", id="no text"),
         pytest.param(["--comment", "c"], "--comment goes with --resolve", id="stray comment"),
-        pytest.param(["--by", "a"], "--by goes with --claim or --resolve", id="stray by"),
+        pytest.param(["--by", "a"], "--by is no longer accepted", id="stray by"),
+        pytest.param(
+            ["--credential-file", "c"],
+            "--credential-file goes with --claim or --resolve",
+            id="stray credential",
+        ),
         pytest.param(["--take-over"], "--take-over goes with --resolve", id="stray take-over"),
         pytest.param(
-            ["--claim", "x", "--by", "a", "--queue", "q"],
+            ["--claim", "x", "--queue", "q"],
             "--queue goes with a listing",
             id="queue with claim",
         ),
@@ -258,7 +345,20 @@ def test_escalations_refuses_options_that_do_not_go_together(
 
 
 SESSION = "customer-7"
-POLICY_ID = "v1:policy:tool.before:refund_guard:t1"
+# The id binds the step: its hook point, middleware, step key, event (without the run id)
+# and the session's interrupt cycle (0: the session's first).
+POLICY_ID = interrupt_id(
+    "tool.before",
+    "refund_guard",
+    "t1",
+    fingerprint(
+        "tool.before",
+        "refund_guard",
+        "t1",
+        ToolCallEvent(run_id="any", tool_name="refund", tool_use_id="t1", input={"amount": 900}),
+        0,
+    ),
+)
 
 
 @middleware(hooks=["tool.before"], fail_mode="closed", timeout="2s")
@@ -318,8 +418,10 @@ def test_approvals_lists_the_suspended_steps(store: SessionStore, run: Run) -> N
 
     assert (status, err) == (0, "")
     assert out.splitlines() == [
-        f"SESSION     INTERRUPT{' ' * (len(POLICY_ID) - 7)}REASON",
-        f"{SESSION}  {POLICY_ID}  a refund over 500 needs a manager",
+        f"SESSION     INTERRUPT{' ' * (len(POLICY_ID) - 7)}REASON{' ' * 29}STEP"
+        f"{' ' * 42}WHO MAY ANSWER",
+        f"{SESSION}  {POLICY_ID}  a refund over 500 needs a manager  "
+        '{"input": {"amount": 900}, "tool": "refund"}  any verified approver',
     ]
 
 
@@ -332,11 +434,12 @@ def test_an_approval_lets_the_app_continue_and_the_step_runs_once(
     desk = Desk()
     suspend(store, desk)
 
-    status, out, err = run("approvals", "--approve", POLICY_ID, "--by", "ana", "--comment", "ok")
+    status, out, err = run("approvals", "--approve", POLICY_ID, "--comment", "ok", by="ana")
 
     assert (status, err) == (0, "")
     assert out == (
-        f"approved {POLICY_ID} in session '{SESSION}' as 'ana'; the application continues "
+        f"approved {POLICY_ID} in session '{SESSION}' as 'ana' (authenticator); the "
+        "application continues "
         "the run with agent() and no prompt\n"
     )
     assert run("approvals")[1] == "no suspended approvals\n"
@@ -346,7 +449,7 @@ def test_an_approval_lets_the_app_continue_and_the_step_runs_once(
     assert result.text == "Refunded 900."
     assert desk.paid == [900]
 
-    status, _, err = run("approvals", "--approve", POLICY_ID, "--by", "ana")
+    status, _, err = run("approvals", "--approve", POLICY_ID, by="ana")
     assert status == 2
     assert "no session waits on an approval" in error_line(err)
     assert desk.paid == [900]
@@ -356,7 +459,7 @@ def test_a_denial_blocks_the_step(store: SessionStore, run: Run) -> None:
     desk = Desk()
     suspend(store, desk)
 
-    status, out, _ = run("approvals", "--deny", POLICY_ID, "--by", "bo")
+    status, out, _ = run("approvals", "--deny", POLICY_ID, by="bo")
     assert status == 0
     assert out.startswith(f"denied {POLICY_ID} in session '{SESSION}' as 'bo'")
 
@@ -380,7 +483,7 @@ def test_an_answer_to_a_session_a_worker_runs_is_refused(store: SessionStore, ru
         lease_seconds=30,
     )
 
-    status, _, err = run("approvals", "--approve", POLICY_ID, "--by", "ana")
+    status, _, err = run("approvals", "--approve", POLICY_ID, by="ana")
 
     assert status == 2
     line = error_line(err)
@@ -397,30 +500,35 @@ def test_approvals_needs_one_policy_interrupt_in_one_session(store: SessionStore
     suspend(store, desk, "first")
     suspend(store, desk, "second")
 
-    status, _, err = run("approvals", "--approve", POLICY_ID, "--by", "ana")
+    status, _, err = run("approvals", "--approve", POLICY_ID, by="ana")
     assert status == 2
     assert "waits in several sessions ('first', 'second'); name one with --session" in err
 
-    status, out, _ = run("approvals", "--approve", POLICY_ID, "--by", "ana", "--session", "second")
+    status, out, _ = run("approvals", "--approve", POLICY_ID, "--session", "second", by="ana")
     assert status == 0
     assert "in session 'second'" in out
     assert run("approvals")[1].splitlines()[1].startswith("first")
 
-    status, _, err = run("approvals", "--approve", "v1:tool_call:t1:x", "--by", "ana")
+    status, _, err = run("approvals", "--approve", "v1:tool_call:t1:x", by="ana")
     assert status == 2
     assert "is not a policy approval" in error_line(err)
-    status, _, err = run(
-        "approvals", "--deny", "v1:policy:tool.before:refund_guard:t9", "--by", "a"
-    )
+    unknown = POLICY_ID.replace(":t1#", ":t9#")
+    status, _, err = run("approvals", "--deny", unknown, by="a")
     assert status == 2
-    assert "no session waits on an approval 'v1:policy:tool.before:refund_guard:t9'" in err
-    status, _, err = run("approvals", "--deny", "v1:policy:nope", "--by", "ana")
+    assert f"no session waits on an approval '{unknown}'" in err
+    status, _, err = run("approvals", "--deny", "v2:policy:nope", by="ana")
     assert status == 2
-    assert "'v1:policy:nope' is not a policy approval" in error_line(err)
-    status, _, err = run("approvals", "--deny", POLICY_ID)
-    assert "--deny needs --by" in error_line(err)
+    assert "'v2:policy:nope' is not a policy approval" in error_line(err)
+    status, _, err = run("approvals", "--deny", POLICY_ID, "--by", "ana")
+    assert "--by is no longer accepted: anyone can type a name" in error_line(err)
     status, _, err = run("approvals", "--by", "ana")
-    assert "--by goes with --approve or --deny" in error_line(err)
+    assert "--by is no longer accepted" in error_line(err)
+    status, _, err = run("approvals", "--credential-file", "c")
+    assert "--credential-file goes with --approve or --deny" in error_line(err)
+    status, _, err = run("approvals", "--show", POLICY_ID, "--comment", "c")
+    assert "--comment goes with --approve or --deny" in error_line(err)
+    status, _, err = run("approvals", "--session", "first")
+    assert "--session goes with --approve, --deny or --show" in error_line(err)
 
 
 def test_a_session_that_cannot_be_read_is_reported_and_skipped(
@@ -542,18 +650,20 @@ def test_the_commands_in_a_real_process(shared_spec: StoreSpec, store: SessionSt
         [*command, *arguments], capture_output=True, text=True, check=False, cwd=ROOT
     )
     claimed = subprocess.run(
-        [*command, *arguments, "--claim", escalation.id, "--by", "ana"],
+        [*command, *arguments, "--claim", escalation.id],
         capture_output=True,
         text=True,
         check=False,
         cwd=ROOT,
+        env={**os.environ, **operator_env("ana")},
     )
     refused = subprocess.run(
-        [*command, *arguments, "--claim", escalation.id, "--by", "bo"],
+        [*command, *arguments, "--claim", escalation.id],
         capture_output=True,
         text=True,
         check=False,
         cwd=ROOT,
+        env={**os.environ, **operator_env("bo")},
     )
 
     assert (listed.returncode, listed.stderr) == (0, "")

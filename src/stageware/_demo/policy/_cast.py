@@ -9,6 +9,7 @@ claim through :meth:`Cast.check`, which prints it if it holds and raises
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from contextlib import ExitStack, contextmanager
 from importlib import resources
@@ -26,7 +27,7 @@ from stageware import (
 )
 from stageware._demo._errors import DemoCheckError
 from stageware._demo._trace import Trace
-from stageware.policy import PolicyEngine, load_policy
+from stageware.policy import PolicyEngine, SignedCredentials, load_policy
 
 from ._decisions import decision_rows
 from ._desk import RefundDesk, scripted_model
@@ -47,9 +48,9 @@ def _policy_files() -> Generator[tuple[Path, Path]]:
         yield policy, org
 
 
-def _load() -> PolicyEngine:
+def _load(credentials: SignedCredentials) -> PolicyEngine:
     with _policy_files() as (policy, org):
-        return load_policy(policy, baseline=org)
+        return load_policy(policy, baseline=org, authenticator=credentials)
 
 
 class Cast:
@@ -62,6 +63,8 @@ class Cast:
         model: The scripted model, which records every request.
         store: A store on the session file of its own, to read what the agent saved and to
             handle escalations, as an operator's tool would.
+        credentials: The authenticator of the policy's approvers: the desk's console issues
+            an approver a credential with it, the policy verifies the answers with it.
         engine: The policy the agent runs under.
         agent: The agent serving the session.
         checks: How many claims held so far.
@@ -75,14 +78,18 @@ class Cast:
         self.store = SQLiteSessionStore(database)
         # A --session-dir kept from an earlier run holds that run's session; start over.
         self.store.delete(SESSION_ID)
-        self.engine = _load()
+        # A secret of this run only: the demo's credentials are good for nothing else.
+        self.credentials = SignedCredentials(os.urandom(32))
+        self.engine = _load(self.credentials)
         self.agent = self._agent()
         self.checks = 0
 
     def restart(self) -> None:
         """Drop the agent; load the policy again and open a new agent on the session file,
         as a restarted process would."""
-        self.engine = _load()
+        # A secret of this run only: the demo's credentials are good for nothing else.
+        self.credentials = SignedCredentials(os.urandom(32))
+        self.engine = _load(self.credentials)
         self.agent = self._agent()
 
     def _agent(self) -> Agent:

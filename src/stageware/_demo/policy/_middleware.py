@@ -192,6 +192,8 @@ class ApprovalSettings(_Settings):
     """Refunds over this amount, in dollars, wait for approval."""
     tool: str = "issue_refund"
     """The tool that pays refunds."""
+    approvers: list[str] | None = None
+    """Who may approve: approver ids and ``role:<name>`` entries; anyone verified if unset."""
 
 
 class RefundApproval:
@@ -208,6 +210,7 @@ class RefundApproval:
         return Suspend(
             f"refund of ${amount:,.2f} on order {order} is over ${self._settings.threshold:,.2f}",
             details={"order_id": order, "amount": amount},
+            approvers=self._settings.approvers,
         )
 
 

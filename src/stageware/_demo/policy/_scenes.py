@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Final
 
 from stageware import Escalation, SessionEscalatedError
-from stageware.policy import Approval
+from stageware.policy import Approval, ApprovalRefused
 
 from ._cast import SESSION_ID, Cast
 from ._desk import LEAK, LEAK_PREFIX, MALFORMED_ANSWER, ORDERS, Refund
@@ -146,8 +146,36 @@ def suspend_across_a_restart(cast: Cast) -> None:
         "the new Agent found the same approval waiting in the session",
         f"the restarted agent is waiting for {[i.id for i in pending]}",
     )
-    approval = Approval(approved=True, approver=APPROVER, comment="long-standing customer")
-    cast.trace.note(f"{APPROVER} approves: Approval(approved=True, approver={APPROVER!r}, ...)")
+    # The spec lets only role:refunds approve: a support agent's credential is refused.
+    support = cast.credentials.issue("sam", roles=["support"], ttl=300)
+    try:
+        cast.agent(
+            [
+                {
+                    "interruptResponse": {
+                        "interruptId": i.id,
+                        "response": {"approved": True, "credential": support},
+                    }
+                }
+                for i in pending
+            ]
+        )
+    except ApprovalRefused as refused:
+        cast.trace.note(f"sam (support) tries to approve: refused: {refused}")
+        blocked_sam = True
+    else:
+        blocked_sam = False
+    cast.check(
+        blocked_sam and not [r for r in cast.desk.refunds if r.order_id == order],
+        "sam, who is not in refunds, could not approve it, and nothing ran",
+        "sam's approval was accepted, or the refund ran",
+    )
+    credential = cast.credentials.issue(APPROVER, roles=["refunds"], ttl=300)
+    approval = Approval(approved=True, credential=credential, comment="long-standing customer")
+    cast.trace.note(
+        f"{APPROVER} signs in to the console, which issues a credential; she approves: "
+        "Approval(approved=True, credential=..., ...)"
+    )
     resumed = cast.report(
         cast.agent(
             [

@@ -22,6 +22,7 @@ __all__ = [
     "OPERATION",
     "OUTPUT_TOKENS",
     "PHASE",
+    "POLICY_APPROVER",
     "POLICY_BAND",
     "POLICY_ERROR",
     "POLICY_HOOK",
@@ -75,3 +76,5 @@ POLICY_OUTCOME = "stageware.policy.outcome"
 POLICY_REASON = "stageware.policy.reason"
 POLICY_MODIFIED = "stageware.policy.modified"
 POLICY_ERROR = "stageware.policy.error"
+POLICY_APPROVER = "stageware.policy.approver"
+"""The verified approver whose answer a decision carries out."""

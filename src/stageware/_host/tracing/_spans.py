@@ -187,6 +187,8 @@ class InvocationTrace:
         )
         if record.reason is not None:
             span.set_attribute(n.POLICY_REASON, record.reason)
+        if record.approver is not None:
+            span.set_attribute(n.POLICY_APPROVER, record.approver)
         if record.error is not None:
             span.set_attribute(n.POLICY_ERROR, record.error)
             span.set_status(Status(StatusCode.ERROR, record.error))

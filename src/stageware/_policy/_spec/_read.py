@@ -28,6 +28,7 @@ from stageware._policy._declare import MiddlewareDef
 from stageware._policy._engine import PolicyEngine
 from stageware._policy._entries import PolicyEntry
 from stageware._policy._errors import SpecError
+from stageware._policy._identity import Authenticator
 from stageware._policy._outcomes import Retry
 from stageware._policy._plugins import PluginIndex, installed_plugins
 from stageware._policy._rules import ALLOWED, allowed_names
@@ -72,6 +73,7 @@ class PolicySpec:
         blocked_message: str | None = None,
         escalated_message: str | None = None,
         models: Mapping[str, Model] | None = None,
+        authenticator: Authenticator | None = None,
     ) -> PolicyEngine:
         """The engine that installs these entries; arguments given here win over the files.
 
@@ -90,7 +92,13 @@ class PolicySpec:
         escalated = escalated_message if escalated_message is not None else self.escalated_message
         if escalated is not None:
             messages["escalated_message"] = escalated
-        return PolicyEngine(self.entries, retry_budgets=budgets, models=models, **messages)
+        return PolicyEngine(
+            self.entries,
+            retry_budgets=budgets,
+            models=models,
+            authenticator=authenticator,
+            **messages,
+        )
 
 
 def load_policy(
@@ -101,6 +109,7 @@ def load_policy(
     blocked_message: str | None = None,
     escalated_message: str | None = None,
     models: Mapping[str, Model] | None = None,
+    authenticator: Authenticator | None = None,
 ) -> PolicyEngine:
     """The policy engine for the spec at *path*, after the org baseline profile *baseline*.
 
@@ -118,6 +127,7 @@ def load_policy(
         blocked_message=blocked_message,
         escalated_message=escalated_message,
         models=models,
+        authenticator=authenticator,
     )
 
 
