@@ -74,6 +74,7 @@ from .sessions import (
     SessionLeasedError,
     SessionSnapshot,
     SessionStore,
+    SessionTimeoutError,
     SQLiteSessionStore,
     StoredSession,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "SessionTimeoutError",
     "StoredSession",
     "StreamAssemblyError",
     "ToolContext",

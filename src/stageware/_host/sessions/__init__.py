@@ -1,7 +1,8 @@
 """Sessions: what survives a process restart, and the stores that keep it.
 
 - ``_store``: ``SessionSnapshot``, ``StoredSession`` and ``Lease``, the ``SessionStore``
-  protocol, its errors and the rule every conditional write follows (``check_write``).
+  protocol, its errors (``SessionTimeoutError`` among them) and the rule every
+  conditional write follows (``check_write``).
 - ``_encoding``: snapshots as the JSON documents the stores keep (the snapshot without its
   messages, and one document per message), checked both ways; shared by the stores.
 - ``_escalations``: ``Escalation`` (a run handed to a human queue), its errors and the
@@ -30,6 +31,7 @@ from ._store import (
     SessionLeasedError,
     SessionSnapshot,
     SessionStore,
+    SessionTimeoutError,
     StoredSession,
 )
 
@@ -47,5 +49,6 @@ __all__ = [
     "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "SessionTimeoutError",
     "StoredSession",
 ]
