@@ -81,7 +81,8 @@ def test_a_hostile_schema_name_is_the_schema_used(postgres_server: str, schema: 
         # Another store on the same name finds the same session.
         with PostgresSessionStore(postgres_server, schema=schema) as again:
             found = again.load("s1")
-        assert found is not None and found.version == 1
+        assert found is not None
+        assert found.version == 1
     finally:
         _drop(postgres_server, schema)
 
@@ -152,7 +153,7 @@ def test_a_messages_table_in_a_format_2_schema_is_not_adopted(postgres_server: s
 
         with (
             PostgresSessionStore(postgres_server, schema=schema) as store,
-            pytest.raises(SessionError, match="named messages .* format 2 has no such table"),
+            pytest.raises(SessionError, match=r"named messages .* format 2 has no such table"),
         ):
             store.load("s1")
     finally:
