@@ -17,7 +17,11 @@ workers serving one session only one runs it at a time:
    has the tool run again: the worker that takes over after the lease expires replays the
    round with that result and runs only what had not finished.
 4. **Release.** The final save stores the invocation's outcome and releases the lease;
-   if the run escalated, the same save records the escalation.
+   if the run escalated, the same save records the escalation. It runs however the
+   invocation ended (its stop, an error, a cancellation). If it fails, the lease is let
+   go on its own, by a renewal of no length, tried again while the store fails
+   (``LET_GO_PAUSES``), so that a passing outage does not block the session for a
+   lease's length.
 
 A worker killed mid-invocation keeps its lease until it expires; then another worker can
 load the session and continue (``agent()`` with no prompt, if a resume was under way).
@@ -31,13 +35,13 @@ or replaced, sends from the first message that differs.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import inspect
 import os
 import secrets
 import socket
 import threading
+import time
 from typing import Final, final
 
 import anyio.to_thread
@@ -59,10 +63,14 @@ from .sessions import (
     StoredSession,
 )
 
-__all__ = ["DEFAULT_LEASE_SECONDS", "AgentSession"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "LET_GO_PAUSES", "AgentSession"]
 
 DEFAULT_LEASE_SECONDS: Final = 30.0
 """How long a worker's hold on a session lasts without renewal."""
+
+LET_GO_PAUSES: Final = (0.25, 0.5)
+"""The pauses between the tries to let a lease go after the final save failed: three
+tries, each bounded by the store's own call bound, about a second apart in all."""
 
 
 @final
@@ -228,14 +236,28 @@ class AgentSession:
             self._stored = history
 
     def _let_go(self) -> None:
-        """Let the lease lapse now, if this agent still holds it; best effort."""
-        with self._lock:
-            if self.version == 0:
-                return
-            # Refused (another worker holds it) or failed (the store is down): then it
-            # lapses on its own.
-            with contextlib.suppress(SessionError):
-                self.store.renew(self.id, version=self.version, owner=self._owner, lease_seconds=0)
+        """Let the lease lapse now, if this agent still holds it; tried while the store fails.
+
+        Refused (another worker holds the session, or a save this agent could not confirm
+        was applied after all), there is nothing of this agent's to let go. If every try
+        fails (the store stays down), the lease lapses on its own.
+        """
+        for pause in (*LET_GO_PAUSES, None):
+            with self._lock:
+                if self.version == 0:
+                    return
+                try:
+                    self.store.renew(
+                        self.id, version=self.version, owner=self._owner, lease_seconds=0
+                    )
+                except SessionConflictError:
+                    return
+                except SessionError:
+                    if pause is None:
+                        return
+                else:
+                    return
+            time.sleep(pause)
 
     def renew(self) -> None:
         """Extend the lease (the heartbeat's call)."""

@@ -14,17 +14,18 @@ cancelled, so every call is bounded instead (``_postgres_deadline``): the server
 statement or a lock wait at ``statement_timeout``, and the client cuts a connection the
 server stopped answering, so a call ends within its bound whatever the server does.
 
-A server restart or a dropped connection is survived: the store's pool checks each
-connection as it is handed out, and a call that loses its connection is run again on
+A server restart or a dropped connection is survived: the store checks each connection
+it takes from the pool, and a call that loses its connection is run again on
 another, while its time lasts, when that is safe (see ``_run`` and ``_write``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar, cast, final
@@ -83,6 +84,8 @@ _LOCK_SHARE: Final = 0.8
 # pause before the first retry, doubled for each next one, all within the call's bound.
 _ATTEMPTS: Final = 3
 _FIRST_PAUSE: Final = 0.05
+# How long a call that got no connection waits to learn why (_timeout_problem).
+_PROBE_SECONDS: Final = 0.5
 # libpq's connect_timeout is whole seconds, and it treats 1 as 2.
 _MIN_CONNECT_TIMEOUT: Final = 2
 
@@ -137,8 +140,8 @@ class PostgresSessionStore:
             (default 1, the order of the agent's cancel bound). Every call ends within
             ``statement_timeout`` + 0.5 s: then it fails with ``SessionTimeoutError``.
 
-    The store's own pool checks each connection as it hands it out, and sets the
-    connections' ``statement_timeout``, ``lock_timeout`` (0.8 of it) and, unless the
+    The store checks each connection as it takes it from the pool, and its own pool sets
+    the connections' ``statement_timeout``, ``lock_timeout`` (0.8 of it) and, unless the
     conninfo gives one, ``connect_timeout``. A pool you pass is configured by you; the
     client-side bound of each call holds for it all the same.
 
@@ -148,7 +151,6 @@ class PostgresSessionStore:
     """
 
     __slots__ = (
-        "_calls",
         "_closed",
         "_location",
         "_lock",
@@ -199,7 +201,6 @@ class PostgresSessionStore:
                 database,
                 kwargs=kwargs,
                 configure=self._configure,
-                check=self._check_out,
                 min_size=_DEFAULT_MIN_SIZE if min_size is None else min_size,
                 max_size=_DEFAULT_MAX_SIZE if max_size is None else max_size,
                 timeout=_DEFAULT_TIMEOUT if timeout is None else timeout,
@@ -212,8 +213,6 @@ class PostgresSessionStore:
         self._lock = threading.Lock()
         self._ready = False
         self._closed = False
-        # The deadline of the call running on each thread, for the pool's check.
-        self._calls = threading.local()
 
     @property
     def schema(self) -> str:
@@ -551,40 +550,67 @@ class PostgresSessionStore:
         server ended for its time, or refused, is not run again.
         """
         deadline = CallDeadline(self._call_seconds())
-        self._calls.deadline = deadline
         pause = _FIRST_PAUSE
-        try:
-            for attempt in range(1, _ATTEMPTS + 1):
-                sent = False
-                try:
-                    self._ensure_tables(what, deadline)
-                    # A pool's connection block commits at its end, for a pool whose
-                    # connections are not in autocommit mode; each cursor reads rows as
-                    # tuples, whatever row factory a caller's pool set.
-                    with (
-                        self._pool.connection(timeout=self._wait(deadline)) as connection,
-                        deadline.guard(connection),
-                        connection.cursor(row_factory=tuple_row) as cursor,
-                    ):
-                        sent = True
-                        return action(cursor)
-                except PoolTimeout as exc:
-                    raise self._no_connection(what, deadline) from exc
-                except (errors.LockNotAvailable, errors.QueryCanceled) as exc:
-                    raise self._timed_out(what, exc, deadline) from exc
-                except psycopg.OperationalError as exc:
-                    if deadline.cut:
-                        raise self._timed_out(what, exc, deadline) from exc
-                    retry = _lost(exc) and (resend or not sent) and attempt < _ATTEMPTS
-                    if not retry or deadline.left() <= pause:
-                        raise self._failure(what, str(exc)) from exc
-                    time.sleep(pause)
-                    pause *= 2
-                except psycopg.Error as exc:
+        for attempt in range(1, _ATTEMPTS + 1):
+            sent = False
+            try:
+                self._ensure_tables(what, deadline)
+                # Each cursor reads rows as tuples, whatever row factory a caller's pool set.
+                with (
+                    self._checked_out(deadline) as connection,
+                    deadline.guard(connection),
+                    connection.cursor(row_factory=tuple_row) as cursor,
+                ):
+                    sent = True
+                    return action(cursor)
+            except PoolTimeout as exc:
+                raise self._no_connection(what, deadline) from exc
+            except (errors.LockNotAvailable, errors.QueryCanceled) as exc:
+                raise self._timed_out(what, exc, deadline, sent=sent) from exc
+            except psycopg.OperationalError as exc:
+                if deadline.cut:
+                    raise self._timed_out(what, exc, deadline, sent=sent) from exc
+                retry = _lost(exc) and (resend or not sent) and attempt < _ATTEMPTS
+                if not retry or deadline.left() <= pause:
                     raise self._failure(what, str(exc)) from exc
-        finally:
-            del self._calls.deadline
+                time.sleep(pause)
+                pause *= 2
+            except psycopg.Error as exc:
+                raise self._failure(what, str(exc)) from exc
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    @contextlib.contextmanager
+    def _checked_out(self, deadline: CallDeadline) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool that answers, within the call's bound.
+
+        Each connection is checked as it is handed out (an empty statement: one round
+        trip), so the connections a server restart ended are found here, before a
+        statement is sent on one, and dropped: the pool makes new ones. The check is the
+        pool's own (``ConnectionPool.check_connection``), run here rather than by the pool
+        so that it is bounded by the call (a stalled server does not answer it) and does
+        not wait out the pool's backoff between dead connections. Like the pool's
+        connection block, the block commits at its end, for a pool whose connections are
+        not in autocommit mode.
+        """
+        while True:
+            connection = self._pool.getconn(timeout=self._wait(deadline))
+            try:
+                with deadline.guard(connection):
+                    ConnectionPool.check_connection(connection)
+            except psycopg.OperationalError:
+                self._pool.putconn(connection)  # broken: the pool drops it
+                if deadline.cut or not deadline.left():
+                    raise
+                continue
+            except BaseException:
+                self._pool.putconn(connection)
+                raise
+            break
+        try:
+            with connection:
+                yield connection
+        finally:
+            self._pool.putconn(connection)
 
     def _wait(self, deadline: CallDeadline) -> float:
         """How long to wait for a pooled connection: the pool's timeout, within the call's."""
@@ -603,20 +629,6 @@ class PostgresSessionStore:
             (f"{milliseconds}ms", f"{round(milliseconds * _LOCK_SHARE)}ms"),
         )
 
-    def _check_out(self, connection: psycopg.Connection[Any]) -> None:
-        """The pool's check of a connection it hands out, bounded by the call's deadline.
-
-        A connection of a server that restarted fails it, and the pool drops it and hands
-        out another, or makes one; one of a server that stopped answering is cut at the
-        deadline, so the check cannot hold the call.
-        """
-        deadline: CallDeadline | None = getattr(self._calls, "deadline", None)
-        if deadline is None:
-            ConnectionPool.check_connection(connection)
-            return
-        with deadline.guard(connection):
-            ConnectionPool.check_connection(connection)
-
     # --- The schema ---------------------------------------------------------------------
 
     def _ensure_tables(self, what: str, deadline: CallDeadline) -> None:
@@ -629,7 +641,7 @@ class PostgresSessionStore:
             if self._owns_pool:
                 self._pool.open(wait=False)
             with (
-                self._pool.connection(timeout=self._wait(deadline)) as connection,
+                self._checked_out(deadline) as connection,
                 deadline.guard(connection),
                 connection.transaction(),
                 connection.cursor(row_factory=tuple_row) as cursor,
@@ -665,7 +677,7 @@ class PostgresSessionStore:
         """The pool had no connection to give in time: say why, as best known."""
         if deadline.cut:
             # A connection was cut in its check: the server stopped answering.
-            return self._timed_out(what, None, deadline)
+            return self._timed_out(what, None, deadline, sent=False)
         problem = self._timeout_problem(deadline)
         if deadline.left() > 0:  # the pool's own, shorter, timeout
             return self._failure(what, problem)
@@ -673,7 +685,7 @@ class PostgresSessionStore:
         return SessionTimeoutError(message, seconds=deadline.seconds)
 
     def _timed_out(
-        self, what: str, error: psycopg.Error | None, deadline: CallDeadline
+        self, what: str, error: psycopg.Error | None, deadline: CallDeadline, *, sent: bool
     ) -> SessionTimeoutError:
         """A call ended by its bound: by the server (a lock, a statement) or by the client."""
         if isinstance(error, errors.LockNotAvailable):
@@ -687,10 +699,14 @@ class PostgresSessionStore:
                 "and the server ended it; nothing was written"
             )
         else:
+            outcome = (
+                "a write may have been applied before its answer was lost"
+                if sent
+                else "nothing was sent"
+            )
             problem = (
-                f"the server did not answer within the call's {deadline.seconds:g} s (it is "
-                "stalled, or cut off), so the connection was closed; a write may have been "
-                "applied before the answer was lost"
+                f"the server did not answer within the call's {deadline.seconds:g} s "
+                f"(stalled, or cut off), so the connection was closed; {outcome}"
             )
         message = self._location.scrub(f"cannot {what} in {self._where}: {problem}")
         return SessionTimeoutError(message, seconds=deadline.seconds)
@@ -710,14 +726,29 @@ class PostgresSessionStore:
         conninfo, kwargs = pool.conninfo, pool.kwargs
         if callable(conninfo) or callable(kwargs):
             return f"{waited}; the psycopg.pool log says why"
-        try:
-            probe = pool.connection_class.connect(
-                conninfo, **{**(kwargs or {}), "connect_timeout": _MIN_CONNECT_TIMEOUT}
+        answer: list[str] = []
+
+        def probe() -> None:
+            try:
+                connection = pool.connection_class.connect(
+                    conninfo, **{**(kwargs or {}), "connect_timeout": _MIN_CONNECT_TIMEOUT}
+                )
+            except psycopg.Error as exc:
+                answer.append(f"{waited}: {exc}")
+                return
+            connection.close()
+            answer.append(
+                f"{waited}: all {pool.max_size} of its connections stayed busy; raise max_size"
             )
-        except psycopg.Error as exc:
-            return f"{waited}: {exc}"
-        probe.close()
-        return f"{waited}: all {pool.max_size} of its connections stayed busy; raise max_size"
+
+        # On a thread, waited for only briefly: a server that does not answer holds the
+        # probe for libpq's connect_timeout, longer than the call may last.
+        thread = threading.Thread(target=probe, name="stageware-postgres-probe", daemon=True)
+        thread.start()
+        thread.join(_PROBE_SECONDS)
+        if answer:
+            return answer[0]
+        return f"{waited}: the server does not answer (stalled, or cut off)"
 
     def _failure(self, what: str, problem: str) -> SessionError:
         message = f"cannot {what} in {self._where}: {problem}"
