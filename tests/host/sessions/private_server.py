@@ -15,7 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -67,7 +67,7 @@ class PrivateServer:
         )
 
     @contextlib.contextmanager
-    def stalled(self) -> Iterator[None]:
+    def stalled(self) -> Generator[None, None, None]:
         """Stop every process of the server for the block: it accepts, and never answers."""
         processes = self._processes()
         for pid in processes:

@@ -11,6 +11,8 @@ own cancellation (``anyio.fail_after``) came first.
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +22,7 @@ import anyio
 import anyio.to_thread
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from stageware._host.sessions import (
@@ -28,7 +31,6 @@ from stageware._host.sessions import (
     SessionStore,
     SessionTimeoutError,
 )
-from stageware._host.sessions._postgres_deadline import _shut_down
 from stageware.postgres import PostgresSessionStore
 
 from .private_server import PrivateServer
@@ -140,7 +142,9 @@ class _LoseAnswerAfterCommit(psycopg.Cursor[Any]):
             self.armed.clear()
             for call in self.between:
                 call()
-            _shut_down(self.connection)
+            # The socket shut down under the driver, as a dropped connection looks to it.
+            with socket.socket(fileno=os.dup(self.connection.pgconn.socket)) as duplicate:
+                duplicate.shutdown(socket.SHUT_RDWR)
             super().execute("SELECT 1")  # the read that finds the connection gone
         return result
 
@@ -205,9 +209,8 @@ def _held(url: str, schema: str, seconds: float) -> threading.Thread:
 
     def hold() -> None:
         with psycopg.connect(url) as connection, connection.transaction():
-            connection.execute(
-                f'SELECT 1 FROM "{schema}".sessions WHERE session_id = %s FOR UPDATE', ("s1",)
-            )
+            lock = sql.SQL("SELECT 1 FROM {} WHERE session_id = %s FOR UPDATE")
+            connection.execute(lock.format(sql.Identifier(schema, "sessions")), ("s1",))
             locked.set()
             time.sleep(seconds)
 

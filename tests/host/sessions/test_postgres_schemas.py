@@ -9,6 +9,8 @@ opens, and refused with a message that names it, before anything is created or w
 
 from __future__ import annotations
 
+from typing import LiteralString
+
 import psycopg
 import pytest
 from psycopg import sql
@@ -95,7 +97,7 @@ def test_a_schema_name_postgres_would_cut_or_refuse_is_refused_first(schema: str
         PostgresSessionStore("postgresql://nobody@127.0.0.1:1/none", schema=schema)
 
 
-_STORE_TABLES = {
+_STORE_TABLES: dict[str, LiteralString] = {
     "sessions": "CREATE TABLE {t} (session_id text PRIMARY KEY, body text)",
     "messages": "CREATE TABLE {t} (id serial PRIMARY KEY, body text)",
     "escalations": "CREATE TABLE {t} (id int)",

@@ -25,7 +25,7 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar, cast, final
@@ -580,7 +580,9 @@ class PostgresSessionStore:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     @contextlib.contextmanager
-    def _checked_out(self, deadline: CallDeadline) -> Iterator[psycopg.Connection[Any]]:
+    def _checked_out(
+        self, deadline: CallDeadline
+    ) -> Generator[psycopg.Connection[Any], None, None]:
         """A connection of the pool that answers, within the call's bound.
 
         Each connection is checked as it is handed out (an empty statement: one round

@@ -16,7 +16,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any, final
 
 import psycopg
@@ -45,7 +45,7 @@ class CallDeadline:
         return max(0.0, self._ends - time.monotonic())
 
     @contextlib.contextmanager
-    def guard(self, connection: psycopg.Connection[Any]) -> Iterator[None]:
+    def guard(self, connection: psycopg.Connection[Any]) -> Generator[None, None, None]:
         """Shut *connection*'s socket down if the block is still running at the deadline."""
         lock = threading.Lock()
         finished = False
