@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -286,3 +289,40 @@ def test_a_stalled_call_ends_within_its_bound_under_the_callers_fail_after(
         elapsed = time.monotonic() - started
 
     assert elapsed < BOUND, f"the load held the caller's deadline for {elapsed:.2f} s"
+
+
+# --- The README's example --------------------------------------------------------------------
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def _readme_example() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("### Sessions in PostgreSQL\n")
+    section = text[start : text.index("\n### ", start + 1)]
+    blocks = [block.split("```", 1)[0] for block in section.split("```python\n")[1:]]
+    (example,) = [block for block in blocks if "statement_timeout" in block]
+    return example
+
+
+def test_the_readme_example_loads_and_reports_a_stalled_server(
+    private_postgres: PrivateServer, tmp_path: Path
+) -> None:
+    script = tmp_path / "example.py"
+    script.write_text(_readme_example(), encoding="utf-8")
+    environment = {**os.environ, "DATABASE_URL": private_postgres.url}
+
+    def run() -> str:
+        return subprocess.run(
+            [sys.executable, str(script)], env=environment, capture_output=True, text=True
+        ).stdout
+
+    try:
+        assert run() == "None\n"
+        with private_postgres.stalled():
+            reported = run()
+        assert reported.startswith("the database held the call past 2.5 s: cannot load session")
+        assert "(stalled, or cut off)" in reported
+    finally:
+        with psycopg.connect(private_postgres.url, autocommit=True) as connection:
+            connection.execute('DROP SCHEMA IF EXISTS "app sessions" CASCADE')
