@@ -9,10 +9,12 @@
   rule of a claim and a resolution; ``_escalation_rows``: escalations as table rows,
   shared by the stores.
 - ``_memory``: ``MemorySessionStore``.
-- ``_sqlite``: ``SQLiteSessionStore``.
+- ``_sqlite``: ``SQLiteSessionStore``, with ``_sqlite_clash`` (telling its tables from an
+  application's of the same names).
 - ``_postgres``: ``PostgresSessionStore`` (public as ``stageware.postgres``; it needs the
   ``postgres`` extra, so it is not imported here), with ``_postgres_tables`` (its schema and
-  statements) and ``_postgres_conninfo`` (naming its database without the password).
+  statements), ``_postgres_conninfo`` (naming its database without the password) and
+  ``_postgres_deadline`` (a call's client-side time bound).
 """
 
 from ._escalations import (
