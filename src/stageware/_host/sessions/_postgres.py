@@ -690,14 +690,17 @@ class PostgresSessionStore:
         self, what: str, error: psycopg.Error | None, deadline: CallDeadline, *, sent: bool
     ) -> SessionTimeoutError:
         """A call ended by its bound: by the server (a lock, a statement) or by the client."""
+        # The values are the store's settings, which a pool passed in need not have.
+        lock_timeout = f" ({self._statement_timeout * _LOCK_SHARE:g} s)" if self._owns_pool else ""
+        statement_timeout = f" ({self._statement_timeout:g} s)" if self._owns_pool else ""
         if isinstance(error, errors.LockNotAvailable):
             problem = (
-                f"it waited {self._statement_timeout * _LOCK_SHARE:g} s (lock_timeout) for a "
-                "lock that another connection holds, and gave up; nothing was written"
+                "it waited for a lock that another connection holds until the server's "
+                f"lock_timeout{lock_timeout} ended the wait; nothing was written"
             )
         elif isinstance(error, errors.QueryCanceled):
             problem = (
-                f"the statement ran past statement_timeout ({self._statement_timeout:g} s) "
+                f"the statement ran past the server's statement_timeout{statement_timeout} "
                 "and the server ended it; nothing was written"
             )
         else:
