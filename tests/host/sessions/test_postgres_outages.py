@@ -34,6 +34,7 @@ from stageware._host.sessions import (
     SessionStore,
     SessionTimeoutError,
 )
+from stageware._host.sessions._postgres_deadline import CallDeadline
 from stageware.postgres import PostgresSessionStore
 
 from .private_server import PrivateServer
@@ -243,6 +244,27 @@ def test_a_save_held_by_a_row_lock_ends_at_the_lock_timeout(
     stored = store.load("s1")
     assert stored is not None
     assert stored.version == 1
+
+
+def test_the_client_cuts_a_guarded_block_at_its_deadline_and_only_then(
+    postgres_server: str,
+) -> None:
+    with psycopg.connect(postgres_server, autocommit=True) as finished_early:
+        early = CallDeadline(0.2)
+        with early.guard(finished_early):
+            finished_early.execute("SELECT 1")
+        time.sleep(0.5)
+        assert finished_early.execute("SELECT 2").fetchone() == (2,)
+        assert not early.cut
+
+    with psycopg.connect(postgres_server, autocommit=True) as overran:
+        late = CallDeadline(0.3)
+        started = time.monotonic()
+        with pytest.raises(psycopg.OperationalError), late.guard(overran):
+            overran.execute("SELECT pg_sleep(10)")
+        assert time.monotonic() - started < BOUND
+        assert late.cut
+        assert overran.broken
 
 
 @pytest.mark.parametrize("warm", [True, False], ids=["pooled connection", "new connection"])

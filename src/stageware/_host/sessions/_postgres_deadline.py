@@ -3,15 +3,21 @@
 The server's ``statement_timeout`` and ``lock_timeout`` end a statement that runs or waits
 too long, and say so; they cannot end a call to a server that no longer answers (stopped,
 or cut off by a partition), and libpq has no read timeout: the call would wait for TCP to
-give up, which takes minutes, and on a Unix socket for ever. ``CallDeadline.guard`` arms a
-timer for the rest of the call's time. If the connection is still in use when it fires,
-its socket is shut down, so the blocked read returns at once with an error and the call
-fails instead of waiting. The connection is broken then, and the pool drops it.
+give up, which takes minutes, and on a Unix socket for ever. ``CallDeadline.guard`` arms
+a watch for the rest of the call's time. If the connection is still in use when the time
+is up, its socket is shut down, so the blocked read returns at once with an error and the
+call fails instead of waiting. The connection is broken then, and the pool drops it.
+
+One watchdog thread serves every guard of the process (a thread per call would cost more
+than the round trip it guards); it sleeps until the earliest deadline and wakes for a
+nearer one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import os
 import socket
 import threading
@@ -47,26 +53,89 @@ class CallDeadline:
     @contextlib.contextmanager
     def guard(self, connection: psycopg.Connection[Any]) -> Generator[None, None, None]:
         """Shut *connection*'s socket down if the block is still running at the deadline."""
-        lock = threading.Lock()
-        finished = False
-
-        def cut() -> None:
-            # Under the lock, so a block that just ended (and may hand the connection back
-            # to the pool, to another caller) is never cut.
-            with lock:
-                if not finished:
-                    self.cut = True
-                    _shut_down(connection)
-
-        timer = threading.Timer(self.left(), cut)
-        timer.daemon = True
-        timer.start()
+        watch = _Watch(self, connection)
+        _WATCHDOG.arm(self._ends, watch)
         try:
             yield
         finally:
-            with lock:
-                finished = True
-            timer.cancel()
+            watch.finish()
+
+
+@final
+class _Watch:
+    """One guarded block: cut at the deadline unless it finished first."""
+
+    __slots__ = ("_connection", "_deadline", "_finished", "_lock")
+
+    def __init__(self, deadline: CallDeadline, connection: psycopg.Connection[Any]) -> None:
+        self._deadline = deadline
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._finished = False
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def finish(self) -> None:
+        # Under the lock, so that a block that just ended (whose connection may go back to
+        # the pool, and to another caller) is never cut.
+        with self._lock:
+            self._finished = True
+
+    def cut(self) -> None:
+        with self._lock:
+            if not self._finished:
+                self._finished = True
+                self._deadline.cut = True
+                _shut_down(self._connection)
+
+
+@final
+class _Watchdog:
+    """The thread that cuts the guarded blocks still running at their deadlines."""
+
+    __slots__ = ("_condition", "_order", "_thread", "_watches")
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._watches: list[tuple[float, int, _Watch]] = []
+        self._order = itertools.count()  # ties of equal deadlines never compare watches
+        self._thread: threading.Thread | None = None
+
+    def forget_threads(self) -> None:
+        """In a forked child: the parent's thread and lock are not this process's."""
+        self._condition = threading.Condition()
+        self._watches = []
+        self._thread = None
+
+    def arm(self, ends: float, watch: _Watch) -> None:
+        with self._condition:
+            heapq.heappush(self._watches, (ends, next(self._order), watch))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="stageware-postgres-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._condition.notify()
+
+    def _run(self) -> None:
+        with self._condition:
+            while True:
+                while self._watches and self._watches[0][2].finished:
+                    heapq.heappop(self._watches)
+                if not self._watches:
+                    self._condition.wait()
+                    continue
+                left = self._watches[0][0] - time.monotonic()
+                if left > 0:
+                    self._condition.wait(left)
+                    continue
+                heapq.heappop(self._watches)[2].cut()
+
+
+_WATCHDOG = _Watchdog()
+os.register_at_fork(after_in_child=_WATCHDOG.forget_threads)
 
 
 def _shut_down(connection: psycopg.Connection[Any]) -> None:
