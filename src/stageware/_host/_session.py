@@ -60,6 +60,7 @@ from .sessions import (
     SessionEscalatedError,
     SessionSnapshot,
     SessionStore,
+    SessionTimeoutError,
     StoredSession,
 )
 
@@ -187,14 +188,19 @@ class AgentSession:
 
         try:
             await anyio.to_thread.run_sync(write)
-        except BaseException:
+        except BaseException as error:
             # Cancelled while the thread writes (a native asyncio cancel goes through the
             # shield anyio puts around the thread): the write may still commit, taking a
-            # lease nobody would release. Wait for it, then let that lease go.
+            # lease nobody would release. Wait for it, then let that lease go, in one try.
+            # A store that refused or failed the write wrote nothing, unless it cannot
+            # tell (a call its bound cut short).
+            may_have_written = not isinstance(error, SessionError) or isinstance(
+                error, SessionTimeoutError
+            )
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(written.wait)
-                if lease:
-                    await anyio.to_thread.run_sync(self._let_go)
+                if lease and may_have_written:
+                    await anyio.to_thread.run_sync(self._let_go, 1)
             raise
 
     def _write(
@@ -235,14 +241,14 @@ class AgentSession:
                 )
             self._stored = history
 
-    def _let_go(self) -> None:
+    def _let_go(self, tries: int = 1 + len(LET_GO_PAUSES)) -> None:
         """Let the lease lapse now, if this agent still holds it; tried while the store fails.
 
         Refused (another worker holds the session, or a save this agent could not confirm
-        was applied after all), there is nothing of this agent's to let go. If every try
-        fails (the store stays down), the lease lapses on its own.
+        was applied after all), there is nothing of this agent's to let go. If every one
+        of the *tries* fails (the store stays down), the lease lapses on its own.
         """
-        for pause in (*LET_GO_PAUSES, None):
+        for pause in (*LET_GO_PAUSES[: tries - 1], None):
             with self._lock:
                 if self.version == 0:
                     return

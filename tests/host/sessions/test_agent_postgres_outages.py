@@ -10,9 +10,10 @@ and under the caller's ``anyio.fail_after``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import anyio
 import psycopg
@@ -163,13 +164,42 @@ def test_a_failed_final_save_still_lets_the_lease_go_by_trying_again(
     _another_worker_runs_at_once(private_postgres, store)
 
 
-# --- A stalled server ----------------------------------------------------------------------
+# --- A claim held by a lock or a stalled server ---------------------------------------------
 
 
-def test_agent_cancel_ends_a_claim_the_server_does_not_answer_within_the_bound(
-    store: PostgresSessionStore, private_postgres: PrivateServer
+@contextlib.contextmanager
+def _held(
+    cause: str, store: PostgresSessionStore, server: PrivateServer
+) -> Generator[None, None, None]:
+    """The session's row locked by another connection, or the whole server stalled."""
+    if cause == "stalled server":
+        with server.stalled():
+            yield
+        return
+    holder = _hold_the_session_row(server.url, store.schema, 2 * BOUND)
+    try:
+        yield
+    finally:
+        holder.join()
+
+
+_CAUSES = pytest.mark.parametrize(
+    ("cause", "problem"),
+    [("row lock", "lock_timeout"), ("stalled server", "did not answer")],
+)
+
+
+def _stored_session(store: PostgresSessionStore) -> Agent:
+    """An agent on a session that a first run saved (so that it has a row to lock)."""
+    Agent(ScriptedModel(["first"]), session_store=store, session_id=SESSION)("hello")
+    return Agent(ScriptedModel(["never"]), session_store=store, session_id=SESSION)
+
+
+@_CAUSES
+def test_agent_cancel_ends_a_held_claim_within_the_bound(
+    store: PostgresSessionStore, private_postgres: PrivateServer, cause: str, problem: str
 ) -> None:
-    agent = Agent(ScriptedModel(["never"]), session_store=store, session_id=SESSION)
+    agent = _stored_session(store)
     errors: list[BaseException] = []
     ended = threading.Event()
 
@@ -180,7 +210,7 @@ def test_agent_cancel_ends_a_claim_the_server_does_not_answer_within_the_bound(
             errors.append(error)
         ended.set()
 
-    with private_postgres.stalled():
+    with _held(cause, store, private_postgres):
         worker = threading.Thread(target=run)
         worker.start()
         time.sleep(0.2)
@@ -193,23 +223,27 @@ def test_agent_cancel_ends_a_claim_the_server_does_not_answer_within_the_bound(
     assert elapsed < BOUND
     assert len(errors) == 1
     assert isinstance(errors[0], SessionTimeoutError)
-    assert "cannot save session 'u42'" in str(errors[0])
-    assert "did not answer" in str(errors[0])
+    # A stalled server holds the claim's first call (the escalation lookup), a lock its save.
+    assert "session 'u42' in postgresql://" in str(errors[0])
+    assert problem in str(errors[0])
 
 
-def test_fail_after_ends_a_run_whose_claim_the_server_does_not_answer(
-    store: PostgresSessionStore, private_postgres: PrivateServer
+@_CAUSES
+def test_fail_after_ends_a_run_whose_claim_is_held(
+    store: PostgresSessionStore, private_postgres: PrivateServer, cause: str, problem: str
 ) -> None:
-    agent = Agent(ScriptedModel(["never"]), session_store=store, session_id=SESSION)
+    agent = _stored_session(store)
 
     async def run() -> None:
         with anyio.fail_after(0.2):
             await agent.invoke_async("go")
 
-    with private_postgres.stalled():
+    with _held(cause, store, private_postgres):
         started = time.monotonic()
-        with pytest.raises((TimeoutError, SessionError)):
+        with pytest.raises((TimeoutError, SessionError)) as raised:
             anyio.run(run)
         elapsed = time.monotonic() - started
 
     assert elapsed < BOUND, f"the run held the caller's deadline for {elapsed:.2f} s"
+    if isinstance(raised.value, SessionError):
+        assert problem in str(raised.value)
