@@ -100,7 +100,7 @@ def test_a_schema_name_postgres_would_cut_or_refuse_is_refused_first(schema: str
 _STORE_TABLES: dict[str, LiteralString] = {
     "sessions": "CREATE TABLE {t} (session_id text PRIMARY KEY, body text)",
     "messages": "CREATE TABLE {t} (id serial PRIMARY KEY, body text)",
-    "escalations": "CREATE TABLE {t} (id int)",
+    "escalations": "CREATE TABLE {t} ()",
     "store_format": "CREATE TABLE {t} (format integer)",
 }
 

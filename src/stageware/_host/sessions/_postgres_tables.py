@@ -423,10 +423,11 @@ def create_tables(cursor: Cursor[TupleRow], schema: str) -> Setup:
     """
     cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
     rows: list[tuple[str, list[str]]] = cursor.execute(
-        "SELECT c.relname, array_agg(a.attname::text ORDER BY a.attname) "
+        # LEFT JOIN: a table without columns is listed too, with none.
+        "SELECT c.relname, array_remove(array_agg(a.attname::text ORDER BY a.attname), NULL) "
         "FROM pg_catalog.pg_class AS c "
         "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
-        "JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid "
+        "LEFT JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid "
         "AND a.attnum > 0 AND NOT a.attisdropped "
         "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
         "GROUP BY c.relname",
