@@ -1,12 +1,14 @@
 """The Postgres store through a restart, a stall and a lock, on a server the tests abuse.
 
 A restart (``pg_ctl restart``) ends every connection the pool holds: the store checks
-each connection as it hands it out and runs a call that lost its connection again, so
-the calls after a restart work. A save whose answer was lost after the server committed
-it recognises its own write when it is sent again, and is not refused as a conflict by
-its own success. A call held by a row lock, or by a server that stopped answering
-(``SIGSTOP``), ends within its bound with ``SessionTimeoutError``, also when the caller's
-own cancellation (``anyio.fail_after``) came first.
+each connection as it takes it from the pool and runs a call that lost its connection
+again, so the calls after a restart work. A save whose answer was lost after the server
+committed it recognises its own write when it is sent again, and is not refused as a
+conflict by its own success. A call held by a row lock, or by a server that stopped
+answering (``SIGSTOP``), ends within its bound with ``SessionTimeoutError``, also when
+the caller's own cancellation (``anyio.fail_after``) came first; the client cuts a
+connection at the call's deadline, and never one whose block had ended. The README's
+example runs against the live and the stalled server.
 """
 
 from __future__ import annotations
