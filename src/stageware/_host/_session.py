@@ -21,7 +21,11 @@ workers serving one session only one runs it at a time:
    takes over after this one died continues from the last checkpoint: it never runs a
    call whose result was recorded again.
 4. **Release.** The final save stores the invocation's outcome and releases the lease;
-   if the run escalated, the same save records the escalation.
+   if the run escalated, the same save records the escalation. It runs however the
+   invocation ended (its stop, an error, a cancellation). If it fails, the lease is let
+   go on its own, by a renewal of no length, tried again while the store fails
+   (``LET_GO_PAUSES``), so that a passing outage does not block the session for a
+   lease's length.
 
 A worker killed mid-invocation keeps its lease until it expires. A session loaded with a
 lease still recorded (expired or not) is *unfinished*: its last invocation never reached
@@ -46,6 +50,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from typing import Any, Final, final
 
 import anyio.to_thread
@@ -64,14 +69,19 @@ from .sessions import (
     SessionEscalatedError,
     SessionSnapshot,
     SessionStore,
+    SessionTimeoutError,
     SessionUnfinishedError,
     StoredSession,
 )
 
-__all__ = ["DEFAULT_LEASE_SECONDS", "AgentSession"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "LET_GO_PAUSES", "AgentSession"]
 
 DEFAULT_LEASE_SECONDS: Final = 30.0
 """How long a worker's hold on a session lasts without renewal."""
+
+LET_GO_PAUSES: Final = (0.25, 0.5)
+"""The pauses between the tries to let a lease go after the final save failed: three
+tries, each bounded by the store's own call bound, about a second apart in all."""
 
 
 @final
@@ -231,11 +241,16 @@ class AgentSession:
 
         try:
             await anyio.to_thread.run_sync(write)
-        except BaseException:
+        except BaseException as error:
             # Cancelled while the thread writes (a native asyncio cancel goes through the
             # shield anyio puts around the thread): the write may still commit, taking a
             # lease nobody would release. Wait for it, then release that lease. (Only a
-            # claim gets here: checkpoints are shielded.)
+            # claim gets here: checkpoints are shielded.) A store that refused or failed the
+            # write wrote nothing, unless it cannot tell (a call its bound cut short): then
+            # the lease is let go, in one try.
+            may_have_written = not isinstance(error, SessionError) or isinstance(
+                error, SessionTimeoutError
+            )
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(written.wait)
                 if lease and committed:
@@ -246,6 +261,8 @@ class AgentSession:
                         "interrupt_state": core.interrupts.to_dict(),
                     }
                     await anyio.to_thread.run_sync(self._release_unchanged, unchanged, number)
+                elif lease and may_have_written:
+                    await anyio.to_thread.run_sync(self._let_go, 1)
             raise
 
     def _write(
@@ -305,15 +322,29 @@ class AgentSession:
             stored = self._stored
             self._write(snapshot, number, stored, len(stored), None, None)
 
-    def _let_go(self) -> None:
-        """Let the lease lapse now, if this agent still holds it; best effort."""
-        with self._lock:
-            if self.version == 0:
-                return
-            # Refused (another worker holds it) or failed (the store is down): then it
-            # lapses on its own.
-            with contextlib.suppress(SessionError):
-                self.store.renew(self.id, version=self.version, owner=self._owner, lease_seconds=0)
+    def _let_go(self, tries: int = 1 + len(LET_GO_PAUSES)) -> None:
+        """Let the lease lapse now, if this agent still holds it; tried while the store fails.
+
+        Refused (another worker holds the session, or a save this agent could not confirm
+        was applied after all), there is nothing of this agent's to let go. If every one
+        of the *tries* fails (the store stays down), the lease lapses on its own.
+        """
+        for pause in (*LET_GO_PAUSES[: tries - 1], None):
+            with self._lock:
+                if self.version == 0:
+                    return
+                try:
+                    self.store.renew(
+                        self.id, version=self.version, owner=self._owner, lease_seconds=0
+                    )
+                except SessionConflictError:
+                    return
+                except SessionError:
+                    if pause is None:
+                        return
+                else:
+                    return
+            time.sleep(pause)
 
     def renew(self) -> None:
         """Extend the lease (the heartbeat's call)."""

@@ -5,6 +5,8 @@ another store on the same database, as another process would have one (for memor
 same store: nothing else can reach its sessions). ``shared_spec`` names an SQLite or
 Postgres database for tests that start worker processes.
 
+``private_postgres`` is a server of a test module's own, to restart and stall.
+
 Without ``STAGEWARE_TEST_POSTGRES_URL`` the Postgres cases skip, saying how to run them;
 when ``CI`` is set they fail instead, so CI never passes without having run them.
 """
@@ -12,6 +14,7 @@ when ``CI`` is set they fail instead, so CI never passes without having run them
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,6 +22,7 @@ import pytest
 
 from stageware._host.sessions import SessionStore
 
+from .private_server import PrivateServer, server_binaries_present
 from .stores import (
     HOW_TO_RUN_POSTGRES,
     StoreSpec,
@@ -42,6 +46,25 @@ def postgres_server() -> str:
             pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
         pytest.skip(HOW_TO_RUN_POSTGRES)
     return url
+
+
+@pytest.fixture(scope="module")
+def private_postgres() -> Iterator[PrivateServer]:
+    """A server of the module's own, which its tests restart and stall (see private_server).
+
+    It needs the server's binaries (as the CI server does): without them the tests skip,
+    and fail when ``CI`` is set.
+    """
+    if not server_binaries_present():
+        message = "the Postgres outage tests start a server of their own: install postgresql"
+        if _in_ci():
+            pytest.fail(f"CI is set, so this does not skip: {message}", pytrace=False)
+        pytest.skip(message)
+    # Not under pytest's own temporary directory, which the postgres user (the server's,
+    # when the tests run as root) may not enter; `stop` deletes it.
+    server = PrivateServer.start(Path(tempfile.mkdtemp(prefix="stageware-pg-")))
+    yield server
+    server.stop()
 
 
 @pytest.fixture

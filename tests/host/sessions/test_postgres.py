@@ -402,18 +402,6 @@ def test_an_empty_format_table_is_refused(
             call()
 
 
-def test_a_schema_with_a_foreign_sessions_table_is_left_alone(
-    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
-) -> None:
-    execute(postgres_spec, in_schema(postgres_spec, "CREATE SCHEMA {schema}"))
-    execute(postgres_spec, in_schema(postgres_spec, "CREATE TABLE {schema}.sessions (x int)"))
-
-    with pytest.raises(SessionError, match="has a table named sessions that this stageware did"):
-        open_postgres(postgres_spec).load("s1")
-
-    assert table_names(postgres_spec) == ["sessions"]
-
-
 # --- Pools and the store's life ------------------------------------------------------------
 
 

@@ -166,15 +166,63 @@ def test_another_applications_user_version_is_its_own(path: Path) -> None:
     assert sql(path, "PRAGMA user_version") == [(7,)]
 
 
-def test_a_foreign_table_named_like_the_store_is_refused(path: Path) -> None:
-    sql(path, "CREATE TABLE stageware_sessions (x)", "PRAGMA user_version = 7")
+@pytest.mark.parametrize(
+    ("statements", "table", "problem"),
+    [
+        pytest.param(
+            ["CREATE TABLE stageware_sessions (x)", "PRAGMA user_version = 7"],
+            "stageware_sessions",
+            "its columns are (x)",
+            id="sessions, other columns",
+        ),
+        pytest.param(
+            ["CREATE TABLE stageware_messages (id INTEGER, body TEXT)"],
+            "stageware_messages",
+            "there is no stageware_store_format table beside it",
+            id="messages, no store",
+        ),
+        pytest.param(
+            ["CREATE TABLE stageware_escalations (session_id TEXT)"],
+            "stageware_escalations",
+            "there is no stageware_store_format table beside it",
+            id="escalations, no store",
+        ),
+        pytest.param(
+            ["CREATE TABLE stageware_store_format (version TEXT)"],
+            "stageware_store_format",
+            "its columns are (version)",
+            id="store_format, other columns",
+        ),
+    ],
+)
+def test_an_application_table_named_like_the_stores_is_refused(
+    path: Path, statements: list[str], table: str, problem: str
+) -> None:
+    sql(path, *statements)
+    before = sql(path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
 
-    with pytest.raises(SessionError, match="stageware_sessions that this stageware did not"):
+    with pytest.raises(SessionError) as raised:
+        save(SQLiteSessionStore(path), "s1", 0)
+
+    message = str(raised.value)
+    assert f"has a table named {table} that is not the session store's ({problem}" in message
+    assert "give it a file of its own" in message
+    assert sql(path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == before
+
+
+def test_a_messages_table_in_a_format_3_file_is_not_adopted(path: Path) -> None:
+    """Format 3 had no stageware_messages table: one there is an application's."""
+    save(SQLiteSessionStore(path), "s1", 0)
+    sql(
+        path,
+        "DROP TABLE stageware_messages",
+        "ALTER TABLE stageware_sessions DROP COLUMN message_count",
+        "UPDATE stageware_store_format SET format = 3",
+        "CREATE TABLE stageware_messages (session_id TEXT, position INTEGER, document TEXT)",
+    )
+
+    with pytest.raises(SessionError, match=r"stageware_messages .* format 3 has no such table"):
         SQLiteSessionStore(path).load("s1")
-
-    assert sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'") == [
-        ("stageware_sessions",)
-    ]
 
 
 # --- Formats -------------------------------------------------------------------------------

@@ -1,17 +1,20 @@
 """Sessions: what survives a process restart, and the stores that keep it.
 
 - ``_store``: ``SessionSnapshot``, ``StoredSession`` and ``Lease``, the ``SessionStore``
-  protocol, its errors and the rule every conditional write follows (``check_write``).
+  protocol, its errors (``SessionTimeoutError`` among them) and the rule every
+  conditional write follows (``check_write``).
 - ``_encoding``: snapshots as the JSON documents the stores keep (the snapshot without its
   messages, and one document per message), checked both ways; shared by the stores.
 - ``_escalations``: ``Escalation`` (a run handed to a human queue), its errors and the
   rule of a claim and a resolution; ``_escalation_rows``: escalations as table rows,
   shared by the stores.
 - ``_memory``: ``MemorySessionStore``.
-- ``_sqlite``: ``SQLiteSessionStore``.
+- ``_sqlite``: ``SQLiteSessionStore``, with ``_sqlite_clash`` (telling its tables from an
+  application's of the same names).
 - ``_postgres``: ``PostgresSessionStore`` (public as ``stageware.postgres``; it needs the
   ``postgres`` extra, so it is not imported here), with ``_postgres_tables`` (its schema and
-  statements) and ``_postgres_conninfo`` (naming its database without the password).
+  statements), ``_postgres_conninfo`` (naming its database without the password) and
+  ``_postgres_deadline`` (a call's client-side time bound).
 """
 
 from ._escalations import (
@@ -30,6 +33,7 @@ from ._store import (
     SessionLeasedError,
     SessionSnapshot,
     SessionStore,
+    SessionTimeoutError,
     SessionUnfinishedError,
     StoredSession,
 )
@@ -48,6 +52,7 @@ __all__ = [
     "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "SessionTimeoutError",
     "SessionUnfinishedError",
     "StoredSession",
 ]

@@ -9,19 +9,30 @@ one clock all workers share.
 
 The methods are synchronous, like the ``SessionStore`` protocol: the agent calls them on a
 worker thread (``anyio.to_thread.run_sync``), which suits asyncio and trio alike, and a
-call is one short round trip, so a thread costs little beside it.
+call is one short round trip, so a thread costs little beside it. A thread cannot be
+cancelled, so every call is bounded instead (``_postgres_deadline``): the server ends a
+statement or a lock wait at ``statement_timeout``, and the client cuts a connection the
+server stopped answering, so a call ends within its bound whatever the server does.
+
+A server restart or a dropped connection is survived: the store checks each connection
+it takes from the pool, and a call that loses its connection is run again on
+another, while its time lasts, when that is safe (see ``_run`` and ``_write``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Generator, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar, cast, final
 
 import psycopg
-from psycopg import Cursor, sql
+from psycopg import Cursor, errors, sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -40,11 +51,13 @@ from ._escalations import (
     unknown,
 )
 from ._postgres_conninfo import Location, locate
+from ._postgres_deadline import CallDeadline
 from ._postgres_tables import FORMAT, Statements, create_tables, statements
 from ._store import (
     Lease,
     SessionError,
     SessionSnapshot,
+    SessionTimeoutError,
     StoredSession,
     check_kept,
     check_renewal,
@@ -59,6 +72,25 @@ _T = TypeVar("_T")
 _DEFAULT_MIN_SIZE: Final = 1
 _DEFAULT_MAX_SIZE: Final = 4
 _DEFAULT_TIMEOUT: Final = 10.0
+_DEFAULT_STATEMENT_TIMEOUT: Final = 1.0
+
+# What the client adds to statement_timeout before it cuts a connection itself: time for
+# the server's own timeout, whose message says what held the call, to arrive first.
+_CLIENT_MARGIN: Final = 0.5
+# The server's lock wait ends a little before its statement timeout, so that a call held
+# by a lock is reported as such (at equal values the statement timeout would win).
+_LOCK_SHARE: Final = 0.8
+# Tries of one call whose connection was lost (a restart, a dropped connection), and the
+# pause before the first retry, doubled for each next one, all within the call's bound.
+_ATTEMPTS: Final = 3
+_FIRST_PAUSE: Final = 0.05
+# How long a call that got no connection waits to learn why (_timeout_problem).
+_PROBE_SECONDS: Final = 0.5
+# libpq's connect_timeout is whole seconds, and it treats 1 as 2.
+_MIN_CONNECT_TIMEOUT: Final = 2
+
+# Errors after which the connection is gone, whatever the driver says of it.
+_LOST: Final = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow)
 
 # Postgres truncates longer identifiers, so two long names could meet in one schema.
 _MAX_IDENTIFIER_BYTES: Final = 63
@@ -103,7 +135,15 @@ class PostgresSessionStore:
         min_size: Connections the store's own pool keeps open (default 1).
         max_size: Connections the store's own pool may open at once (default 4).
         timeout: Seconds a call waits for a connection from the store's own pool before
-            failing with a ``SessionError`` (default 10).
+            failing with a ``SessionError`` (default 10), within the call's bound.
+        statement_timeout: Seconds a statement may run or wait for a lock on the server
+            (default 1, the order of the agent's cancel bound). Every call ends within
+            ``statement_timeout`` + 0.5 s: then it fails with ``SessionTimeoutError``.
+
+    The store checks each connection as it takes it from the pool, and its own pool sets
+    the connections' ``statement_timeout``, ``lock_timeout`` (0.8 of it) and, unless the
+    conninfo gives one, ``connect_timeout``. A pool you pass is configured by you; the
+    client-side bound of each call holds for it all the same.
 
     The pool is opened on first use rather than here, so a store made before a server
     forks its workers holds no connection the workers would share. A password in
@@ -119,6 +159,7 @@ class PostgresSessionStore:
         "_ready",
         "_schema",
         "_sql",
+        "_statement_timeout",
         "_where",
     )
 
@@ -130,8 +171,15 @@ class PostgresSessionStore:
         min_size: int | None = None,
         max_size: int | None = None,
         timeout: float | None = None,
+        statement_timeout: float = _DEFAULT_STATEMENT_TIMEOUT,
     ) -> None:
         self._schema = _check_schema_name(schema)
+        if not 0 < statement_timeout < math.inf:  # NaN fails both comparisons
+            raise ValueError(
+                f"statement_timeout must be a positive, finite number of seconds; "
+                f"got {statement_timeout!r}"
+            )
+        self._statement_timeout = float(statement_timeout)
         if isinstance(database, ConnectionPool):
             if (min_size, max_size, timeout) != (None, None, None):
                 raise TypeError(
@@ -143,10 +191,16 @@ class PostgresSessionStore:
             self._owns_pool = False
         else:
             self._location = locate(database)
+            # Each statement stands alone: no BEGIN and COMMIT round trips around it.
+            kwargs: dict[str, Any] = {"autocommit": True}
+            if "connect_timeout" not in conninfo_to_dict(database):
+                kwargs["connect_timeout"] = max(
+                    _MIN_CONNECT_TIMEOUT, math.ceil(self._call_seconds())
+                )
             self._pool = ConnectionPool(
                 database,
-                # Each statement stands alone: no BEGIN and COMMIT round trips around it.
-                kwargs={"autocommit": True},
+                kwargs=kwargs,
+                configure=self._configure,
                 min_size=_DEFAULT_MIN_SIZE if min_size is None else min_size,
                 max_size=_DEFAULT_MAX_SIZE if max_size is None else max_size,
                 timeout=_DEFAULT_TIMEOUT if timeout is None else timeout,
@@ -233,7 +287,15 @@ class PostgresSessionStore:
             explain = refuse_a_second
 
         self._write(
-            session_id, what, statement, params, expected_version, owner, explain, kept_messages
+            session_id,
+            what,
+            statement,
+            params,
+            expected_version,
+            owner,
+            explain,
+            kept_messages,
+            recognise=self._sql.recognise,
         )
         return expected_version + 1
 
@@ -266,7 +328,7 @@ class PostgresSessionStore:
         what = "list the sessions"
 
         def read(cursor: Cursor[TupleRow]) -> list[TupleRow]:
-            return cursor.execute(self._sql.session_ids).fetchall()
+            return cursor.execute(self._sql.session_ids, {}).fetchall()
 
         rows = self._run(what, read)
         self._check_format(rows[0][0] if rows else None, what)
@@ -352,7 +414,9 @@ class PostgresSessionStore:
                     where=self._where,
                 )
 
-        return self._run(what, attempt)
+        # Not sent twice: a resolution applied whose answer was lost would be refused by
+        # the rule as resolved already.
+        return self._run(what, attempt, resend=False)
 
     def close(self) -> None:
         """Close the store, and its pool if the store made it; later calls fail."""
@@ -387,18 +451,34 @@ class PostgresSessionStore:
         owner: str,
         explain: Callable[[Cursor[TupleRow]], None] | None = None,
         kept_messages: int = 0,
+        *,
+        recognise: sql.Composed | None = None,
     ) -> None:
         """Run a conditional write; explain a refusal with ``check_write``'s errors.
 
         A save's refusal is also explained by ``check_kept`` with its *kept_messages*;
         *explain*, if given, raises the reason for a refusal that the version and the
         lease do not account for (an unresolved escalation, for a save that records one).
+
+        A write whose connection was lost is sent again (``_run``). A renewal is the same
+        write twice. A save is not: if the first one was applied and only its answer was
+        lost (the server committed, then the connection dropped), the second finds the
+        version moved on. *recognise* tells that case from another worker's save: the
+        session at the next version, holding this save's document, message count and
+        lease owner, is this save's own, and it succeeded.
         """
+        sends = 0
 
         def attempt(cursor: Cursor[TupleRow]) -> None:
+            nonlocal sends
+            sends += 1
             # Each pass that neither writes nor raises saw the session change in between
             # (a lease expired, a deleted row), in a way that now allows the write.
             while cursor.execute(statement, params).fetchone() is None:
+                if sends > 1 and recognise is not None:
+                    mine = cursor.execute(recognise, params).fetchone()
+                    if mine is not None and mine[0] is True:
+                        return
                 row = cast(_InspectRow, self._one(cursor, self._sql.inspect, params, 6))
                 found, found_version, lease_owner, expires, now, found_messages = row
                 self._check_format(found, what)
@@ -456,29 +536,104 @@ class PostgresSessionStore:
         check_session_id(session_id, self._where)
         return self._run(what, action)
 
-    def _run(self, what: str, action: Callable[[Cursor[TupleRow]], _T]) -> _T:
-        """Run *action* on a pooled connection; psycopg errors become ``SessionError``.
+    def _run(
+        self, what: str, action: Callable[[Cursor[TupleRow]], _T], *, resend: bool = True
+    ) -> _T:
+        """Run *action* on a pooled connection, within the call's bound; errors become
+        ``SessionError``.
 
-        *what* says what the call does, for messages (``"load session 's1'"``).
+        *what* says what the call does, for messages (``"load session 's1'"``). A call
+        whose connection was lost (a server restart, a dropped connection) runs again on
+        another while its time lasts: always if the connection was lost before *action*
+        was given it, and otherwise only if *resend* (the action reads, or writes the same
+        thing twice, or recognises its own earlier write: see ``_write``). A statement the
+        server ended for its time, or refused, is not run again.
         """
+        deadline = CallDeadline(self._call_seconds())
+        pause = _FIRST_PAUSE
+        for attempt in range(1, _ATTEMPTS + 1):
+            sent = False
+            try:
+                self._ensure_tables(what, deadline)
+                # Each cursor reads rows as tuples, whatever row factory a caller's pool set.
+                with (
+                    self._checked_out(deadline) as connection,
+                    deadline.guard(connection),
+                    connection.cursor(row_factory=tuple_row) as cursor,
+                ):
+                    sent = True
+                    return action(cursor)
+            except PoolTimeout as exc:
+                raise self._no_connection(what, deadline) from exc
+            except (errors.LockNotAvailable, errors.QueryCanceled) as exc:
+                raise self._timed_out(what, exc, deadline, sent=sent) from exc
+            except psycopg.OperationalError as exc:
+                if deadline.cut:
+                    raise self._timed_out(what, exc, deadline, sent=sent) from exc
+                retry = _lost(exc) and (resend or not sent) and attempt < _ATTEMPTS
+                if not retry or deadline.left() <= pause:
+                    raise self._failure(what, str(exc)) from exc
+                time.sleep(pause)
+                pause *= 2
+            except psycopg.Error as exc:
+                raise self._failure(what, str(exc)) from exc
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    @contextlib.contextmanager
+    def _checked_out(
+        self, deadline: CallDeadline
+    ) -> Generator[psycopg.Connection[Any], None, None]:
+        """A connection of the pool that answers, within the call's bound.
+
+        Each connection is checked as it is handed out (an empty statement: one round
+        trip), so the connections a server restart ended are found here, before a
+        statement is sent on one, and dropped: the pool makes new ones. The check is the
+        pool's own (``ConnectionPool.check_connection``), run here rather than by the pool
+        so that it is bounded by the call (a stalled server does not answer it) and does
+        not wait out the pool's backoff between dead connections. Like the pool's
+        connection block, the block commits at its end, for a pool whose connections are
+        not in autocommit mode.
+        """
+        while True:
+            connection = self._pool.getconn(timeout=self._wait(deadline))
+            try:
+                with deadline.guard(connection):
+                    ConnectionPool.check_connection(connection)
+            except psycopg.OperationalError:
+                self._pool.putconn(connection)  # broken: the pool drops it
+                if deadline.cut or not deadline.left():
+                    raise
+                continue
+            except BaseException:
+                self._pool.putconn(connection)
+                raise
+            break
         try:
-            self._ensure_tables(what)
-            # A pool's connection block commits at its end, for a pool whose connections
-            # are not in autocommit mode; each cursor reads rows as tuples, whatever row
-            # factory a caller's pool set.
-            with (
-                self._pool.connection() as connection,
-                connection.cursor(row_factory=tuple_row) as cursor,
-            ):
-                return action(cursor)
-        except PoolTimeout as exc:
-            raise self._failure(what, self._timeout_problem()) from exc
-        except psycopg.Error as exc:
-            raise self._failure(what, str(exc)) from exc
+            with connection:
+                yield connection
+        finally:
+            self._pool.putconn(connection)
+
+    def _wait(self, deadline: CallDeadline) -> float:
+        """How long to wait for a pooled connection: the pool's timeout, within the call's."""
+        return min(self._pool.timeout, deadline.left())
+
+    def _call_seconds(self) -> float:
+        """The bound of one call: the server's statement timeout, then the client's cut."""
+        return self._statement_timeout + _CLIENT_MARGIN
+
+    def _configure(self, connection: psycopg.Connection[Any]) -> None:
+        """Set a new connection of the store's pool to end what runs past the bound."""
+        milliseconds = round(self._statement_timeout * 1000)
+        connection.execute(
+            "SELECT set_config('statement_timeout', %s, false), "
+            "set_config('lock_timeout', %s, false)",
+            (f"{milliseconds}ms", f"{round(milliseconds * _LOCK_SHARE)}ms"),
+        )
 
     # --- The schema ---------------------------------------------------------------------
 
-    def _ensure_tables(self, what: str) -> None:
+    def _ensure_tables(self, what: str, deadline: CallDeadline) -> None:
         """Open the pool and create (or check, or migrate) the store's tables on first use."""
         with self._lock:
             if self._closed:
@@ -488,16 +643,19 @@ class PostgresSessionStore:
             if self._owns_pool:
                 self._pool.open(wait=False)
             with (
-                self._pool.connection() as connection,
+                self._checked_out(deadline) as connection,
+                deadline.guard(connection),
                 connection.transaction(),
                 connection.cursor(row_factory=tuple_row) as cursor,
             ):
                 setup = create_tables(cursor, self._schema)
-            if setup.foreign:
+            if setup.clash is not None:
+                table, problem = setup.clash
                 raise SessionError(
-                    f"cannot {what}: schema {self._schema!r} of "
-                    f"{self._location.description} has a table named sessions that this "
-                    "stageware did not write (no store_format table); use another schema"
+                    f"cannot {what}: schema {self._schema!r} of {self._location.description} "
+                    f"has a table named {table} that is not the session store's ({problem}). "
+                    "The store keeps sessions, messages, escalations and store_format in a "
+                    'schema of its own: give it one, PostgresSessionStore(..., schema="...")'
                 )
             self._check_format(setup.format, what)
             self._ready = True
@@ -517,25 +675,85 @@ class PostgresSessionStore:
             )
         raise SessionError(f"cannot {what}: {self._where} {detail}")
 
-    def _timeout_problem(self) -> str:
+    def _no_connection(self, what: str, deadline: CallDeadline) -> SessionError:
+        """The pool had no connection to give in time: say why, as best known."""
+        if deadline.cut:
+            # A connection was cut in its check: the server stopped answering.
+            return self._timed_out(what, None, deadline, sent=False)
+        problem = self._timeout_problem(deadline)
+        if deadline.left() > 0:  # the pool's own, shorter, timeout
+            return self._failure(what, problem)
+        message = self._location.scrub(f"cannot {what} in {self._where}: {problem}")
+        return SessionTimeoutError(message, seconds=deadline.seconds)
+
+    def _timed_out(
+        self, what: str, error: psycopg.Error | None, deadline: CallDeadline, *, sent: bool
+    ) -> SessionTimeoutError:
+        """A call ended by its bound: by the server (a lock, a statement) or by the client."""
+        # The values are the store's settings, which a pool passed in need not have.
+        lock_timeout = f" ({self._statement_timeout * _LOCK_SHARE:g} s)" if self._owns_pool else ""
+        statement_timeout = f" ({self._statement_timeout:g} s)" if self._owns_pool else ""
+        if isinstance(error, errors.LockNotAvailable):
+            problem = (
+                "it waited for a lock that another connection holds until the server's "
+                f"lock_timeout{lock_timeout} ended the wait; nothing was written"
+            )
+        elif isinstance(error, errors.QueryCanceled):
+            problem = (
+                f"the statement ran past the server's statement_timeout{statement_timeout} "
+                "and the server ended it; nothing was written"
+            )
+        else:
+            outcome = (
+                "a write may have been applied before its answer was lost"
+                if sent
+                else "nothing was sent"
+            )
+            problem = (
+                f"the server did not answer within the call's {deadline.seconds:g} s "
+                f"(stalled, or cut off), so the connection was closed; {outcome}"
+            )
+        message = self._location.scrub(f"cannot {what} in {self._where}: {problem}")
+        return SessionTimeoutError(message, seconds=deadline.seconds)
+
+    def _timeout_problem(self, deadline: CallDeadline) -> str:
         """Say why the pool had no connection to give: the server's answer, or a full pool.
 
         The pool only logs why its connections fail, so one more connection, outside the
         pool, finds out for the message.
         """
         pool = self._pool
-        waited = f"no connection within the pool's timeout ({pool.timeout:g} s)"
+        waited = (
+            f"no connection within the pool's timeout ({pool.timeout:g} s)"
+            if pool.timeout < deadline.seconds
+            else f"no connection within the call's bound ({deadline.seconds:g} s)"
+        )
         conninfo, kwargs = pool.conninfo, pool.kwargs
         if callable(conninfo) or callable(kwargs):
             return f"{waited}; the psycopg.pool log says why"
-        try:
-            probe = pool.connection_class.connect(
-                conninfo, **{**(kwargs or {}), "connect_timeout": max(1, round(pool.timeout))}
+        answer: list[str] = []
+
+        def probe() -> None:
+            try:
+                connection = pool.connection_class.connect(
+                    conninfo, **{**(kwargs or {}), "connect_timeout": _MIN_CONNECT_TIMEOUT}
+                )
+            except psycopg.Error as exc:
+                answer.append(f"{waited}: {exc}")
+                return
+            connection.close()
+            answer.append(
+                f"{waited}: all {pool.max_size} of its connections stayed busy; raise max_size"
             )
-        except psycopg.Error as exc:
-            return f"{waited}: {exc}"
-        probe.close()
-        return f"{waited}: all {pool.max_size} of its connections stayed busy; raise max_size"
+
+        # On a thread, waited for only briefly: a server that does not answer holds the
+        # probe for libpq's connect_timeout, longer than the call may last.
+        thread = threading.Thread(target=probe, name="stageware-postgres-probe", daemon=True)
+        thread.start()
+        thread.join(_PROBE_SECONDS)
+        if answer:
+            return answer[0]
+        return f"{waited}: the server does not answer (stalled, or cut off)"
 
     def _failure(self, what: str, problem: str) -> SessionError:
         message = f"cannot {what} in {self._where}: {problem}"
@@ -553,6 +771,12 @@ def _check_schema_name(schema: str) -> str:
             f"of UTF-8 text without NUL; got {schema!r}"
         )
     return schema
+
+
+def _lost(error: psycopg.OperationalError) -> bool:
+    """Whether *error* says the connection is gone (no SQLSTATE: the driver's own)."""
+    state = error.sqlstate
+    return isinstance(error, _LOST) or state is None or state.startswith("08")
 
 
 def _locate_pool(pool: ConnectionPool[Any]) -> Location:

@@ -123,6 +123,26 @@ _CREATE: Final[tuple[LiteralString, ...]] = (
     "INSERT INTO {schema}.store_format (format) VALUES ({format}) ON CONFLICT DO NOTHING",
 )
 
+# The columns of the store's tables at FORMAT, by table, to tell them from an
+# application's tables of the same names.
+_TABLE_COLUMNS: Final[dict[str, frozenset[str]]] = {
+    "sessions": frozenset(
+        {
+            "session_id",
+            "version",
+            "document",
+            "lease_owner",
+            "lease_expires_at",
+            "updated_at",
+            "message_count",
+        }
+    ),
+    "messages": frozenset({"session_id", "position", "document"}),
+    "escalations": frozenset(COLUMNS),
+    "store_format": frozenset({"format", "one_row"}),
+}
+_FORMAT_COLUMNS: Final = _TABLE_COLUMNS["store_format"]
+
 # What lets the writer *owner* through, as in check_write: no live lease of another owner.
 _LEASE_ALLOWS: Final = """(
     s.lease_owner IS NULL OR s.lease_expires_at IS NULL
@@ -233,6 +253,14 @@ _TEXT: Final[dict[str, LiteralString]] = {
         FROM {schema}.store_format AS f
         LEFT JOIN {schema}.sessions AS s ON s.session_id = %(session_id)s
     """,
+    # Whether the session is at the version after a save's, as that save wrote it: its
+    # document, message count and lease owner (NULL for a save that released the lease).
+    "recognise": """
+        SELECT s.version = %(version)s::bigint + 1 AND s.document = %(document)s
+            AND s.message_count = %(message_count)s::integer
+            AND s.lease_owner IS NOT DISTINCT FROM %(lease_owner)s::text
+        FROM {schema}.sessions AS s WHERE s.session_id = %(session_id)s
+    """,
     "create": _save(_CREATE_WRITE, escalated=False),
     "update": _save(_UPDATE_WRITE, escalated=False),
     "create_escalated": _save(_CREATE_ESCALATED_WRITE, escalated=True),
@@ -327,7 +355,9 @@ class Statements:
     names the messages it keeps as ``kept``, the count after it as ``message_count`` and
     the documents it brings as ``messages``); the ``_escalated`` forms of
     ``create`` and ``update`` insert an escalation too, and refuse while the session has
-    an unresolved one; ``delete`` returns the format.
+    an unresolved one; ``recognise`` returns whether a save's parameters are what the
+    session holds at the version after theirs (no row for no session); ``delete``
+    returns the format. Every statement runs with parameters (see ``_compose``).
 
     Escalations: ``pending`` and ``escalation`` return one row (format, then an
     escalation's columns in ``COLUMNS`` order, ``NULL`` for none); ``escalations`` and
@@ -338,6 +368,7 @@ class Statements:
 
     load: sql.Composed
     inspect: sql.Composed
+    recognise: sql.Composed
     create: sql.Composed
     update: sql.Composed
     create_escalated: sql.Composed
@@ -364,13 +395,14 @@ class Setup:
 
     Attributes:
         format: The format the schema holds (``FORMAT`` if it was just created); ``None``
-            if ``store_format`` is empty, or missing.
-        foreign: The schema has a ``sessions`` table but no ``store_format``: a table this
-            stageware did not write, which it leaves alone.
+            if ``store_format`` is empty.
+        clash: Set when a table of the schema bears the name of one of the store's tables
+            but is not the store's (other columns, or no ``store_format`` beside it): the
+            table's name, then what is wrong with it. The store leaves such a schema alone.
     """
 
     format: object
-    foreign: bool = False
+    clash: tuple[str, str] | None = None
 
 
 def create_tables(cursor: Cursor[TupleRow], schema: str) -> Setup:
@@ -383,33 +415,75 @@ def create_tables(cursor: Cursor[TupleRow], schema: str) -> Setup:
     role that may not create schemas can use tables a DBA set up. A schema at format 1 or
     2 is migrated under the same lock, in the caller's transaction: the format's marker
     moves with the tables, so a store of an older stageware writes nothing from then on.
+
+    Before anything is created or migrated, every table of the schema that bears one of
+    the store's names is checked to be the store's (``_clash``): ``CREATE TABLE IF NOT
+    EXISTS`` would otherwise take an application's ``messages`` table for its own, and
+    the store would fail later, on a statement, with a raw SQL error.
     """
     cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
-    rows: list[tuple[str]] = cursor.execute(
-        "SELECT c.relname FROM pg_catalog.pg_class AS c "
+    rows: list[tuple[str, list[str]]] = cursor.execute(
+        # LEFT JOIN: a table without columns is listed too, with none.
+        "SELECT c.relname, array_remove(array_agg(a.attname::text ORDER BY a.attname), NULL) "
+        "FROM pg_catalog.pg_class AS c "
         "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v')",
+        "LEFT JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid "
+        "AND a.attnum > 0 AND NOT a.attisdropped "
+        "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+        "GROUP BY c.relname",
         (schema,),
     ).fetchall()
-    tables = {name for (name,) in rows}
-    if "store_format" in tables:
+    tables = {name: frozenset(columns) for name, columns in rows}
+    found: object = None
+    if "store_format" in tables and tables["store_format"] == _FORMAT_COLUMNS:
         row: tuple[object] | None = cursor.execute(
-            _compose("SELECT format FROM {schema}.store_format", schema)
+            _compose("SELECT format FROM {schema}.store_format", schema), {}
         ).fetchone()
         found = None if row is None else row[0]
-        if found == 1:
-            for statement in _MIGRATE_FROM_1:
-                cursor.execute(_compose(statement, schema))
-            found = 2
-        if found == 2:
-            _migrate_from_2(cursor, schema)
-            found = FORMAT
-        return Setup(format=found)
-    if "sessions" in tables:
-        return Setup(format=None, foreign=True)
-    for statement in _CREATE:
-        cursor.execute(_compose(statement, schema))
-    return Setup(format=FORMAT)
+    elif not tables.keys() & _TABLE_COLUMNS.keys():
+        for statement in _CREATE:
+            cursor.execute(_compose(statement, schema), {})
+        return Setup(format=FORMAT)
+    if isinstance(found, int) and found > FORMAT:
+        return Setup(format=found)  # a newer layout: refused as such, not as a clash
+    clash = _clash(tables, found)
+    if clash is not None:
+        return Setup(format=found, clash=clash)
+    if found == 1:
+        for statement in _MIGRATE_FROM_1:
+            cursor.execute(_compose(statement, schema), {})
+        found = 2
+    if found == 2:
+        _migrate_from_2(cursor, schema)
+        found = FORMAT
+    return Setup(format=found)
+
+
+def _clash(tables: dict[str, frozenset[str]], found: object) -> tuple[str, str] | None:
+    """The first of the store's names that *tables* uses for a table not the store's.
+
+    *found* is the format ``store_format`` holds (``None`` without one): a table that
+    format does not have yet (``messages`` at format 2) is an application's, whatever its
+    columns, since the migration would otherwise adopt it.
+    """
+    if "store_format" not in tables:
+        name = min(tables.keys() & _TABLE_COLUMNS.keys())
+        return name, "there is no store_format table beside it, so stageware did not create it"
+    for name, columns in _TABLE_COLUMNS.items():
+        present = tables.get(name)
+        if present is None:
+            continue
+        expected = _FORMAT_COLUMNS if name == "store_format" else columns
+        if name == "sessions" and found in (1, 2):
+            expected = columns - {"message_count"}
+        if (name == "escalations" and found == 1) or (name == "messages" and found in (1, 2)):
+            return name, f"the store's format {found} has no such table"
+        if present != expected:
+            return name, (
+                f"its columns are ({', '.join(sorted(present))}), not the store's "
+                f"({', '.join(sorted(expected))})"
+            )
+    return None
 
 
 def _migrate_from_2(cursor: Cursor[TupleRow], schema: str) -> None:
@@ -418,9 +492,9 @@ def _migrate_from_2(cursor: Cursor[TupleRow], schema: str) -> None:
     A document that is no snapshot is left as it was, for a load to report as damaged.
     """
     for statement in _MIGRATE_FROM_2:
-        cursor.execute(_compose(statement, schema))
+        cursor.execute(_compose(statement, schema), {})
     rows: list[tuple[str, object]] = cursor.execute(
-        _compose("SELECT session_id, document FROM {schema}.sessions", schema)
+        _compose("SELECT session_id, document FROM {schema}.sessions", schema), {}
     ).fetchall()
     insert = _compose(
         "INSERT INTO {schema}.messages (session_id, position, document) VALUES (%s, %s, %s)",
@@ -440,12 +514,19 @@ def _migrate_from_2(cursor: Cursor[TupleRow], schema: str) -> None:
                 [(session_id, position, text) for position, text in enumerate(pieces.messages)],
             )
         cursor.execute(update, (pieces.document, len(pieces.messages), session_id))
-    cursor.execute(_compose("UPDATE {schema}.store_format SET format = {format}", schema))
+    cursor.execute(_compose("UPDATE {schema}.store_format SET format = {format}", schema), {})
 
 
 def _compose(text: LiteralString, schema: str) -> sql.Composed:
-    # The text is this module's own; the schema name is quoted as an identifier.
-    return sql.SQL(text).format(schema=sql.Identifier(schema), format=sql.Literal(FORMAT))
+    """*text* (this module's own) for *schema*, to run WITH parameters, ``{}`` for none.
+
+    The schema name is quoted as an identifier, but psycopg reads placeholders in the
+    whole text, quoted identifiers included: a ``%`` in the name would be taken for one
+    (``"%(session_id)s"`` would become ``"$1"``). Doubled, it is read back as one ``%``,
+    and only when the statement runs with parameters; so every statement does.
+    """
+    quoted = sql.Identifier(schema.replace("%", "%%"))
+    return sql.SQL(text).format(schema=quoted, format=sql.Literal(FORMAT))
 
 
 def _lock_key(schema: str) -> int:

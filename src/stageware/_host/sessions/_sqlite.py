@@ -13,11 +13,13 @@ The store keeps to its own four tables, so the file may belong to another applic
 * ``stageware_store_format``: one row, the table layout this file holds. It is the store's
   own version marker; the file's ``user_version`` pragma belongs to whoever owns the file.
 
-A file the store creates is put in WAL mode, which lets readers and one writer work side by
-side; a file that already held other tables keeps the journal mode its owner chose. Each
-call opens its own connection (calls arrive on worker threads, and an SQLite connection is
-not something to share between them), and each write runs in one ``BEGIN IMMEDIATE``
-transaction: read the version and lease, check them (``check_write``), write.
+A table of one of those names that is not the store's is refused when the store opens
+(``_sqlite_clash``). A file the store creates is put in WAL mode, which lets readers and
+one writer work side by side; a file that already held other tables keeps the journal
+mode its owner chose. Each call opens its own connection (calls arrive on worker threads,
+and an SQLite connection is not something to share between them), and each write runs in
+one ``BEGIN IMMEDIATE`` transaction: read the version and lease, check them
+(``check_write``), write.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ._escalations import (
     resolve,
     unknown,
 )
+from ._sqlite_clash import clash
 from ._store import (
     Lease,
     SessionError,
@@ -523,6 +526,7 @@ class SQLiteSessionStore:
                     # with other tables keeps the journal mode its owner chose.
                     self._use_wal(connection)
                 connection.execute("BEGIN IMMEDIATE")
+                self._refuse_a_clash(connection, what)
                 tables = _table_names(connection)
                 if "stageware_store_format" in tables:
                     self._migrate(connection)
@@ -539,6 +543,16 @@ class SQLiteSessionStore:
             finally:
                 connection.close()
             self._ready = True
+
+    def _refuse_a_clash(self, connection: sqlite3.Connection, what: str) -> None:
+        found = clash(connection)
+        if found is not None:
+            table, problem = found
+            raise SessionError(
+                f"cannot {what}: {self._path} has a table named {table} that is not the "
+                f"session store's ({problem}). The store keeps to its stageware_* tables: "
+                "give it a file of its own, or drop or rename that table"
+            )
 
     def _migrate_from_1(self, connection: sqlite3.Connection, what: str) -> None:
         found: tuple[int] = connection.execute("PRAGMA user_version").fetchone()

@@ -53,6 +53,7 @@ __all__ = [
     "SessionLeasedError",
     "SessionSnapshot",
     "SessionStore",
+    "SessionTimeoutError",
     "SessionUnfinishedError",
     "StoredSession",
     "check_kept",
@@ -124,6 +125,23 @@ class SessionError(Exception):
     The message names the session, the store and, for a bad value or a damaged record, the
     path to the offending field.
     """
+
+
+class SessionTimeoutError(SessionError):
+    """A store call ran out of time: a lock held elsewhere, a stalled or unreachable server.
+
+    The message names the store, the call and what held it. A statement the server ended
+    (its lock or statement timeout) wrote nothing; a call cut because the server stopped
+    answering may have had its write applied before the answer was lost, which the next
+    save finds out (as a conflict, if so).
+
+    Attributes:
+        seconds: The time the call was allowed.
+    """
+
+    def __init__(self, message: str, *, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds
 
 
 class SessionConflictError(SessionError):
