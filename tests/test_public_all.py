@@ -41,15 +41,22 @@ def _source(module: str) -> ast.Module:
     return ast.parse(Path(spec.origin).read_text(encoding="utf-8"), spec.origin)
 
 
+def _guarded(node: ast.stmt) -> list[ast.stmt] | None:
+    """The statements under ``if TYPE_CHECKING:``, or under a ``try:`` (an import with an
+    install hint for its failure); None for any other statement."""
+    if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        return node.body
+    if isinstance(node, ast.Try):
+        return node.body
+    return None
+
+
 def _top_level(tree: ast.Module) -> list[ast.stmt]:
     """The module's statements, those under ``if TYPE_CHECKING:`` and ``try:`` included."""
     statements: list[ast.stmt] = []
     for node in tree.body:
-        guarded = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        if guarded or isinstance(node, ast.Try):
-            statements.extend(node.body)
-        else:
-            statements.append(node)
+        guarded = _guarded(node)
+        statements.extend([node] if guarded is None else guarded)
     return statements
 
 
