@@ -5,11 +5,18 @@ and installed with ``pip --no-deps`` into fresh virtual environments. Their depe
 are this environment's installed distributions, linked in rather than downloaded: the
 runtime's alone for one environment, the runtime's and the ``codegen`` extra's for the
 other. So "without the codegen extra" means jinja2 and friends are really absent.
+
+A user's CI is reproduced too: packages generated from schemas outside the repository,
+and code written on them, type-checked by mypy --strict and pyright strict against the
+installed wheel, where stageware is a library and not the project being checked (pyright
+judges a library's exports more strictly than the project's own modules).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -25,6 +32,7 @@ from packaging.utils import canonicalize_name
 import stageware
 
 REPO = Path(__file__).resolve().parents[1]
+USER_SCHEMA = REPO / "tests" / "codegen" / "data" / "translate.yaml"
 SCHEMA = REPO / "schema"
 GENERATED = REPO / "src" / "stageware" / "_generated"
 CODEGEN_MODULES = ("jinja2", "yaml", "datamodel_code_generator", "ruff")
@@ -278,3 +286,109 @@ def test_the_exported_schema_generates_stagewares_own_surface(
         for path in GENERATED.glob("*.py")
     }
     assert fresh == checked_in
+
+
+# A harness's own code on two generated packages: its own schema's, and one generated from
+# stageware's exported schema under a name of its own.
+USER_CODE = """\
+from collections.abc import AsyncIterator
+from typing import assert_type
+
+from my_stages import InvokeModelContext, InvokeModelStage
+from translate_api import (
+    TranslateContext,
+    TranslateEvent,
+    TranslateNext,
+    TranslateResult,
+    TranslateStage,
+    Translated,
+)
+
+from stageware import MiddlewareRegistry
+
+registry = MiddlewareRegistry()
+registry.add_middleware(TranslateStage.Input, lambda c: c.replace(text=c.text.upper()))
+
+
+async def tag(context: TranslateContext, next_fn: TranslateNext) -> AsyncIterator[TranslateEvent]:
+    async for event in next_fn(context.replace(tags=["checked"])):
+        yield event
+
+
+def note(result: TranslateResult) -> TranslateResult:
+    assert_type(result.result, Translated)
+    return result
+
+
+def brief(context: InvokeModelContext) -> InvokeModelContext:
+    return context.replace(system_prompt="Be brief.")
+
+
+registry.add_middleware(TranslateStage, tag)
+registry.add_middleware(TranslateStage.Output, note)
+registry.add_middleware(InvokeModelStage.Input, brief)
+"""
+
+
+def _user_project(codegen_venv: Venv, root: Path) -> Path:
+    """A project outside the repository: two schemas, their packages, code on them."""
+    root.mkdir()
+    (root / "schemas").mkdir()
+    shutil.copy(USER_SCHEMA, root / "schemas" / "translate.yaml")
+    exported = codegen_venv.run("stageware", "schema", "export", "schemas/base", cwd=root)
+    assert exported.returncode == 0, exported.stderr
+    for schema, package in [("translate.yaml", "translate_api"), ("base/stages.yaml", "my_stages")]:
+        generated = codegen_venv.run(
+            "stageware",
+            "generate",
+            "--schema",
+            f"schemas/{schema}",
+            "--output",
+            f"app/{package}",
+            cwd=root,
+        )
+        assert generated.returncode == 0, generated.stderr
+    (root / "app" / "harness.py").write_text(USER_CODE, encoding="utf-8")
+    return root
+
+
+def _check(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def test_generated_packages_pass_both_strict_checkers_against_the_installed_wheel(
+    codegen_venv: Venv, tmp_path: Path
+) -> None:
+    project = _user_project(codegen_venv, tmp_path / "project")
+    (project / "pyrightconfig.json").write_text(
+        json.dumps({"include": ["app"], "typeCheckingMode": "strict", "pythonVersion": "3.11"}),
+        encoding="utf-8",
+    )
+    where = codegen_venv.run(
+        "python", "-c", "import stageware; print(stageware.__file__)", cwd=project
+    )
+    assert where.stdout.startswith(str(codegen_venv.root)), "test bug: stageware is not the wheel's"
+
+    pyright = _check(
+        [sys.executable, "-m", "pyright", "--pythonpath", str(codegen_venv.python)], project
+    )
+    mypy = _check(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-executable",
+            str(codegen_venv.python),
+            "--no-incremental",
+            "app",
+        ],
+        project,
+    )
+
+    assert pyright.returncode == 0, pyright.stdout + pyright.stderr
+    assert "0 errors" in pyright.stdout
+    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
+    checked = len(list((project / "app").rglob("*.py")))
+    assert f"no issues found in {checked} source files" in mypy.stdout, mypy.stdout

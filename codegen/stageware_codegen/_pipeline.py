@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._project import is_configured, project_root, regenerate_command, relative_path
+from ._project import (
+    is_configured,
+    project_root,
+    regenerate_command,
+    regenerate_directory,
+    relative_path,
+)
 from .resolve.external_types import TypesChecker
 from .write.banner import banner
 from .write.cache import load_cache, record_of, save_cache
@@ -64,6 +70,7 @@ class _Run:
             relative_path(self.schema, self.root),
             regenerate_command(self.schema, self.output, self.root),
             schema_from_output(self.schema, self.output),
+            regenerate_directory(self.schema, self.output, self.root),
         )
 
 

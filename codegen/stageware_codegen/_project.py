@@ -4,11 +4,15 @@ A project is the directory of the ``pyproject.toml`` nearest the schema file (or
 schema's own directory when there is none). Generated banners name the schema relative
 to that root, so they do not depend on the directory a command ran in, and they give the
 exact command that regenerates the output: plain ``stageware generate`` when
-``[tool.stageware]`` names these very paths, the explicit options otherwise.
+``[tool.stageware]`` names these very paths, the explicit options otherwise, with the
+directory to run them in (the root) and paths as seen from there, ``..`` included: a
+command that names them as the generating run's working directory saw them works from
+neither.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import tomllib
 from dataclasses import dataclass
@@ -20,9 +24,11 @@ __all__ = [
     "ProjectConfig",
     "find_config",
     "is_configured",
+    "path_from",
     "project_root",
     "read_config",
     "regenerate_command",
+    "regenerate_directory",
     "relative_path",
 ]
 
@@ -130,11 +136,38 @@ def is_configured(schema: Path, output: Path, root: Path) -> bool:
     )
 
 
+def path_from(path: Path, base: Path) -> str:
+    """*path* for a command run in *base*, in posix form.
+
+    Relative, climbing out of *base* with ``..`` where needed, unless *path* was given
+    absolute and lies outside *base* (or on another drive): then absolute, as given.
+    """
+    resolved, start = path.resolve(), base.resolve()
+    if resolved.is_relative_to(start) or not path.is_absolute():
+        try:
+            return Path(os.path.relpath(resolved, start)).as_posix()
+        except ValueError:  # another drive: no relative path exists
+            pass
+    return resolved.as_posix()
+
+
 def regenerate_command(schema: Path, output: Path, root: Path) -> str:
     """The command that regenerates *output* from *schema*, run in *root*."""
     if is_configured(schema, output, root):
         return GENERATE
     return (
-        f"{GENERATE} --schema {shlex.quote(relative_path(schema, root))}"
-        f" --output {shlex.quote(relative_path(output, root))}"
+        f"{GENERATE} --schema {shlex.quote(path_from(schema, root))}"
+        f" --output {shlex.quote(path_from(output, root))}"
     )
+
+
+def regenerate_directory(schema: Path, output: Path, root: Path) -> str | None:
+    """Where the banner says to run :func:`regenerate_command`, in words; None for anywhere
+    in the project (``[tool.stageware]`` names these paths, and is found from there)."""
+    if is_configured(schema, output, root):
+        return None
+    if (root / PYPROJECT).is_file():
+        return f"the directory of {PYPROJECT}"
+    if root.resolve() == schema.parent.resolve():
+        return "the schema's directory"
+    return f"{path_from(root, output)} (from this directory)"

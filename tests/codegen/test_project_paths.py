@@ -1,14 +1,19 @@
-"""The banner gives the exact command that regenerates the output, from the project root.
+"""The banner gives the exact command that regenerates the output, and where to run it.
 
 The project root is the directory of the ``pyproject.toml`` nearest the schema (else the
 schema's directory), not the working directory, so ``check`` gives the same answer from
-anywhere.
+anywhere. The command runs there, and the banner says so unless ``[tool.stageware]``
+names the paths (then plain ``stageware generate`` runs anywhere in the project).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,14 +23,44 @@ from stageware_codegen import generate
 from .conftest import Cli, Project
 
 DATA = Path(__file__).parent / "data"
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _banner_line(output: Path) -> tuple[str | None, str]:
+    """Where to run the command in the banner of ``__init__.py`` in *output*, and the command."""
+    second = (output / "__init__.py").read_text(encoding="utf-8").splitlines()[1]
+    found = re.fullmatch(r"# Regenerate(?: in (.+?))? with: (.+)", second)
+    assert found is not None, second
+    return found[1], found[2]
 
 
 def _command(output: Path) -> str:
     """The command in the banner of the generated ``__init__.py`` in *output*."""
-    second = (output / "__init__.py").read_text(encoding="utf-8").splitlines()[1]
-    prefix = "# Regenerate with: "
-    assert second.startswith(prefix), second
-    return second.removeprefix(prefix)
+    return _banner_line(output)[1]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file under *root* but bytecode and generation records, by relative path."""
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def _run_banner_command(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the banner's *command*, then the same with ``check``, in *cwd*: real processes."""
+    program, subcommand, *options = shlex.split(command)
+    assert (program, subcommand) == ("stageware", "generate")
+    stageware = Path(sys.executable).parent / "stageware"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    generated = subprocess.run(
+        [stageware, "generate", *options], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    assert generated.returncode == 0, generated.stderr
+    return subprocess.run(
+        [stageware, "check", *options], cwd=cwd, env=env, capture_output=True, text=True
+    )
 
 
 def test_check_with_absolute_paths_from_another_directory(
@@ -48,8 +83,9 @@ def test_a_package_without_configuration_names_its_options(
     monkeypatch.chdir(tmp_path)
     assert cli("generate", "--schema", "translate.yaml", "--output", "pkg/api").code == 0
 
-    command = _command(tmp_path / "pkg" / "api")
+    directory, command = _banner_line(tmp_path / "pkg" / "api")
 
+    assert directory == "the schema's directory"
     assert command == "stageware generate --schema translate.yaml --output pkg/api"
     # Run from the project root, the command regenerates exactly what is there.
     program, subcommand, *options = shlex.split(command)
@@ -104,3 +140,51 @@ def test_the_stale_hint_repeats_the_options_given(project: Project, cli: Cli) ->
     assert configured.code == explicit.code == 1
     assert "is stale: run `stageware generate`" in configured.err
     assert "is stale: run `stageware generate --output 'my out'`" in explicit.err
+
+
+def test_without_a_pyproject_the_command_runs_in_the_schemas_directory(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The schema in a folder of its own, generated from the folder above: the command
+    # must climb out of the schema's directory to reach the package.
+    (tmp_path / "schema").mkdir()
+    shutil.copy(DATA / "translate.yaml", tmp_path / "schema" / "translate.yaml")
+    monkeypatch.chdir(tmp_path)
+    result = cli("generate", "--schema", "schema/translate.yaml", "--output", "pkg/translate_api")
+    assert result.code == 0, result.err
+    before = _tree(tmp_path)
+
+    directory, command = _banner_line(tmp_path / "pkg" / "translate_api")
+    checked = _run_banner_command(command, tmp_path / "schema")
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert _tree(tmp_path) == before  # the same package, and nothing written elsewhere
+    assert directory == "the schema's directory"
+    assert command == "stageware generate --schema translate.yaml --output ../pkg/translate_api"
+    # The README shows this very banner.
+    banner = before["pkg/translate_api/__init__.py"].decode().split("\n")[:3]
+    assert "```text\n" + "\n".join(banner) + "\n```" in README.read_text(encoding="utf-8")
+
+
+def test_with_an_unconfigured_pyproject_the_command_runs_in_its_directory(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The project is app/ (its pyproject names no paths); the package goes beside it, and
+    # the run starts from a folder inside it. All of it one level down in tmp_path, so a
+    # command that climbs too far still writes where the test sees it.
+    app = tmp_path / "work" / "app"
+    (app / "tools").mkdir(parents=True)
+    (app / "pyproject.toml").write_text('[project]\nname = "app"\n', encoding="utf-8")
+    shutil.copy(DATA / "translate.yaml", app / "translate.yaml")
+    monkeypatch.chdir(app / "tools")
+    result = cli("generate", "--schema", "../translate.yaml", "--output", "../../shared/api")
+    assert result.code == 0, result.err
+    before = _tree(tmp_path)
+
+    directory, command = _banner_line(tmp_path / "work" / "shared" / "api")
+    checked = _run_banner_command(command, app)
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert _tree(tmp_path) == before
+    assert directory == "the directory of pyproject.toml"
+    assert command == "stageware generate --schema translate.yaml --output ../shared/api"

@@ -25,7 +25,8 @@ def test_regenerating_our_schema_is_byte_identical(
     # Only the banner's command and schema path differ: the output directory is another.
     configured = "# Regenerate with: stageware generate\n"
     elsewhere = (
-        f"# Regenerate with: stageware generate --schema schema/stages.yaml --output {output}\n"
+        "# Regenerate in the directory of pyproject.toml with: "
+        f"stageware generate --schema schema/stages.yaml --output {output}\n"
     )
     fresh = {
         path.name: relocated(

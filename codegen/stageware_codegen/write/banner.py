@@ -26,17 +26,22 @@ def _comment(text: str) -> str:
     )
 
 
-def banner(schema_label: str, command: str, schema_from_output: str) -> str:
+def banner(
+    schema_label: str, command: str, schema_from_output: str, directory: str | None = None
+) -> str:
     """The three comment lines that open every generated file.
 
     Args:
         schema_label: The schema file, relative to the project root.
         command: The command that regenerates the file, run in the project root.
         schema_from_output: The schema file, relative to the output directory.
+        directory: The project root in words ("the schema's directory"), when the command
+            works only there; None when it works anywhere in the project.
     """
+    where = "" if directory is None else f" in {_comment(directory)}"
     return (
         f"{BANNER_PREFIX}{_comment(schema_label)}{_LABEL_END}\n"
-        f"# Regenerate with: {_comment(command)}\n"
+        f"# Regenerate{where} with: {_comment(command)}\n"
         f"{_SCHEMA_PREFIX}{_comment(schema_from_output)}\n"
     )
 

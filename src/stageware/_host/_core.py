@@ -19,6 +19,7 @@ from stageware._generated.payloads import (
     ToolChoice,
     ToolSpec,
 )
+from stageware._generated.stages import AgentStreamStage, ExecuteToolStage, InvokeModelStage
 from stageware._runtime import AgentHandle, MiddlewareRegistry
 
 from ._agent_result import AgentMetrics
@@ -69,7 +70,12 @@ class AgentCore:
     state: AgentState
     model_state: dict[str, Any]
     session: AgentSession | None = None
-    registry: MiddlewareRegistry = field(default_factory=MiddlewareRegistry)
+    registry: MiddlewareRegistry = field(
+        # Its stages only: a handler on another package's same-named token would never run.
+        default_factory=lambda: MiddlewareRegistry(
+            stages=(AgentStreamStage, InvokeModelStage, ExecuteToolStage)
+        )
+    )
     hooks: HookRegistry = field(default_factory=HookRegistry)
     interrupts: InterruptState = field(default_factory=InterruptState)
     cancel: CancelToken = field(default_factory=CancelToken)

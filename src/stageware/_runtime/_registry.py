@@ -18,6 +18,10 @@ Per call, n Wrap handlers cost n + 1 generators: their own, and the outermost la
 which also runs the Input and Output handlers. ``invoke()`` adds nothing: its result
 check runs in the outermost layer, and a stage without handlers is its terminal.
 
+A registry made for a fixed set of stages (``stages=``; the agent's is) refuses a handler
+on any other at registration: a token of a same-named stage from another generated
+package looks right to both checkers, and its handler would never run.
+
 A host that observes its handlers (tracing, say) runs a stage through an
 ``instrumented()`` registry instead: the same handlers, each rewritten once, with chains
 cached apart, so this registry's chains carry no instrumentation and no check for it.
@@ -26,14 +30,14 @@ cached apart, so this registry's chains carry no instrumentation and no check fo
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from types import AsyncGeneratorType
 from typing import Any, TypeAlias, TypeVar, cast, final
 
 from ._chain import StagePlan, as_generator, build_chain
 from ._middleware_host import MiddlewareHost
 from ._stage import MiddlewareStage, Phase
-from ._validation import MiddlewareRegistration
+from ._validation import MiddlewareRegistration, unknown_stage_error
 
 __all__ = ["Instrument", "MiddlewareRegistry"]
 
@@ -56,11 +60,17 @@ class MiddlewareRegistry(MiddlewareHost):
         )
         async for event in registry.invoke(InvokeModelStage, context, call_model):
             ...
+
+    Args:
+        stages: The stages this registry runs, when the host runs a fixed set: a handler on
+            any other stage is refused at registration with a ``TypeError``. By default any
+            stage is accepted, for a harness that declares stages as it goes.
     """
 
-    __slots__ = ("__weakref__", "_chains", "_checked", "_instrumented", "_plans")
+    __slots__ = ("__weakref__", "_chains", "_checked", "_instrumented", "_plans", "_stages")
 
-    def __init__(self) -> None:
+    def __init__(self, *, stages: Iterable[MiddlewareStage[Any, Any, Any]] | None = None) -> None:
+        self._stages = None if stages is None else tuple(stages)
         self._plans: dict[MiddlewareStage[Any, Any, Any], StagePlan] = {}
         # One composed chain per stage, remembered with the terminal it was built for.
         self._chains: dict[
@@ -81,8 +91,15 @@ class MiddlewareRegistry(MiddlewareHost):
 
         A host that embeds this registry and inherits ``MiddlewareHost`` itself forwards
         its own validated registrations here.
+
+        Raises:
+            TypeError: The registry was made for a fixed set of stages (``stages=``), and
+                *registration* is for another one.
         """
         stage = registration.stage
+        # By identity: a same-named stage of another package is another stage.
+        if self._stages is not None and not any(stage is known for known in self._stages):
+            raise unknown_stage_error(registration, self._stages)
         self._plans[stage] = self._plans.get(stage, StagePlan()).with_registration(registration)
         self._chains.pop(stage, None)
         self._checked.pop(stage, None)

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard, final
 
 from ._stage import InputPhase, MiddlewareStage, OutputPhase, Phase, WrapPhase
 
-__all__ = ["MiddlewareRegistration", "describe_handler", "validate_registration"]
+__all__ = [
+    "MiddlewareRegistration",
+    "describe_handler",
+    "unknown_stage_error",
+    "validate_registration",
+]
 
 # How many positional arguments a handler of each phase is called with, and what they are.
 _ARGUMENTS: dict[Phase, tuple[str, ...]] = {
@@ -135,6 +141,48 @@ def _check_arity(
             f"add_middleware({where}, {name}): the handler must accept {count} positional "
             f"argument{plural} ({', '.join(arguments)}), but its signature is {signature}"
         ) from None
+
+
+def unknown_stage_error(
+    registration: MiddlewareRegistration, known: Sequence[MiddlewareStage[Any, Any, Any]]
+) -> TypeError:
+    """The error for a handler on a stage a host does not run; *known* are those it runs.
+
+    A stage is named with the package its types come from, since the usual mistake is a
+    token of a same-named stage from another generated package (``my_stages`` for
+    ``stageware``): both checkers accept it, as each package's tokens fit its own types.
+    """
+    stage = registration.stage
+    where = f"add_middleware({stage!r}.{registration.phase.value}, "
+    where += f"{describe_handler(registration.handler)})"
+    package = _stage_package(stage)
+    twin = next((other for other in known if other.name == stage.name), None)
+    if twin is not None:
+        expected = _stage_package(twin)
+        return TypeError(
+            f"{where}: this {stage!r} is the one of package {package!r}, not the one of "
+            f"{expected!r} that this host runs, so the handler would never run; register it "
+            f"on {stage!r} imported from {expected}"
+        )
+    runs = ", ".join(f"{other!r} (package {_stage_package(other)!r})" for other in known)
+    return TypeError(
+        f"{where}: {stage!r} (package {package!r}) is not a stage this host runs, so the "
+        f"handler would never run; it runs {runs or 'no stage'}"
+    )
+
+
+def _stage_package(stage: MiddlewareStage[Any, Any, Any]) -> str:
+    """The public package a stage comes from, told by its result type's module.
+
+    Private parts and the module itself are dropped: ``stageware._generated.results`` is
+    ``stageware``, ``my_stages.results`` is ``my_stages``.
+    """
+    module = stage.result_type.__module__
+    parts = module.split(".")
+    public = list(itertools.takewhile(lambda part: not part.startswith("_"), parts))
+    if public == parts and len(parts) > 1:
+        public.pop()
+    return ".".join(public) or module
 
 
 def describe_handler(handler: object) -> str:
