@@ -268,6 +268,34 @@ def test_a_reused_tool_call_id_with_another_input_is_not_released_by_the_old_ans
     assert desk.paid == [500]
 
 
+def test_a_reused_tool_call_id_with_the_same_input_in_the_same_run_asks_again(
+    store: SessionStore, cli: Cli
+) -> None:
+    # The model asks for the very same call twice in one run: the second is another
+    # refund, and no answer given for the first (however late it comes) may release it.
+    desk = Desk(store)
+    script = [
+        calls(("refund", {"amount": 500}, "call_0")),
+        calls(("refund", {"amount": 500}, "call_0")),
+        "never",
+    ]
+    agent = desk.agent(script, authenticator=authenticator())
+    [first] = agent("refund 500").interrupts
+    again = agent(resume(first.id, approve("ana")))
+    assert desk.paid == [500]
+    [second] = again.interrupts
+    assert second.id != first.id
+    assert second.reason["step"] == first.reason["step"]
+
+    # A second approver, working from the first listing, answers late.
+    status, _, err = cli("--approve", first.id)
+    assert status == 2
+    assert "stale" in err
+    with pytest.raises(ValueError, match="is stale"):
+        agent(resume(first.id, approve("bo")))
+    assert desk.paid == [500]
+
+
 def test_the_same_step_in_a_later_cycle_is_not_released_by_an_old_answer(
     store: SessionStore,
 ) -> None:

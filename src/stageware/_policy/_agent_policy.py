@@ -184,6 +184,7 @@ class AgentPolicy:
             step_key,
             self._answers(),
             interrupts.cycle,
+            len(self._core.messages),
             check,
         )
         outcome, entry = verdict.outcome, verdict.entry
@@ -202,7 +203,14 @@ class AgentPolicy:
                 f"{outcome.reason}"
             )
         if isinstance(outcome, Suspend):
-            bound = fingerprint(point.value, name, step_key, verdict.event, interrupts.cycle)
+            bound = fingerprint(
+                point.value,
+                name,
+                step_key,
+                verdict.event,
+                interrupts.cycle,
+                len(self._core.messages),
+            )
             approvers = outcome.approvers
             raise InterruptException(
                 Interrupt(

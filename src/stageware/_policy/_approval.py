@@ -8,10 +8,12 @@ when the step came up (a suspended step adds none, so the resumed step counts th
 The fingerprint (16 hex digits in the id, the whole SHA-256 in the interrupt's reason)
 binds the id to what the step will do: the hook point, the middleware, the step key, the
 hook event as the middleware saw it (without the run id, which changes between the
-suspending pass and the resumed one) and the agent's interrupt-cycle counter. So a step
-that only looks like an earlier one (the same ``run-<n>`` after a denied request, a model
-reusing ``call_0``, the same call in a later cycle) asks under a new id, and an answer
-given for one step never releases another.
+suspending pass and the resumed one), the agent's interrupt-cycle counter and the length
+of the history when the step came up. So a step that only looks like an earlier one (the
+same ``run-<n>`` after a denied request, a model reusing ``call_0``, in a later turn of
+the same cycle or in a later cycle) asks under a new id, and an answer given for one step
+never releases another. (A suspended step and its resumed pass see the same history: the
+tool round or the input waits outside it until the step has run.)
 
 An answer is checked before it is stored (``ApprovalCheck``, which the host's
 ``InterruptState`` runs on every path that records one): the approver is identified (by
@@ -165,14 +167,22 @@ def _event_data(event: BaseModel) -> dict[str, Any]:
     return event.model_dump(mode="json", exclude=set(_VOLATILE))
 
 
-def fingerprint(hook: str, middleware: str, step_key: str, event: BaseModel, cycle: int) -> str:
-    """The SHA-256 (hex) of what a suspended step will do; see the module docstring."""
+def fingerprint(
+    hook: str, middleware: str, step_key: str, event: BaseModel, cycle: int, position: int
+) -> str:
+    """The SHA-256 (hex) of what a suspended step will do; see the module docstring.
+
+    Args:
+        cycle: The agent's interrupt-cycle counter.
+        position: The number of messages in the history when the step came up.
+    """
     data = {
         "hook": hook,
         "middleware": middleware,
         "step": step_key,
         "event": _event_data(event),
         "cycle": cycle,
+        "position": position,
     }
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -109,6 +109,7 @@ async def decide(
     step_key: str,
     answers: Mapping[str, Sequence[Interrupt]],
     cycle: int,
+    position: int,
     check: Callable[[BaseModel], None] | None = None,
 ) -> Verdict:
     """Run *entries* at *point* on *event*; see the module docstring.
@@ -117,6 +118,7 @@ async def decide(
         answers: The answered policy approvals, by ``interrupt_key`` (id without the
             fingerprint).
         cycle: The agent's interrupt-cycle counter, part of the fingerprint.
+        position: The number of messages in the history, part of the fingerprint.
         check: A further check of a modified event (``route.select`` checks that the model
             exists); it raises ``ModificationError`` to refuse.
     """
@@ -125,7 +127,11 @@ async def decide(
         answered = (
             answers.get(interrupt_key(point.value, entry.name, step_key)) if answers else None
         )
-        found = None if answered is None else _bound(answered, point, entry, step_key, event, cycle)
+        found = (
+            None
+            if answered is None
+            else _bound(answered, point, entry, step_key, event, cycle, position)
+        )
         if found is not None:
             outcome = _from_answer(point, entry, *found, run)
             if outcome is None:
@@ -255,9 +261,10 @@ def _bound(
     step_key: str,
     event: BaseModel,
     cycle: int,
+    position: int,
 ) -> tuple[Interrupt, ApprovalRecord] | None:
     """The answer given for this very step (its fingerprint), if one is among *answered*."""
-    step = fingerprint(point.value, entry.name, step_key, event, cycle)
+    step = fingerprint(point.value, entry.name, step_key, event, cycle, position)
     for interrupt in answered:
         record = read_record(interrupt.response)
         if record is not None and record.fingerprint == step:
