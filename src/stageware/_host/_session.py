@@ -125,7 +125,7 @@ class AgentSession:
         self._taken = 0
         self._written = 0
         # The loaded session's last invocation never released its lease (see the module).
-        self.unfinished = False
+        self.unfinished: bool = False
 
     def load(self) -> StoredSession | None:
         """Read the session and remember its version (0 if there is none)."""
