@@ -468,6 +468,35 @@ def test_a_schema_name_postgres_cannot_keep_is_refused(schema: str) -> None:
         PostgresSessionStore("postgresql://nobody@127.0.0.1:1/none", schema=schema)
 
 
+@pytest.mark.parametrize("seconds", [0.0004, 0.0009999])
+def test_a_statement_timeout_under_the_servers_millisecond_is_refused(seconds: float) -> None:
+    # Rounded to 0 ms, it would turn the server's limits off instead of tightening them.
+    with pytest.raises(ValueError, match=r"statement_timeout must be at least 0\.001 s"):
+        PostgresSessionStore("postgresql://nobody@127.0.0.1:1/none", statement_timeout=seconds)
+
+
+def test_the_smallest_statement_timeout_reaches_the_server_as_one_millisecond(
+    postgres_spec: StoreSpec,
+) -> None:
+    store = PostgresSessionStore(postgres_spec.target, statement_timeout=0.001)
+    with psycopg.connect(postgres_spec.target, autocommit=True) as connection:
+        store._configure(connection)  # pyright: ignore[reportPrivateUsage]
+        # SHOW runs under that 1 ms limit itself; on a busy machine it may need a retry.
+        for _ in range(20):
+            try:
+                shown = [
+                    connection.execute(f"SHOW {name}").fetchone()
+                    for name in ("statement_timeout", "lock_timeout")
+                ]
+                break
+            except psycopg.errors.QueryCanceled:
+                continue
+        else:
+            pytest.fail("SHOW never finished within 1 ms")
+    assert shown == [("1ms",), ("1ms",)]
+    store.close()
+
+
 # --- Passwords -----------------------------------------------------------------------------
 
 

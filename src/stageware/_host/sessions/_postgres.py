@@ -73,6 +73,8 @@ _DEFAULT_MIN_SIZE: Final = 1
 _DEFAULT_MAX_SIZE: Final = 4
 _DEFAULT_TIMEOUT: Final = 10.0
 _DEFAULT_STATEMENT_TIMEOUT: Final = 1.0
+# The server's timeouts count whole milliseconds; less would round to 0, which is no limit.
+_SMALLEST_TIMEOUT: Final = 0.001
 
 # What the client adds to statement_timeout before it cuts a connection itself: time for
 # the server's own timeout, whose message says what held the call, to arrive first.
@@ -137,7 +139,8 @@ class PostgresSessionStore:
         timeout: Seconds a call waits for a connection from the store's own pool before
             failing with a ``SessionError`` (default 10), within the call's bound.
         statement_timeout: Seconds a statement may run or wait for a lock on the server
-            (default 1, the order of the agent's cancel bound). Every call ends within
+            (default 1, the order of the agent's cancel bound; at least 0.001, the
+            server's unit, else ``ValueError``). Every call ends within
             ``statement_timeout`` + 0.5 s: then it fails with ``SessionTimeoutError``.
 
     The store checks each connection as it takes it from the pool, and its own pool sets
@@ -178,6 +181,12 @@ class PostgresSessionStore:
             raise ValueError(
                 f"statement_timeout must be a positive, finite number of seconds; "
                 f"got {statement_timeout!r}"
+            )
+        if statement_timeout < _SMALLEST_TIMEOUT:
+            # The server counts in whole milliseconds, and 0 there means no limit at all.
+            raise ValueError(
+                f"statement_timeout must be at least {_SMALLEST_TIMEOUT:g} s (1 ms, the "
+                f"server's unit); got {statement_timeout!r}"
             )
         self._statement_timeout = float(statement_timeout)
         if isinstance(database, ConnectionPool):
@@ -624,11 +633,12 @@ class PostgresSessionStore:
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
         """Set a new connection of the store's pool to end what runs past the bound."""
-        milliseconds = round(self._statement_timeout * 1000)
+        # At least 1 ms each: 0 turns the server's limit off.
+        milliseconds = max(1, round(self._statement_timeout * 1000))
         connection.execute(
             "SELECT set_config('statement_timeout', %s, false), "
             "set_config('lock_timeout', %s, false)",
-            (f"{milliseconds}ms", f"{round(milliseconds * _LOCK_SHARE)}ms"),
+            (f"{milliseconds}ms", f"{max(1, round(milliseconds * _LOCK_SHARE))}ms"),
         )
 
     # --- The schema ---------------------------------------------------------------------
