@@ -215,6 +215,13 @@ class Invocation:
             # Every answer is in (an earlier resume was cut short): continue the cycle.
             return interrupts.pending_input
         if not waiting:
+            session = self._core.session
+            if session is not None and session.unfinished:
+                # A worker died running that resume: the claim refuses the prompt as it
+                # refuses any prompt to an unfinished session (SessionUnfinishedError, or
+                # SessionLeasedError while the dead worker's lease is live), so a client's
+                # retry continues the run with agent().
+                return prompt_messages(prompt)
             raise TypeError(
                 "the agent stopped on an interrupt whose answers are all in, but the run that "
                 "used them did not finish; call the agent with no prompt to continue it"

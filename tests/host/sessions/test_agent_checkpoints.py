@@ -17,13 +17,16 @@ import pytest
 from stageware import (
     AfterToolCallEvent,
     Agent,
+    BeforeToolCallEvent,
     MemorySessionStore,
     Message,
     ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
+    SessionLeasedError,
     SessionSnapshot,
     SessionStore,
+    SessionUnfinishedError,
     tool,
 )
 from stageware._host._interrupt_state import InterruptState
@@ -249,3 +252,79 @@ def test_the_readme_retry_example_continues_the_run_instead_of_adding_the_turn()
     later = Agent(ScriptedModel(["You are welcome."]), session_store=store, session_id=SESSION)
     assert namespace["serve"](later, "thanks").text == "You are welcome."
     assert len(later.messages) == 4
+
+
+@tool
+def pay(amount: int) -> str:
+    """Pay.
+
+    Args:
+        amount: The amount.
+    """
+    return f"paid {amount}"
+
+
+def _ask_before_paying(event: BeforeToolCallEvent) -> None:
+    if event.interrupt("approve-pay", reason="needs approval") != "yes":
+        event.cancel_tool = "denied"
+
+
+def _paying_agent(store: SessionStore, *turns: ScriptedTurn | str) -> Agent:
+    agent = Agent(ScriptedModel(list(turns)), tools=[pay], session_store=store, session_id=SESSION)
+    agent.add_hook(_ask_before_paying, BeforeToolCallEvent)
+    return agent
+
+
+def _crash_during_resume(store: MemorySessionStore, *, lease_seconds: float) -> None:
+    """Leave what a worker killed inside a resumed interrupt's tool call leaves.
+
+    The answer it resumed with is stored (the claim saved it), and so is its lease.
+    """
+    first = _paying_agent(store, ScriptedTurn(tool_calls=[ScriptedToolCall("pay", {"amount": 9})]))
+    assert first("pay 9").stop_reason == "interrupt"
+    stored = store.load(SESSION)
+    assert stored is not None
+    interrupts = InterruptState.from_dict(stored.snapshot["interrupt_state"])
+    (waiting,) = interrupts.pending()
+    interrupts.resume([(waiting.id, "yes")])
+    store.save(
+        SESSION,
+        {**stored.snapshot, "interrupt_state": interrupts.to_dict()},
+        expected_version=stored.version,
+        owner="dead-worker",
+        lease_seconds=lease_seconds,
+    )
+
+
+def test_a_prompt_after_a_crash_in_a_resumed_interrupt_is_refused_as_unfinished() -> None:
+    store = MemorySessionStore()
+    _crash_during_resume(store, lease_seconds=0.0)
+    agent = _paying_agent(store, "Paid.", "You are welcome.")
+    before = store.load(SESSION)
+    assert before is not None
+
+    with pytest.raises(SessionUnfinishedError) as raised:
+        agent("hello?")
+
+    assert raised.value.session_id == SESSION
+    after = store.load(SESSION)
+    assert after is not None
+    assert after.version == before.version
+    # The README's retry pattern: continuing runs the approved call, then the turn ends.
+    result = agent()
+    assert result.text == "Paid."
+    (paid,) = agent.messages[-2]["content"]
+    assert "toolResult" in paid
+    assert paid["toolResult"]["content"] == [{"text": "paid 9"}]
+    assert agent("thanks").stop_reason == "end_turn"
+
+
+def test_a_prompt_while_the_crashed_resume_still_holds_its_lease_is_refused_as_leased() -> None:
+    store = MemorySessionStore()
+    _crash_during_resume(store, lease_seconds=30.0)
+    agent = _paying_agent(store, "Paid.")
+
+    with pytest.raises(SessionLeasedError) as raised:
+        agent("hello?")
+
+    assert raised.value.lease.owner == "dead-worker"

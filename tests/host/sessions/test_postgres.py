@@ -23,7 +23,13 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from stageware._host.sessions import Escalation, SessionError, SessionStore, StoredSession
+from stageware._host.sessions import (
+    Escalation,
+    SessionError,
+    SessionStore,
+    SessionTimeoutError,
+    StoredSession,
+)
 from stageware.postgres import PostgresSessionStore
 
 from .stores import StoreSpec, make_snapshot, run_threads
@@ -466,6 +472,76 @@ def test_a_store_never_used_closes_without_connecting() -> None:
 def test_a_schema_name_postgres_cannot_keep_is_refused(schema: str) -> None:
     with pytest.raises(ValueError, match="schema"):
         PostgresSessionStore("postgresql://nobody@127.0.0.1:1/none", schema=schema)
+
+
+@pytest.mark.parametrize("seconds", [0.0004, 0.0009999])
+def test_a_statement_timeout_under_the_servers_millisecond_is_refused(seconds: float) -> None:
+    # Rounded to 0 ms, it would turn the server's limits off instead of tightening them.
+    with pytest.raises(ValueError, match=r"statement_timeout must be at least 0\.001 s"):
+        PostgresSessionStore("postgresql://nobody@127.0.0.1:1/none", statement_timeout=seconds)
+
+
+def test_the_smallest_statement_timeout_reaches_the_server_as_one_millisecond(
+    postgres_spec: StoreSpec,
+) -> None:
+    store = PostgresSessionStore(postgres_spec.target, statement_timeout=0.001)
+    with psycopg.connect(postgres_spec.target, autocommit=True) as connection:
+        store._configure(connection)  # pyright: ignore[reportPrivateUsage]
+        # SHOW runs under that 1 ms limit itself; on a busy machine it may need a retry.
+        for _ in range(20):
+            try:
+                shown = [
+                    connection.execute(f"SHOW {name}").fetchone()
+                    for name in ("statement_timeout", "lock_timeout")
+                ]
+                break
+            except psycopg.errors.QueryCanceled:
+                continue
+        else:
+            pytest.fail("SHOW never finished within 1 ms")
+    assert shown == [("1ms",), ("1ms",)]
+    store.close()
+
+
+def test_a_large_save_that_runs_out_of_time_says_how_much_it_was_writing(
+    postgres_spec: StoreSpec,
+) -> None:
+    # 5,000 messages of 2 KB take about 1 s to write here; the store gives them 0.05 s.
+    # The server ends the statement: nothing was written.
+    snapshot = make_snapshot()
+    snapshot["messages"] = [
+        {"role": "user", "content": [{"text": f"{index:05} " + "x" * 2000}]}
+        for index in range(5000)
+    ]
+    with PostgresSessionStore(
+        postgres_spec.target, schema=postgres_spec.schema, statement_timeout=0.05
+    ) as store:
+        assert store.load("big") is None  # the tables are set up before the timed save
+        with pytest.raises(SessionTimeoutError) as raised:
+            store.save("big", snapshot, expected_version=0, owner="w", lease_seconds=None)
+        assert store.load("big") is None
+
+    message = str(raised.value)
+    assert "cannot save session 'big'" in message
+    assert ". The call was writing 5,000 messages (10.2 MB): " in message
+    assert "a larger statement_timeout= for it" in message
+
+
+def test_a_small_save_that_runs_out_of_time_does_not_blame_its_size(
+    postgres_spec: StoreSpec,
+) -> None:
+    with PostgresSessionStore(
+        postgres_spec.target, schema=postgres_spec.schema, statement_timeout=0.3
+    ) as store:
+        save(store, "s1", 0)
+        with psycopg.connect(postgres_spec.target) as holder:
+            # Another connection holds the session's row: the save waits for the lock.
+            holder.execute(in_schema(postgres_spec, "SELECT 1 FROM {schema}.sessions FOR UPDATE"))
+            with pytest.raises(SessionTimeoutError) as raised:
+                save(store, "s1", 1, turn=1)
+
+    assert "lock_timeout" in str(raised.value)
+    assert "writing" not in str(raised.value)
 
 
 # --- Passwords -----------------------------------------------------------------------------

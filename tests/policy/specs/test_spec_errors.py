@@ -965,6 +965,19 @@ def test_a_file_yaml_cannot_read_leaves_the_other_checked(write: WriteFile) -> N
     ]
 
 
+@pytest.mark.parametrize(
+    ("version", "got"),
+    [("true", "true"), ("1.0", "the number 1.0"), ('"1"', "the string '1'"), ("2", "the number 2")],
+)
+def test_only_the_integer_1_is_version_1(write: WriteFile, version: str, got: str) -> None:
+    # true and 1.0 equal 1 in Python, but the format's version is the integer.
+    path = write("policy.yaml", f"version: {version}\n")
+
+    assert problems(path) == [f"policy.yaml:1: version: Input should be 1, got {got}"]
+    with pytest.raises(SpecError, match=r"^policy.yaml:1: version: Input should be 1, got "):
+        load_policy(path)
+
+
 def test_load_policy_raises_the_same_errors(write: WriteFile) -> None:
     path = write("policy.yaml", "version: 2\n")
 

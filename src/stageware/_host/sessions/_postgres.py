@@ -36,7 +36,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ._encoding import decode_snapshot, encode_snapshot
+from ._encoding import EncodedSnapshot, decode_snapshot, encode_snapshot
 from ._escalation_rows import COLUMNS, from_row, to_row
 from ._escalations import (
     Escalation,
@@ -73,6 +73,12 @@ _DEFAULT_MIN_SIZE: Final = 1
 _DEFAULT_MAX_SIZE: Final = 4
 _DEFAULT_TIMEOUT: Final = 10.0
 _DEFAULT_STATEMENT_TIMEOUT: Final = 1.0
+# A save that writes this many bytes of messages or more is large: if it runs out of time,
+# its error says how much it was writing and that statement_timeout is what to raise.
+# (Here, about 5,000 messages of 2 KB, 10 MB, fit in the default 1 s.)
+_LARGE_WRITE_BYTES: Final = 1_000_000
+# The server's timeouts count whole milliseconds; less would round to 0, which is no limit.
+_SMALLEST_TIMEOUT: Final = 0.001
 
 # What the client adds to statement_timeout before it cuts a connection itself: time for
 # the server's own timeout, whose message says what held the call, to arrive first.
@@ -137,7 +143,8 @@ class PostgresSessionStore:
         timeout: Seconds a call waits for a connection from the store's own pool before
             failing with a ``SessionError`` (default 10), within the call's bound.
         statement_timeout: Seconds a statement may run or wait for a lock on the server
-            (default 1, the order of the agent's cancel bound). Every call ends within
+            (default 1, the order of the agent's cancel bound; at least 0.001, the
+            server's unit, else ``ValueError``). Every call ends within
             ``statement_timeout`` + 0.5 s: then it fails with ``SessionTimeoutError``.
 
     The store checks each connection as it takes it from the pool, and its own pool sets
@@ -178,6 +185,12 @@ class PostgresSessionStore:
             raise ValueError(
                 f"statement_timeout must be a positive, finite number of seconds; "
                 f"got {statement_timeout!r}"
+            )
+        if statement_timeout < _SMALLEST_TIMEOUT:
+            # The server counts in whole milliseconds, and 0 there means no limit at all.
+            raise ValueError(
+                f"statement_timeout must be at least {_SMALLEST_TIMEOUT:g} s (1 ms, the "
+                f"server's unit); got {statement_timeout!r}"
             )
         self._statement_timeout = float(statement_timeout)
         if isinstance(database, ConnectionPool):
@@ -296,6 +309,7 @@ class PostgresSessionStore:
             explain,
             kept_messages,
             recognise=self._sql.recognise,
+            writing=encoded,
         )
         return expected_version + 1
 
@@ -453,6 +467,7 @@ class PostgresSessionStore:
         kept_messages: int = 0,
         *,
         recognise: sql.Composed | None = None,
+        writing: EncodedSnapshot | None = None,
     ) -> None:
         """Run a conditional write; explain a refusal with ``check_write``'s errors.
 
@@ -465,7 +480,8 @@ class PostgresSessionStore:
         lost (the server committed, then the connection dropped), the second finds the
         version moved on. *recognise* tells that case from another worker's save: the
         session at the next version, holding this save's document, message count and
-        lease owner, is this save's own, and it succeeded.
+        lease owner, is this save's own, and it succeeded. *writing*, a save's encoded
+        snapshot, lets a timeout say how much the save was writing.
         """
         sends = 0
 
@@ -500,7 +516,7 @@ class PostgresSessionStore:
                 if explain is not None:
                     explain(cursor)
 
-        self._run_session(session_id, what, attempt)
+        self._run_session(session_id, what, attempt, writing=writing)
 
     def _pending(self, cursor: Cursor[TupleRow], session_id: str, what: str) -> Escalation | None:
         row = self._one(cursor, self._sql.pending, {"session_id": session_id}, _ESCALATION_WIDTH)
@@ -530,14 +546,24 @@ class PostgresSessionStore:
         return (None,) * width if row is None else row
 
     def _run_session(
-        self, session_id: str, what: str, action: Callable[[Cursor[TupleRow]], _T]
+        self,
+        session_id: str,
+        what: str,
+        action: Callable[[Cursor[TupleRow]], _T],
+        *,
+        writing: EncodedSnapshot | None = None,
     ) -> _T:
         """``_run`` for a call on one session, whose id is checked first."""
         check_session_id(session_id, self._where)
-        return self._run(what, action)
+        return self._run(what, action, writing=writing)
 
     def _run(
-        self, what: str, action: Callable[[Cursor[TupleRow]], _T], *, resend: bool = True
+        self,
+        what: str,
+        action: Callable[[Cursor[TupleRow]], _T],
+        *,
+        resend: bool = True,
+        writing: EncodedSnapshot | None = None,
     ) -> _T:
         """Run *action* on a pooled connection, within the call's bound; errors become
         ``SessionError``.
@@ -547,7 +573,8 @@ class PostgresSessionStore:
         another while its time lasts: always if the connection was lost before *action*
         was given it, and otherwise only if *resend* (the action reads, or writes the same
         thing twice, or recognises its own earlier write: see ``_write``). A statement the
-        server ended for its time, or refused, is not run again.
+        server ended for its time, or refused, is not run again. *writing* is what a save
+        writes, named by a timeout if it is large.
         """
         deadline = CallDeadline(self._call_seconds())
         pause = _FIRST_PAUSE
@@ -566,10 +593,10 @@ class PostgresSessionStore:
             except PoolTimeout as exc:
                 raise self._no_connection(what, deadline) from exc
             except (errors.LockNotAvailable, errors.QueryCanceled) as exc:
-                raise self._timed_out(what, exc, deadline, sent=sent) from exc
+                raise self._timed_out(what, exc, deadline, sent=sent, writing=writing) from exc
             except psycopg.OperationalError as exc:
                 if deadline.cut:
-                    raise self._timed_out(what, exc, deadline, sent=sent) from exc
+                    raise self._timed_out(what, exc, deadline, sent=sent, writing=writing) from exc
                 retry = _lost(exc) and (resend or not sent) and attempt < _ATTEMPTS
                 if not retry or deadline.left() <= pause:
                     raise self._failure(what, str(exc)) from exc
@@ -624,11 +651,12 @@ class PostgresSessionStore:
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
         """Set a new connection of the store's pool to end what runs past the bound."""
-        milliseconds = round(self._statement_timeout * 1000)
+        # At least 1 ms each: 0 turns the server's limit off.
+        milliseconds = max(1, round(self._statement_timeout * 1000))
         connection.execute(
             "SELECT set_config('statement_timeout', %s, false), "
             "set_config('lock_timeout', %s, false)",
-            (f"{milliseconds}ms", f"{round(milliseconds * _LOCK_SHARE)}ms"),
+            (f"{milliseconds}ms", f"{max(1, round(milliseconds * _LOCK_SHARE))}ms"),
         )
 
     # --- The schema ---------------------------------------------------------------------
@@ -687,7 +715,13 @@ class PostgresSessionStore:
         return SessionTimeoutError(message, seconds=deadline.seconds)
 
     def _timed_out(
-        self, what: str, error: psycopg.Error | None, deadline: CallDeadline, *, sent: bool
+        self,
+        what: str,
+        error: psycopg.Error | None,
+        deadline: CallDeadline,
+        *,
+        sent: bool,
+        writing: EncodedSnapshot | None = None,
     ) -> SessionTimeoutError:
         """A call ended by its bound: by the server (a lock, a statement) or by the client."""
         # The values are the store's settings, which a pool passed in need not have.
@@ -712,6 +746,14 @@ class PostgresSessionStore:
             problem = (
                 f"the server did not answer within the call's {deadline.seconds:g} s "
                 f"(stalled, or cut off), so the connection was closed; {outcome}"
+            )
+        if writing is not None and writing.size >= _LARGE_WRITE_BYTES:
+            # A busy server looks like a stalled one from here: say what may have held it.
+            problem += (
+                f". The call was writing {len(writing.messages):,} messages "
+                f"({writing.size / 1_000_000:.1f} MB): a rewrite that large (a trimmed or "
+                "replaced long history) can take longer than that; give the store a larger "
+                "statement_timeout= for it"
             )
         message = self._location.scrub(f"cannot {what} in {self._where}: {problem}")
         return SessionTimeoutError(message, seconds=deadline.seconds)

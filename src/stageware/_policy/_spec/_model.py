@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from stageware._generated.policy_points import Band, HookPoint
 from stageware._policy._choices import choose
@@ -41,6 +42,13 @@ def _use(value: object) -> object:
             f"{value!r} names no middleware: write a plugin's qualified name "
             "('acme.no_weekend_refunds') or 'package.module:attribute'"
         )
+    return value
+
+
+def _version(value: object) -> object:
+    # A Literal compares by equality, and true == 1.0 == 1: only the integer 1 is version 1.
+    if isinstance(value, bool | float):
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": "1"})
     return value
 
 
@@ -91,7 +99,7 @@ class SpecFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
-    version: Literal[1]
+    version: Annotated[Literal[1], BeforeValidator(_version)]
     """The format's version; 1 is the only one so far."""
     middleware: list[SpecEntry] = Field(default_factory=list[SpecEntry])
     """The middleware to install, in the order they run within a band."""
