@@ -23,6 +23,7 @@ from stageware import (
     ScriptedModel,
     SessionSnapshot,
     SessionStore,
+    StreamAssemblyError,
     tool,
 )
 from stageware._cli._operator import AUTHENTICATOR_VARIABLE, CREDENTIAL_VARIABLE
@@ -295,6 +296,28 @@ def test_a_reused_tool_call_id_with_the_same_input_in_the_same_run_asks_again(
     with pytest.raises(ValueError, match="is stale"):
         agent(resume(first.id, approve("bo")))
     assert desk.paid == [500]
+
+
+@pytest.mark.parametrize("second", [500, 9000], ids=["same input", "another input"])
+def test_one_approval_cannot_release_two_calls_under_one_tool_use_id(
+    store: SessionStore, second: int
+) -> None:
+    # A model (or a prompt steering it) repeats call_0 in one turn: with the same input one
+    # answer would release both runs; with another, a replay would skip the second. The
+    # turn is refused before any approval is asked, so there is no answer to reuse.
+    desk = Desk(store)
+    script = [
+        calls(("refund", {"amount": 500}, "call_0"), ("refund", {"amount": second}, "call_0")),
+        "never",
+    ]
+    agent = desk.agent(script, authenticator=authenticator())
+    with pytest.raises(StreamAssemblyError, match="under one toolUseId 'call_0'"):
+        agent("refund 500")
+    assert agent.pending_interrupts == []
+    assert desk.paid == []
+    stored = store.load(SESSION)
+    assert stored is not None
+    assert [m["role"] for m in stored.snapshot["messages"]] == ["user"]
 
 
 def test_the_same_step_in_a_later_cycle_is_not_released_by_an_old_answer(
