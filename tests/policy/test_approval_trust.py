@@ -23,11 +23,13 @@ from stageware import (
     ScriptedModel,
     SessionSnapshot,
     SessionStore,
+    StreamAssemblyError,
     tool,
 )
 from stageware._cli._operator import AUTHENTICATOR_VARIABLE, CREDENTIAL_VARIABLE
 from stageware.policy import (
     ApprovalRefused,
+    Continue,
     InputEvent,
     PolicyEngine,
     PolicyEnv,
@@ -296,6 +298,28 @@ def test_a_reused_tool_call_id_with_the_same_input_in_the_same_run_asks_again(
     assert desk.paid == [500]
 
 
+@pytest.mark.parametrize("second", [500, 9000], ids=["same input", "another input"])
+def test_one_approval_cannot_release_two_calls_under_one_tool_use_id(
+    store: SessionStore, second: int
+) -> None:
+    # A model (or a prompt steering it) repeats call_0 in one turn: with the same input one
+    # answer would release both runs; with another, a replay would skip the second. The
+    # turn is refused before any approval is asked, so there is no answer to reuse.
+    desk = Desk(store)
+    script = [
+        calls(("refund", {"amount": 500}, "call_0"), ("refund", {"amount": second}, "call_0")),
+        "never",
+    ]
+    agent = desk.agent(script, authenticator=authenticator())
+    with pytest.raises(StreamAssemblyError, match="under one toolUseId 'call_0'"):
+        agent("refund 500")
+    assert agent.pending_interrupts == []
+    assert desk.paid == []
+    stored = store.load(SESSION)
+    assert stored is not None
+    assert [m["role"] for m in stored.snapshot["messages"]] == ["user"]
+
+
 def test_the_same_step_in_a_later_cycle_is_not_released_by_an_old_answer(
     store: SessionStore,
 ) -> None:
@@ -313,6 +337,60 @@ def test_the_same_step_in_a_later_cycle_is_not_released_by_an_old_answer(
     with pytest.raises(ValueError, match="is stale"):
         agent(answer)
     assert desk.paid == [500]
+
+
+def _doubling(fail_mode: str) -> Any:
+    """A middleware that doubles every refund, failing *fail_mode*."""
+
+    @middleware(hooks=["tool.before"], fail_mode=fail_mode, timeout="2s", name="doubler")
+    async def doubler(event: ToolCallEvent, env: PolicyEnv) -> Continue:
+        return Continue(modified={"input": {"amount": event.input["amount"] * 2}})
+
+    return doubler
+
+
+@pytest.mark.parametrize("fail_mode", ["closed", "open"])
+def test_a_later_middleware_cannot_change_a_step_after_it_was_approved(
+    store: SessionStore, fail_mode: str
+) -> None:
+    desk = Desk(store)
+    later = _doubling(fail_mode)
+    first = desk.agent([calls(("refund", {"amount": 500}, "call_0"))], refund_guard, later)
+    [asked] = first("refund 500").interrupts
+    assert asked.reason["step"] == {"tool": "refund", "input": {"amount": 500}}
+
+    agent = desk.agent(["Done."], refund_guard, later, authenticator=authenticator())
+    result = agent(resume(asked.id, approve("ana")))
+
+    [refused] = [d for d in result.decisions if d.middleware == "doubler"]
+    assert refused.error == (
+        "modifies a step that refund_guard already had approved as shown; a middleware "
+        "that changes a step must come before the one that asks for its approval"
+    )
+    assert refused.modified is False
+    if fail_mode == "closed":
+        assert str(result.stop_reason) == "blocked"
+        assert desk.paid == []
+    else:
+        # Open: the step runs as the approver was shown it, never as the doubler wanted.
+        assert result.text == "Done."
+        assert desk.paid == [500]
+
+
+def test_a_change_made_before_the_approval_is_what_the_approver_sees_and_what_runs(
+    store: SessionStore,
+) -> None:
+    desk = Desk(store)
+    earlier = _doubling("closed")
+    first = desk.agent([calls(("refund", {"amount": 500}, "call_0"))], earlier, refund_guard)
+    [asked] = first("refund 500").interrupts
+    assert asked.reason["step"] == {"tool": "refund", "input": {"amount": 1000}}
+
+    agent = desk.agent(["Done."], earlier, refund_guard, authenticator=authenticator())
+    result = agent(resume(asked.id, approve("ana")))
+    assert result.text == "Done."
+    assert desk.paid == [1000]
+    assert all(d.error is None for d in result.decisions)
 
 
 # --- who may answer ----------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ._history_copies import HistoryCopies
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
 from ._model_retry import ThrottleRetries
 from .models import ResponseAssembler
+from .models._streaming import check_tool_use_ids
 
 __all__ = ["ModelCall", "split_system_prompt"]
 
@@ -107,6 +108,10 @@ class ModelCall:
                             return
                 finally:
                     await events.aclose()
+                if result is not None:
+                    # The message the loop acts on may be an Output handler's, which no
+                    # stream assembled: checked here too, before it enters the history.
+                    check_tool_use_ids(result.message)
             except (HaltRun, InterruptException):
                 # A policy decided: the loop ends the pass, or the run waits for a human.
                 raise

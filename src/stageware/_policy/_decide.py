@@ -10,7 +10,9 @@ A middleware whose approval for this step is already answered is not asked again
 approval lets the sequence go on, a denial blocks. The answer is found by the step
 (hook point, middleware, step key), and the step's fingerprint is computed only then: an
 answer whose fingerprint is not the step's (the step changed since it was approved)
-releases nothing, and the middleware is asked again.
+releases nothing, and the middleware is asked again. Once an answer has released the
+step, a later middleware's ``Continue(modified=...)`` is a middleware error: what runs must
+be what the approver was shown.
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ async def decide(
             exists); it raises ``ModificationError`` to refuse.
     """
     modified = False
+    approved_by: str | None = None
     for entry in entries:
         answered = (
             answers.get(interrupt_key(point.value, entry.name, step_key)) if answers else None
@@ -135,9 +138,11 @@ async def decide(
         if found is not None:
             outcome = _from_answer(point, entry, *found, run)
             if outcome is None:
+                approved_by = entry.name
                 continue
             return Verdict(event, modified, outcome, entry)
-        outcome, changed = await _ask(point, entry, event, run, step_key, check)
+        checked = check if approved_by is None else _unchanged_since(approved_by)
+        outcome, changed = await _ask(point, entry, event, run, step_key, checked)
         if changed is not None:
             event, modified = changed, True
         if not isinstance(outcome, Continue):
@@ -252,6 +257,23 @@ def _settle(
             return Continue(), None, str(problem)
         return outcome, changed, None
     return outcome, None, None
+
+
+def _unchanged_since(approver: str) -> Callable[[BaseModel], None]:
+    """A check that refuses every modification: the step was approved as it stands.
+
+    A middleware after the one whose answer released the step may not change it, or what
+    runs is not what the approver was shown. (One before it may: the approval's fingerprint
+    covers the step as modified.)
+    """
+
+    def refuse(_: BaseModel) -> None:
+        raise ModificationError(
+            f"modifies a step that {approver} already had approved as shown; a middleware "
+            f"that changes a step must come before the one that asks for its approval"
+        )
+
+    return refuse
 
 
 def _bound(

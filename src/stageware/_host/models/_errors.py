@@ -63,8 +63,9 @@ class StreamAssemblyError(ModelError, ValueError):
     Raised for an event that is not a well-formed Converse stream event (it names the
     event and its position), and for a stream that ended without ``messageStop``, sent a
     second one, carried no content, mixed kinds of content in one block, or streamed tool
-    input without the ``contentBlockStart`` naming the tool. Also a ``ValueError``, as it
-    was before it became a ``ModelError``.
+    input without the ``contentBlockStart`` naming the tool; and for a model turn whose
+    tool calls repeat a ``toolUseId``. Also a ``ValueError``, as it was before it became a
+    ``ModelError``.
     """
 
     def __init__(

@@ -32,7 +32,13 @@ from stageware._host._shorten import shorten
 
 from ._errors import StreamAssemblyError
 
-__all__ = ["CollectedResponse", "ResponseAssembler", "StreamAssemblyError", "collect_response"]
+__all__ = [
+    "CollectedResponse",
+    "ResponseAssembler",
+    "StreamAssemblyError",
+    "check_tool_use_ids",
+    "collect_response",
+]
 
 # The event types of a Converse stream; an event of any other type would be dropped.
 _EVENT_TYPES = (
@@ -130,6 +136,8 @@ class ResponseAssembler:
       on, and providers reject one sent back in the history.
     - A missing ``metadata`` event gives zero usage and zero latency; if several arrive
       the last one wins.
+    - A turn whose tool calls repeat a ``toolUseId`` is an error (see
+      :func:`check_tool_use_ids`).
     - ``additionalModelResponseFields`` is ignored.
     """
 
@@ -209,6 +217,7 @@ class ResponseAssembler:
         )
         metrics = self._metrics.copy() if self._metrics is not None else Metrics(latencyMs=0)
         message = Message(role=self._role or "assistant", content=content)
+        check_tool_use_ids(message)
         return CollectedResponse(self._stop_reason, message, usage, metrics)
 
     def _take(self, event: Mapping[str, object]) -> None:
@@ -384,6 +393,31 @@ def _build_block(block: _Block) -> ContentBlock | None:
             )
         )
     return None
+
+
+def check_tool_use_ids(message: Message) -> None:
+    """Refuse a model turn whose tool calls repeat a ``toolUseId``.
+
+    Tool results are matched to their calls by id, in every model API and in this host
+    (a resumed round, an approval): two calls under one id are ambiguous, so such a turn
+    must not enter the history, and none of its tools may run.
+
+    Raises:
+        StreamAssemblyError: Naming the first repeated id and the tools called under it.
+    """
+    names: dict[str, list[str]] = {}
+    for block in message["content"]:
+        if "toolUse" in block:
+            use = block["toolUse"]
+            names.setdefault(use["toolUseId"], []).append(use["name"])
+    for tool_use_id, called in names.items():
+        if len(called) > 1:
+            raise StreamAssemblyError(
+                f"the model turn calls {len(called)} tools under one toolUseId "
+                f"{tool_use_id!r} ({', '.join(called)}): tool results are matched to calls "
+                "by id, so the turn is refused; it was not added to the history and none of "
+                "its tools ran"
+            )
 
 
 def _parse_tool_input(raw: str) -> Any:
