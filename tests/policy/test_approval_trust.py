@@ -41,7 +41,7 @@ from tests.host.agent_helpers import calls
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 from tests.telemetry.tracing_helpers import Recorder, attributes
 
-from .approvers import FACTORY, SECRET, authenticator, credential
+from .approvers import FACTORY, SECRET, authenticator, credential, signed
 from .policy_helpers import Ledger
 
 SESSION = "customer-9"
@@ -610,3 +610,18 @@ def test_an_unknown_id_does_not_list_the_approvals_that_wait(store: SessionStore
     assert "stageware policy approvals" in message
     assert waiting not in message
     assert desk.paid == []
+
+
+def test_an_approver_whose_id_spells_a_role_does_not_hold_it(store: SessionStore) -> None:
+    desk = Desk(store)
+    waiting = _finance_suspended(desk)
+    agent = desk.agent(["Refunded."], finance_guard, authenticator=authenticator())
+    # A console that signs whatever user name it was given: "role:finance", no roles.
+    token = signed(b'{"sub":"role:finance","roles":[],"exp":1e12}')
+
+    with pytest.raises(ApprovalRefused, match="may not start with 'role:'"):
+        agent(resume(waiting, {"approved": True, "credential": token}))
+
+    assert desk.paid == []
+    assert [i.id for i in agent.pending_interrupts] == [waiting]
+    assert agent(resume(waiting, approve("fin", roles=["finance"]))).text == "Refunded."
