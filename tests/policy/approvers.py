@@ -7,12 +7,15 @@ policies use, so a test can act as several operators.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 from collections.abc import Iterable
 from typing import Final
 
 from stageware.policy import SignedCredentials
 
-__all__ = ["FACTORY", "SECRET", "authenticator", "credential"]
+__all__ = ["FACTORY", "SECRET", "authenticator", "credential", "signed"]
 
 SECRET: Final = b"stageware tests: not a secret anywhere else"
 FACTORY: Final = "tests.policy.approvers:authenticator"
@@ -26,3 +29,14 @@ def authenticator() -> SignedCredentials:
 def credential(approver_id: str, roles: Iterable[str] = ()) -> str:
     """A credential for *approver_id*, good for an hour (longer than any test run)."""
     return authenticator().issue(approver_id, roles=roles, ttl=3600)
+
+
+def signed(body: bytes, secret: bytes = SECRET) -> str:
+    """A credential whose claims are *body*, whatever it holds, signed with *secret*: what a
+    console that holds the secret (or a bug in one) could issue, which ``issue`` would not."""
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+    encoded = b64(body)
+    return f"{encoded}.{b64(hmac.new(secret, encoded.encode(), hashlib.sha256).digest())}"

@@ -43,7 +43,7 @@ from tests.host.agent_helpers import calls
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 from tests.telemetry.tracing_helpers import Recorder, attributes
 
-from .approvers import FACTORY, SECRET, authenticator, credential
+from .approvers import FACTORY, SECRET, authenticator, credential, signed
 from .policy_helpers import Ledger
 
 SESSION = "customer-9"
@@ -649,3 +649,57 @@ def test_show_prints_the_whole_step_the_listing_cuts(store: SessionStore, cli: C
     status, _, err = cli("--show", waiting.id.replace("c1#", "c2#"))
     assert status == 2
     assert "no session waits on an approval" in err
+
+
+# --- what an error tells ---------------------------------------------------------------------
+
+
+def test_a_malformed_resume_does_not_echo_the_credential(store: SessionStore) -> None:
+    desk = Desk(store)
+    waiting = suspended(desk)
+    token = credential("olga")
+    agent = desk.agent(["Refunded."], authenticator=authenticator())
+    typo = {"interruptID": waiting, "response": {"approved": True, "credential": token}}
+
+    with pytest.raises(TypeError) as refused:
+        agent([{"interruptResponse": typo}])
+
+    message = str(refused.value)
+    # The keys it has, to spot the typo; no value, so no credential to replay.
+    assert "got a dict with keys {'interruptID': str, 'response': dict}" in message
+    assert token.split(".")[1] not in message
+    assert waiting not in message
+    with pytest.raises(TypeError, match=r"must be a dict .*, got a str$"):
+        agent([{"interruptResponse": token}])
+    assert desk.paid == []
+
+
+def test_an_unknown_id_does_not_list_the_approvals_that_wait(store: SessionStore) -> None:
+    desk = Desk(store)
+    waiting = suspended(desk)
+    agent = desk.agent(["Refunded."], authenticator=authenticator())
+
+    with pytest.raises(KeyError) as refused:
+        agent(resume("made-up", approve("olga")))
+
+    message = str(refused.value)
+    assert message.startswith("no interrupt with id 'made-up' is registered; ")
+    assert "agent.pending_interrupts" in message
+    assert "stageware policy approvals" in message
+    assert waiting not in message
+    assert desk.paid == []
+
+
+def test_an_approver_whose_id_spells_a_role_does_not_hold_it(store: SessionStore) -> None:
+    desk = Desk(store)
+    waiting = _finance_suspended(desk)
+    agent = desk.agent(["Refunded."], finance_guard, authenticator=authenticator())
+    # A console that signs whatever user name it was given: "role:finance", no roles.
+    token = signed(b'{"sub":"role:finance","roles":[],"exp":1e12}')
+
+    with pytest.raises(ApprovalRefused, match="may not start with 'role:'"):
+        agent(resume(waiting, {"approved": True, "credential": token}))
+
+    assert desk.paid == []
+    assert [i.id for i in agent.pending_interrupts] == [waiting]
+    assert agent(resume(waiting, approve("fin", roles=["finance"]))).text == "Refunded."

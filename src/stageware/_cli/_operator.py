@@ -140,6 +140,12 @@ def _credential(path: str | None) -> str:
             return Path(path).read_text(encoding="utf-8").strip()
         except OSError as error:
             raise CommandError(f"--credential-file {path}: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            # The position only: the bytes are (part of) a credential.
+            raise CommandError(
+                f"--credential-file {path}: not UTF-8 text (byte {error.start}); a credential "
+                "is text"
+            ) from None
     credential = os.environ.get(CREDENTIAL_VARIABLE)
     if not credential:
         raise CommandError(

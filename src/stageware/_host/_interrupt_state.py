@@ -137,14 +137,29 @@ def parse_interrupt_responses(prompt: object) -> list[tuple[str, Any]] | None:
         if not isinstance(body, dict) or "interruptId" not in body or "response" not in body:
             raise TypeError(
                 f"prompt[{index}]['interruptResponse'] must be a dict with 'interruptId' and "
-                f"'response', got {body!r}"
+                f"'response', got {_shape(item['interruptResponse'])}"
             )
         fields = cast("dict[str, object]", body)
         interrupt_id = fields["interruptId"]
         if not isinstance(interrupt_id, str):
-            raise TypeError(f"prompt[{index}]['interruptResponse']['interruptId'] must be a str")
+            raise TypeError(
+                f"prompt[{index}]['interruptResponse']['interruptId'] must be a str, got "
+                f"{type(interrupt_id).__name__}"
+            )
         pairs.append((interrupt_id, fields["response"]))
     return pairs
+
+
+def _shape(body: object) -> str:
+    """What *body* is, without its values: a response may carry an approver's credential,
+    and an error message ends up in logs and in front of whoever sent the prompt."""
+    if not isinstance(body, dict):
+        return f"a {type(body).__name__}"
+    keys = ", ".join(
+        f"{key!r}: {type(value).__name__}" if isinstance(key, str) else type(key).__name__
+        for key, value in cast("dict[object, object]", body).items()
+    )
+    return f"a dict with keys {{{keys}}}"
 
 
 @final
@@ -254,10 +269,7 @@ class InterruptState:
                 )
                 if stale is not None:
                     raise ValueError(stale)
-                known = ", ".join(sorted(self.interrupts)) or "none"
-                raise UnknownInterruptError(
-                    f"no interrupt with id {interrupt_id!r} is registered (known: {known})"
-                )
+                raise UnknownInterruptError(self._unknown(interrupt_id, checks))
             if response is None:
                 raise ValueError(
                     f"the response for interrupt {interrupt_id!r} is None; an answer must be a "
@@ -289,6 +301,17 @@ class InterruptState:
         for interrupt_id, record in records:
             self.interrupts[interrupt_id].response = record
         return [interrupt_id for interrupt_id, _ in records]
+
+    def _unknown(self, interrupt_id: str, checks: Sequence[AnswerCheck]) -> str:
+        """The message for an unregistered *interrupt_id*. The ids a check owns (policy
+        approvals) are not listed: the prompt sender is not told what waits for an
+        approver; the application can ask ``agent.pending_interrupts``."""
+        others = sorted(i for i in self.interrupts if not any(c.owns(i) for c in checks))
+        listed = f" (the application's: {', '.join(others)})" if others else ""
+        return (
+            f"no interrupt with id {interrupt_id!r} is registered{listed}; what waits is "
+            "listed by agent.pending_interrupts, or by `stageware policy approvals`"
+        )
 
     def end_tool_cycle(self) -> None:
         """Close the finished tool round: drop its interrupts and deactivate.

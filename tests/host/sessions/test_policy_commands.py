@@ -677,3 +677,29 @@ def test_the_commands_in_a_real_process(shared_spec: StoreSpec, store: SessionSt
     assert error_line(refused.stderr).startswith(
         "stageware policy escalations: cannot claim escalation"
     )
+
+
+def test_a_credential_that_is_not_text_is_one_line(
+    store: SessionStore, run: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    desk = Desk()
+    suspend(store, desk)
+    token = tmp_path / "token"
+    token.write_bytes(b"abc\xff.def")
+
+    with monkeypatch.context() as env:
+        env.setenv(AUTHENTICATOR_VARIABLE, FACTORY)
+        status, _, err = run(
+            "approvals", "--approve", POLICY_ID, "--credential-file", str(token), keep_env=True
+        )
+    assert status == 2
+    assert f"--credential-file {token}: not UTF-8 text (byte 3)" in error_line(err)
+    # A non-UTF-8 variable reaches Python as a lone surrogate: refused like a forgery.
+    with monkeypatch.context() as env:
+        env.setenv(AUTHENTICATOR_VARIABLE, FACTORY)
+        env.setenv(CREDENTIAL_VARIABLE, "abc\udcff.def")
+        status, _, err = run("approvals", "--approve", POLICY_ID, keep_env=True)
+    assert status == 2
+    assert "refused the credential: the credential is not one this authenticator" in error_line(err)
+    assert run("approvals")[1] != "no suspended approvals\n"
+    assert desk.paid == []
