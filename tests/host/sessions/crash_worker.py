@@ -52,7 +52,7 @@ from stageware import (
 )
 from stageware._host.sessions import Escalation
 
-from .stores import StoreSpec, open_store
+from .stores import DelegatingStore, StoreSpec, open_store
 
 SESSION = "crash-session"
 PROMPT = "refund order 7"
@@ -77,7 +77,7 @@ def completed_calls(snapshot: SessionSnapshot) -> set[str]:
     return set() if pending is None else set(pending["completed"])
 
 
-class DyingStore:
+class DyingStore(DelegatingStore):
     """A store that kills its process right after the save that records the point's step.
 
     Everything else goes to the real store; the save is committed before the kill, so
@@ -85,7 +85,7 @@ class DyingStore:
     """
 
     def __init__(self, store: SessionStore, point: str) -> None:
-        self._store = store
+        super().__init__(store)
         self._point = point
 
     def save(
@@ -99,7 +99,7 @@ class DyingStore:
         escalation: Escalation | None = None,
         kept_messages: int = 0,
     ) -> int:
-        version = self._store.save(
+        version = super().save(
             session_id,
             snapshot,
             expected_version=expected_version,
@@ -125,9 +125,6 @@ class DyingStore:
         ):
             die()
         return version
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
 
 
 def _calls_tools(message: Any) -> bool:

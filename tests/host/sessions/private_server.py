@@ -18,9 +18,18 @@ import subprocess
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from stageware.postgres import PostgresSessionStore
 
 SCRIPT: Final = Path(__file__).resolve().parents[3] / ".ci" / "postgres"
+
+STATEMENT_TIMEOUT: Final = 1.0
+"""The outage tests' stores: the default, which a store call's bound follows."""
+BOUND: Final = 3.0
+"""How long a call may take in those tests: its bound is statement_timeout + 0.5 s, and
+the machines that run them are noisy."""
 
 
 def server_binaries_present() -> bool:
@@ -93,3 +102,17 @@ class PrivateServer:
                 if int(fields[1]) == postmaster:
                     children.append(int(stat.parent.name))
         return [postmaster, *children]
+
+
+@contextlib.contextmanager
+def bounded_store(server: PrivateServer) -> Generator[PostgresSessionStore, None, None]:
+    """A store on *server*, in a schema of its own, with the outage tests' time bound."""
+    # Imported here: the shared conftest imports this module without needing psycopg.
+    from stageware.postgres import PostgresSessionStore
+
+    from .stores import fresh_schema_name
+
+    with PostgresSessionStore(
+        server.url, schema=fresh_schema_name(), min_size=2, statement_timeout=STATEMENT_TIMEOUT
+    ) as store:
+        yield store

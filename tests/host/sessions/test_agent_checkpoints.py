@@ -32,14 +32,16 @@ from stageware import (
 from stageware._host._interrupt_state import InterruptState
 from stageware._host.sessions import SNAPSHOT_VERSION, Escalation
 
+from .stores import DelegatingStore
+
 SESSION = "checkpoints"
 
 
-class RecordingStore:
+class RecordingStore(DelegatingStore):
     """A memory store that notes what each save brings."""
 
     def __init__(self) -> None:
-        self.inner = MemorySessionStore()
+        super().__init__(MemorySessionStore())
         self.saves: list[tuple[int, list[str], list[str], int, bool]] = []
 
     def save(
@@ -53,7 +55,7 @@ class RecordingStore:
         escalation: Escalation | None = None,
         kept_messages: int = 0,
     ) -> int:
-        version = self.inner.save(
+        version = super().save(
             session_id,
             snapshot,
             expected_version=expected_version,
@@ -74,9 +76,6 @@ class RecordingStore:
             )
         )
         return version
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def _describe(message: Any) -> str:

@@ -31,23 +31,14 @@ from stageware import (
 from stageware.postgres import PostgresSessionStore
 from tests.host.agent_helpers import calls, stored_snapshot
 
-from .private_server import PrivateServer
-from .stores import fresh_schema_name
+from .private_server import BOUND, PrivateServer, bounded_store
 
 SESSION = "u42"
-STATEMENT_TIMEOUT = 1.0
-# A store call's bound is statement_timeout + 0.5 s; the machines that run these are noisy.
-BOUND = 3.0
 
 
 @pytest.fixture
 def store(private_postgres: PrivateServer) -> Iterator[PostgresSessionStore]:
-    with PostgresSessionStore(
-        private_postgres.url,
-        schema=fresh_schema_name(),
-        min_size=2,
-        statement_timeout=STATEMENT_TIMEOUT,
-    ) as store:
+    with bounded_store(private_postgres) as store:
         yield store
 
 

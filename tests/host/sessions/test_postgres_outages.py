@@ -39,22 +39,13 @@ from stageware._host.sessions import (
 from stageware._host.sessions._postgres_deadline import CallDeadline
 from stageware.postgres import PostgresSessionStore
 
-from .private_server import PrivateServer
+from .private_server import BOUND, STATEMENT_TIMEOUT, PrivateServer, bounded_store
 from .stores import StoreSpec, fresh_schema_name, make_snapshot
-
-# A call's bound is statement_timeout + 0.5 s; the machines that run these are noisy.
-STATEMENT_TIMEOUT = 1.0
-BOUND = 3.0
 
 
 @pytest.fixture
 def store(private_postgres: PrivateServer) -> Iterator[PostgresSessionStore]:
-    with PostgresSessionStore(
-        private_postgres.url,
-        schema=fresh_schema_name(),
-        min_size=2,
-        statement_timeout=STATEMENT_TIMEOUT,
-    ) as store:
+    with bounded_store(private_postgres) as store:
         yield store
 
 
