@@ -81,6 +81,21 @@ def close_store(store: SessionStore) -> None:
         close()
 
 
+def load_stored(spec: str, session_id: str) -> StoredSession:
+    """The session as worker processes left it, read through a store of the test's own.
+
+    Args:
+        spec: The ``StoreSpec`` as JSON, as the workers were given it.
+    """
+    store = open_store(StoreSpec.from_json(spec))
+    try:
+        stored = store.load(session_id)
+    finally:
+        close_store(store)
+    assert stored is not None
+    return stored
+
+
 def fresh_schema_name() -> str:
     return f"stageware_test_{uuid.uuid4().hex[:12]}"
 

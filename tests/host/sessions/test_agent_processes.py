@@ -19,7 +19,7 @@ import pytest
 from stageware import StoredSession
 
 from .agent_worker import SESSION
-from .stores import StoreSpec, close_store, open_store
+from .stores import StoreSpec, load_stored
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -30,14 +30,7 @@ def store_spec(shared_spec: StoreSpec) -> str:
 
 
 def load(spec: str) -> StoredSession:
-    """The session as the workers left it, read through a store of the test's own."""
-    store = open_store(StoreSpec.from_json(spec))
-    try:
-        stored = store.load(SESSION)
-    finally:
-        close_store(store)
-    assert stored is not None
-    return stored
+    return load_stored(spec, SESSION)
 
 
 def start(*args: str) -> subprocess.Popen[str]:

@@ -21,7 +21,7 @@ import pytest
 from stageware import StoredSession
 
 from .crash_worker import ANSWER, PROMPT, SESSION
-from .stores import StoreSpec, close_store, open_store
+from .stores import StoreSpec, load_stored
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -50,13 +50,7 @@ def run(*args: str, killed: bool = False) -> dict[str, Any]:
 
 
 def load(spec: str) -> StoredSession:
-    store = open_store(StoreSpec.from_json(spec))
-    try:
-        stored = store.load(SESSION)
-    finally:
-        close_store(store)
-    assert stored is not None
-    return stored
+    return load_stored(spec, SESSION)
 
 
 def side_effects(ledger: Path) -> list[str]:
