@@ -68,6 +68,10 @@ Chain = Callable[[C], AsyncIterator[E]]
 Next = Callable[[C], AsyncGenerator[E, None]]
 Handler = Callable[[C, Next[C, E]], AsyncIterator[E]]
 
+# ``type(x) is ASYNC_GENERATOR`` narrows *x* to an async generator for both checkers, where
+# ``cast()`` would be a function call on every layer of every call.
+ASYNC_GENERATOR: type[AsyncGenerator[Any, None]] = AsyncGeneratorType
+
 
 @final
 @dataclass(frozen=True, slots=True)
@@ -130,19 +134,19 @@ class _Nesting(Generic[C, E]):
     def __init__(self, inner_wraps: tuple[Handler[C, E], ...], call_terminal: Next[C, E]) -> None:
         self._inner_wraps = inner_wraps  # Outermost first.
         self.call_terminal = call_terminal
-        self._spare: list[tuple[Next[C, E], list[AsyncIterator[E]]]] = []
+        self._spare: list[tuple[Next[C, E], list[AsyncGenerator[E, None]]]] = []
 
-    def take(self) -> tuple[Next[C, E], list[AsyncIterator[E]]]:
+    def take(self) -> tuple[Next[C, E], list[AsyncGenerator[E, None]]]:
         """The outermost handler's ``next_fn``, and the list every ``next_fn`` notes into."""
         if self._spare:
             return self._spare.pop()
-        opened: list[AsyncIterator[E]] = []
+        opened: list[AsyncGenerator[E, None]] = []
         next_fn = _recording(self.call_terminal, opened)
         for wrap in reversed(self._inner_wraps):
             next_fn = _opening(wrap, next_fn, opened)
         return next_fn, opened
 
-    def give_back(self, nested: tuple[Next[C, E], list[AsyncIterator[E]]]) -> None:
+    def give_back(self, nested: tuple[Next[C, E], list[AsyncGenerator[E, None]]]) -> None:
         """Keep *nested* for another call, once everything it opened is closed."""
         nested[1].clear()
         self._spare.append(nested)
@@ -171,19 +175,12 @@ async def _run(
     nested directly, and every stream a ``next_fn`` opens is noted in one list, which this
     layer closes when it finishes.
     """
-    record = call_interrupts(context)
-    try:
-        for registration in inputs:
-            context = await _apply_input(stage, registration, context)
-    except Exception as error:
-        if record is not None and record.raised is not None and error is not record.raised:
-            # An Input handler turned its interrupt into another error: a human still decides.
-            raise record.swallowed(f"{stage!r} middleware") from None
-        raise
+    if inputs:
+        context = await _apply_inputs(stage, inputs, context)
     record = call_interrupts(context)
     if handler is None:
         nested = None
-        opened: list[AsyncIterator[E]] = []
+        opened: list[AsyncGenerator[E, None]] = []
         events: AsyncIterator[E] = nesting.call_terminal(context)
     else:
         nested = nesting.take()
@@ -229,7 +226,14 @@ async def _run(
             raise record.swallowed(f"{stage!r} middleware") from None
         raise
     finally:
-        if not _all_finished(events, opened):
+        # Inline, as close_all tests it: an async generator whose frame is gone has finished.
+        finished = getattr(events, "ag_frame", True) is None
+        if finished:
+            for stream in opened:
+                if getattr(stream, "ag_frame", True) is not None:
+                    finished = False
+                    break
+        if not finished:
             await close_all([events, *opened])  # Inner first: last opened first, then events.
         if nested is not None:
             nesting.give_back(nested)  # Not reached if a close failed: nothing is reused then.
@@ -247,7 +251,7 @@ async def _run(
 
 
 def _opening(
-    handler: Handler[C, E], inner: Next[C, E], opened: list[AsyncIterator[E]]
+    handler: Handler[C, E], inner: Next[C, E], opened: list[AsyncGenerator[E, None]]
 ) -> Next[C, E]:
     """The ``next_fn`` that starts *handler* on *inner*, noting its stream in *opened*.
 
@@ -256,18 +260,16 @@ def _opening(
     """
 
     def next_fn(context: C) -> AsyncGenerator[E, None]:
-        returned = handler(context, inner)
-        if type(returned) is AsyncGeneratorType:
-            events = cast("AsyncGenerator[E, None]", returned)
-        else:
-            events = as_generator(returned)
+        events = handler(context, inner)
+        if type(events) is not ASYNC_GENERATOR:
+            events = as_generator(events)
         opened.append(events)
         return events
 
     return next_fn
 
 
-def _recording(inner: Next[C, E], opened: list[AsyncIterator[E]]) -> Next[C, E]:
+def _recording(inner: Next[C, E], opened: list[AsyncGenerator[E, None]]) -> Next[C, E]:
     """The ``next_fn`` a layer hands its handler: *inner*, noting each stream in *opened*."""
 
     def next_fn(context: C) -> AsyncGenerator[E, None]:
@@ -289,8 +291,8 @@ def _terminal_layer(stage: MiddlewareStage[Any, Any, Any], terminal: Chain[C, E]
         if record is not None and record.raised is not None:
             raise record.swallowed(f"{stage!r} middleware")
         events = terminal(context)
-        if type(events) is AsyncGeneratorType:
-            return cast("AsyncGenerator[E, None]", events)
+        if type(events) is ASYNC_GENERATOR:
+            return events
         return as_generator(events)
 
     return call_terminal
@@ -303,16 +305,6 @@ async def as_generator(events: AsyncIterator[E]) -> AsyncGenerator[E, None]:
             yield event
     finally:
         await close_all([events])
-
-
-def _all_finished(events: AsyncIterator[Any], opened: list[AsyncIterator[Any]]) -> bool:
-    """Whether a layer's own stream and every stream its ``next_fn`` opened have finished.
-
-    The same test as ``close_all``'s: an async generator whose frame is gone has finished.
-    """
-    return getattr(events, "ag_frame", True) is None and all(
-        getattr(iterator, "ag_frame", True) is None for iterator in opened
-    )
 
 
 async def close_all(opened: list[AsyncIterator[Any]]) -> None:
@@ -329,6 +321,22 @@ async def close_all(opened: list[AsyncIterator[Any]]) -> None:
                 failure = error
     if failure is not None:
         raise failure
+
+
+async def _apply_inputs(
+    stage: MiddlewareStage[Any, Any, Any], inputs: tuple[MiddlewareRegistration, ...], context: C
+) -> C:
+    """Run the Input handlers in registration order; return the context they leave."""
+    record = call_interrupts(context)
+    try:
+        for registration in inputs:
+            context = await _apply_input(stage, registration, context)
+    except Exception as error:
+        if record is not None and record.raised is not None and error is not record.raised:
+            # An Input handler turned its interrupt into another error: a human still decides.
+            raise record.swallowed(f"{stage!r} middleware") from None
+        raise
+    return context
 
 
 async def _apply_input(
