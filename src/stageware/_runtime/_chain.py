@@ -37,13 +37,16 @@ The rules a running chain keeps:
   sees the interrupt as if no middleware had caught it. Cancellation is never caught,
   and an interrupt that propagates normally passes through unchanged.
 
-Costs, per call: the outermost layer is one generator, which also runs the Input and
-Output handlers and the first Wrap handler; every further Wrap handler is its own
-generator and nothing else, as in a hand-nested chain. The ``next_fn``s that nest them
-note what they open in the call's own list; a finished call hands them back for the next
-one, so they are made only when calls overlap. A chain whose streams all finished closes
-nothing. A context that carries an interrupt record costs one attribute check
-per event; a stage without handlers is its terminal, at no cost at all.
+Costs, per call: the outermost layer is one generator of ours, which also runs the Input
+and Output handlers and starts the first Wrap handler, so the first Wrap handler costs
+about two hand-written layers (its own generator and ours) and every further one costs
+its own generator and nothing else, as in a hand-nested chain: 20 Wrap layers cost about
+1.1 times 20 hand-written ones. The ``next_fn``s that nest them note what they open in
+the call's own list; a finished call hands them back for the next one, so they are made
+only when calls overlap. A chain whose streams all finished closes nothing. A checked
+chain tests each event's type until the result has passed, then no more. A context that
+carries an interrupt record costs one attribute check per event; a stage without
+handlers is its terminal, at no cost at all.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from ._result import MiddlewareResult
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration, describe_handler
 
-__all__ = ["StagePlan", "as_generator", "build_chain", "close_all"]
+__all__ = ["ASYNC_GENERATOR", "StagePlan", "as_generator", "build_chain", "close_all"]
 
 C = TypeVar("C")
 E = TypeVar("E")
@@ -67,6 +70,7 @@ E = TypeVar("E")
 Chain = Callable[[C], AsyncIterator[E]]
 Next = Callable[[C], AsyncGenerator[E, None]]
 Handler = Callable[[C, Next[C, E]], AsyncIterator[E]]
+GeneratorHandler = Callable[[C, Next[C, E]], AsyncGenerator[E, None]]
 
 # ``type(x) is ASYNC_GENERATOR`` narrows *x* to an async generator for both checkers, where
 # ``cast()`` would be a function call on every layer of every call.
@@ -125,31 +129,25 @@ class _Nesting(Generic[C, E]):
     Every call needs ``next_fn``s of its own, because each notes what it opens in the
     call's own list: concurrent calls of one chain (a round of tool calls) must not close
     each other's streams. Making them, a closure per handler, is most of what a Wrap layer
-    costs beyond its generator, so a call that finished hands its set back for the next
-    one, its list emptied.
+    costs beyond its generator, so a call that finished puts its set in ``spare`` for the
+    next one, its list emptied. (``_run`` takes and puts back itself: two method calls
+    cost a tenth of a hand-written layer.)
     """
 
-    __slots__ = ("_inner_wraps", "_spare", "call_terminal")
+    __slots__ = ("_inner_wraps", "call_terminal", "spare")
 
     def __init__(self, inner_wraps: tuple[Handler[C, E], ...], call_terminal: Next[C, E]) -> None:
         self._inner_wraps = inner_wraps  # Outermost first.
         self.call_terminal = call_terminal
-        self._spare: list[tuple[Next[C, E], list[AsyncGenerator[E, None]]]] = []
+        self.spare: list[tuple[Next[C, E], list[AsyncGenerator[E, None]]]] = []
 
-    def take(self) -> tuple[Next[C, E], list[AsyncGenerator[E, None]]]:
-        """The outermost handler's ``next_fn``, and the list every ``next_fn`` notes into."""
-        if self._spare:
-            return self._spare.pop()
+    def make(self) -> tuple[Next[C, E], list[AsyncGenerator[E, None]]]:
+        """A new outermost handler's ``next_fn``, and the list every ``next_fn`` notes into."""
         opened: list[AsyncGenerator[E, None]] = []
         next_fn = _recording(self.call_terminal, opened)
         for wrap in reversed(self._inner_wraps):
             next_fn = _opening(wrap, next_fn, opened)
         return next_fn, opened
-
-    def give_back(self, nested: tuple[Next[C, E], list[AsyncGenerator[E, None]]]) -> None:
-        """Keep *nested* for another call, once everything it opened is closed."""
-        nested[1].clear()
-        self._spare.append(nested)
 
 
 def _no_result(stage: MiddlewareStage[Any, Any, Any]) -> RuntimeError:
@@ -183,7 +181,7 @@ async def _run(
         opened: list[AsyncGenerator[E, None]] = []
         events: AsyncIterator[E] = nesting.call_terminal(context)
     else:
-        nested = nesting.take()
+        nested = nesting.spare.pop() if nesting.spare else nesting.make()
         opened = nested[1]
         events = handler(context, nested[0])
     result_event = stage.result_event
@@ -191,7 +189,7 @@ async def _run(
     interrupted = False
     seen_result = False
     try:
-        # Four copies of one loop, so that each does only the checks its chain needs.
+        # Copies of one loop, so that each does only the checks its chain needs.
         if outputs:
             async for event in events:
                 if record is not None and record.raised is not None:
@@ -199,27 +197,30 @@ async def _run(
                 if isinstance(event, result_event):
                     held = event  # Replaces an earlier result, which is never passed on.
                     continue
-                if held is None and not interrupted:
-                    interrupted = bool(getattr(event, "is_interrupt", False))
-                yield event
-        elif checked:
-            async for event in events:
-                if record is not None and record.raised is not None:
-                    raise record.swallowed(f"{stage!r} middleware")
-                if not seen_result:
-                    if isinstance(event, result_event):
-                        seen_result = True
-                    elif not interrupted:
-                        interrupted = bool(getattr(event, "is_interrupt", False))
-                yield event
-        elif record is None:
-            async for event in events:
+                if held is None and not interrupted and getattr(event, "is_interrupt", False):
+                    interrupted = True
                 yield event
         else:
-            async for event in events:
-                if record.raised is not None:
-                    raise record.swallowed(f"{stage!r} middleware")
-                yield event
+            if checked:
+                async for event in events:
+                    if record is not None and record.raised is not None:
+                        raise record.swallowed(f"{stage!r} middleware")
+                    if isinstance(event, result_event):
+                        seen_result = True
+                        yield event
+                        break  # The rest of the stream needs no result check.
+                    if not interrupted and getattr(event, "is_interrupt", False):
+                        interrupted = True
+                    yield event
+            if seen_result or not checked:
+                if record is None:
+                    async for event in events:
+                        yield event
+                else:
+                    async for event in events:
+                        if record.raised is not None:
+                            raise record.swallowed(f"{stage!r} middleware")
+                        yield event
     except Exception as error:
         if record is not None and record.raised is not None and error is not record.raised:
             # The interrupt was caught and turned into another error: a human still decides.
@@ -236,7 +237,9 @@ async def _run(
         if not finished:
             await close_all([events, *opened])  # Inner first: last opened first, then events.
         if nested is not None:
-            nesting.give_back(nested)  # Not reached if a close failed: nothing is reused then.
+            # Kept for another call. Not reached if a close failed: nothing is reused then.
+            opened.clear()
+            nesting.spare.append(nested)
     if record is not None and record.raised is not None:
         raise record.swallowed(f"{stage!r} middleware")
     if not outputs:
@@ -258,6 +261,17 @@ def _opening(
     The stream is the handler's own generator: nothing of ours goes around it, so a Wrap
     layer costs what a hand-written one does; the outermost layer closes what it left.
     """
+    if inspect.isasyncgenfunction(handler):
+        # Calling an async generator function returns an async generator: the type test
+        # the other next_fn makes on every call is answered here, once.
+        generator_handler = cast("GeneratorHandler[C, E]", handler)
+
+        def next_generator(context: C) -> AsyncGenerator[E, None]:
+            events = generator_handler(context, inner)
+            opened.append(events)
+            return events
+
+        return next_generator
 
     def next_fn(context: C) -> AsyncGenerator[E, None]:
         events = handler(context, inner)

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
-from types import AsyncGeneratorType
 from typing import Any, TypeAlias, TypeVar, cast, final
 
-from ._chain import StagePlan, as_generator, build_chain
+from ._chain import ASYNC_GENERATOR, StagePlan, as_generator, build_chain
 from ._middleware_host import MiddlewareHost
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration, unknown_stage_error
@@ -195,8 +194,8 @@ class MiddlewareRegistry(MiddlewareHost):
         plan = self._plans.get(stage)
         if plan is None:
             events = terminal(context)
-            if type(events) is AsyncGeneratorType:
-                return cast("AsyncGenerator[E, None]", events)
+            if type(events) is ASYNC_GENERATOR:
+                return events
             return as_generator(events)
         cached = self._checked.get(stage)
         if cached is None or cached[0] != terminal:
