@@ -191,14 +191,15 @@ class MiddlewareRegistry(MiddlewareHost):
             InterruptException: When a middleware's ``context.interrupt()`` raised, whether
                 or not the middleware caught it.
         """
-        plan = self._plans.get(stage)
-        if plan is None:
+        # `in` rather than `get()`: no method call, on the path that costs nothing else.
+        if stage not in self._plans:
             events = terminal(context)
             if type(events) is ASYNC_GENERATOR:
                 return events
             return as_generator(events)
         cached = self._checked.get(stage)
         if cached is None or cached[0] != terminal:
+            plan = self._plans[stage]
             cached = (terminal, build_chain(stage, plan, terminal, checked=True))
             self._checked[stage] = cached
         return cast("AsyncGenerator[E, None]", cached[1](context))
