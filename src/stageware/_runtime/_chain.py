@@ -116,8 +116,10 @@ def build_chain(
     # Innermost first: the first registered Output handler is the outermost one.
     outputs = tuple(reversed(plan.outputs))
 
+    plain: set[type[Any]] = set()
+
     def chain(context: C) -> AsyncIterator[E]:
-        return _run(stage, context, inputs, outermost, nesting, outputs, checked)
+        return _run(stage, context, inputs, outermost, nesting, outputs, checked, plain)
 
     return chain
 
@@ -166,12 +168,15 @@ async def _run(
     nesting: _Nesting[C, E],
     outputs: tuple[MiddlewareRegistration, ...],
     checked: bool,
+    plain: set[type[Any]],
 ) -> AsyncGenerator[E, None]:
     """The outermost layer: Input handlers, the Wrap handlers, then Output handlers.
 
     It is the chain's only layer of its own: the other Wrap handlers' generators are
     nested directly, and every stream a ``next_fn`` opens is noted in one list, which this
-    layer closes when it finishes.
+    layer closes when it finishes. *plain* holds the event types this chain has met that
+    are neither the result nor an interrupt, whatever the instance (``_is_plain``): an
+    event of one of them passes the result and interrupt tests with one set lookup.
     """
     if inputs:
         context = await _apply_inputs(stage, inputs, context)
@@ -194,23 +199,33 @@ async def _run(
             async for event in events:
                 if record is not None and record.raised is not None:
                     raise record.swallowed(f"{stage!r} middleware")
+                if type(event) in plain:
+                    yield event
+                    continue
                 if isinstance(event, result_event):
                     held = event  # Replaces an earlier result, which is never passed on.
                     continue
-                if held is None and not interrupted and getattr(event, "is_interrupt", False):
-                    interrupted = True
+                if getattr(event, "is_interrupt", False):
+                    interrupted = interrupted or held is None
+                elif _is_plain(type(event), result_event):
+                    plain.add(type(event))
                 yield event
         else:
             if checked:
                 async for event in events:
                     if record is not None and record.raised is not None:
                         raise record.swallowed(f"{stage!r} middleware")
+                    if type(event) in plain:
+                        yield event
+                        continue
                     if isinstance(event, result_event):
                         seen_result = True
                         yield event
                         break  # The rest of the stream needs no result check.
-                    if not interrupted and getattr(event, "is_interrupt", False):
+                    if getattr(event, "is_interrupt", False):
                         interrupted = True
+                    elif _is_plain(type(event), result_event):
+                        plain.add(type(event))
                     yield event
             if seen_result or not checked:
                 if record is None:
@@ -251,6 +266,26 @@ async def _run(
             return  # Halted by an interrupt event: no result, so no Output pass.
         raise _no_result(stage)
     yield await _apply_outputs(stage, outputs, held)
+
+
+def _is_plain(event_type: type[Any], result_event: type[Any]) -> bool:
+    """Whether no event of *event_type* can be the result or have a truthy ``is_interrupt``.
+
+    True only where the class decides for every instance: ``is_interrupt`` is a falsy
+    class attribute or absent, and no instance can answer otherwise (no ``__dict__`` to
+    shadow it, no ``__getattr__`` or ``__getattribute__`` of its own). The generated
+    events are such classes; anything else is asked event by event, as before.
+    """
+    if issubclass(event_type, result_event) or event_type.__dictoffset__ != 0:
+        return False
+    if hasattr(event_type, "__getattr__"):
+        return False
+    if inspect.getattr_static(event_type, "__getattribute__") is not object.__getattribute__:
+        return False
+    # A property or a slot named is_interrupt is a (truthy) descriptor on the class: such
+    # a type is never plain, and each of its events is asked.
+    flag: object = inspect.getattr_static(event_type, "is_interrupt", False)
+    return not flag
 
 
 def _opening(
