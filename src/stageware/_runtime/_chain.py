@@ -44,9 +44,11 @@ its own generator and nothing else, as in a hand-nested chain: 20 Wrap layers co
 1.1 times 20 hand-written ones. The ``next_fn``s that nest them note what they open in
 the call's own list; a finished call hands them back for the next one, so they are made
 only when calls overlap. A chain whose streams all finished closes nothing. A checked
-chain tests each event's type until the result has passed, then no more. A context that
-carries an interrupt record costs one attribute check per event; a stage without
-handlers is its terminal, at no cost at all.
+chain, or one with Output handlers, looks at each event until the result has passed
+(with Output handlers, to the end): one set lookup for an event type it has learnt can
+be neither the result nor an interrupt, a type test and an attribute lookup otherwise.
+A context that carries an interrupt record costs one attribute check per event; a stage
+without handlers is its terminal, at no cost at all.
 """
 
 from __future__ import annotations
@@ -105,8 +107,9 @@ def build_chain(
     """Compose *plan* around *terminal*. With no handlers the terminal itself is returned.
 
     A *checked* chain also raises ``RuntimeError`` when its stream ends with neither the
-    stage's result nor an interrupt event: the check costs one type test per event until
-    the result, in the outermost layer, which is there anyway.
+    stage's result nor an interrupt event: the check looks at each event until the
+    result (one set lookup for a type already known to be neither), in the outermost
+    layer, which is there anyway.
     """
     if not (plan.inputs or plan.wraps or plan.outputs):
         return terminal
