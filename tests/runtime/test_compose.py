@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import inspect
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -187,3 +190,26 @@ async def test_wrap_layers_that_return_plain_iterators_run_through_invoke() -> N
 
     assert events == [Chunk("hi"), Done("hi"), Chunk("after"), Chunk("after")]
     assert kinds == [True, True]  # the inner layer's plain iterator was handed over wrapped
+
+
+async def test_a_chain_keeps_a_bounded_number_of_event_classes_alive() -> None:
+    # A chain learns which event types need no result or interrupt test; classes made on
+    # the fly, one per event, must not all be kept alive by it.
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage, tag)
+    made: list[weakref.ref[type]] = []
+
+    async def one_class_per_event(context: EchoContext) -> AsyncIterator[Any]:
+        for index in range(200):
+            event_type = type(f"Note{index}", (), {"__slots__": ()})
+            made.append(weakref.ref(event_type))
+            yield event_type()
+        yield Done(context.text)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text="x"), one_class_per_event))
+    assert events[-1] == Done("x+tag")
+    del events
+    gc.collect()
+
+    alive = sum(ref() is not None for ref in made)
+    assert 0 < alive <= 64  # learnt up to the bound, then no more

@@ -210,7 +210,7 @@ async def _run(
                     continue
                 if getattr(event, "is_interrupt", False):
                     interrupted = interrupted or held is None
-                elif _is_plain(type(event), result_event):
+                elif len(plain) < _MAX_PLAIN and _is_plain(type(event), result_event):
                     plain.add(type(event))
                 yield event
         else:
@@ -227,7 +227,7 @@ async def _run(
                         break  # The rest of the stream needs no result check.
                     if getattr(event, "is_interrupt", False):
                         interrupted = True
-                    elif _is_plain(type(event), result_event):
+                    elif len(plain) < _MAX_PLAIN and _is_plain(type(event), result_event):
                         plain.add(type(event))
                     yield event
             if seen_result or not checked:
@@ -269,6 +269,11 @@ async def _run(
             return  # Halted by an interrupt event: no result, so no Output pass.
         raise _no_result(stage)
     yield await _apply_outputs(stage, outputs, held)
+
+
+# A stage has a handful of event types; the bound keeps a stream of classes made on the
+# fly from being kept alive by a chain.
+_MAX_PLAIN = 64
 
 
 def _is_plain(event_type: type[Any], result_event: type[Any]) -> bool:
