@@ -1,9 +1,31 @@
 """Chain overhead, measured side by side in one run and reported as ratios.
 
-Run with ``python -m tests.benchmarks.chain_overhead``. Each configuration streams the
-same terminal (ten chunks and a result) many times; the configurations are interleaved
-round by round so that machine noise hits them alike, and each is reported relative to
-calling the terminal directly. Absolute times are printed for context only.
+Run with ``python -m tests.benchmarks.chain_overhead`` (``--quick`` for fewer rounds).
+Each configuration streams a terminal many times; the configurations are interleaved
+round by round, in a rotating order, so that machine noise hits them alike, and each
+figure is a ratio taken within a round, the median over the rounds reported. Times are
+CPU time of the process (``time.process_time``), which a busy machine disturbs less than
+wall time. Absolute times are printed for context only.
+
+Two terminals: the *long* one streams ten chunks and a result; the *short* one yields its
+result only, about 2.5 µs a call on a shared two-core machine, the terminal issue 17
+measures ``invoke()`` around.
+
+``measure()`` returns these keys:
+
+- ``invoke_no_handlers``: ``registry.invoke()`` on a stage without handlers, over
+  calling the long terminal directly.
+- ``invoke_no_handlers_short``: the same around the short terminal.
+- ``wrap_layer_20_vs_0``: what one Wrap layer costs over what one hand-nested async
+  generator layer costs, from 20 layers against none (the bare terminal): the outermost
+  layer's fixed work is spread over the 20 layers and counted.
+- ``wrap_layer_9_vs_1``: the same from 9 layers against 1: the outermost layer's fixed
+  work cancels out, so this is the price of nesting alone.
+- ``wrap_layer_20_vs_0_invoke``: ``wrap_layer_20_vs_0`` through ``invoke()``, whose chains
+  also check that the result came through.
+- ``noise``: the long terminal against itself, timed as two configurations: how far it
+  reads from 1.00 is the noise of the run.
+- ``terminal_us``, ``short_terminal_us``: the two terminals' CPU time per call, in µs.
 """
 
 from __future__ import annotations
@@ -11,7 +33,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
 
@@ -21,11 +43,20 @@ from tests.runtime.stage_fixture import Chunk, Done, EchoContext, EchoEvent, Ech
 
 Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
 Chain = Callable[[EchoContext], AsyncIterator[EchoEvent]]
+Timer = Callable[[EchoContext, int], Awaitable[float]]
+
+TERMINAL = "terminal"
+AGAIN = "terminal again (noise)"
+SHORT = "short terminal"
 
 
 async def terminal(context: EchoContext) -> AsyncIterator[EchoEvent]:
     for index in range(10):
         yield Chunk(str(index))
+    yield Done(context.text)
+
+
+async def short_terminal(context: EchoContext) -> AsyncIterator[EchoEvent]:
     yield Done(context.text)
 
 
@@ -54,63 +85,76 @@ def keep_result(result: EchoResult) -> EchoResult:
     return result
 
 
-def configurations() -> dict[str, MiddlewareRegistry]:
+def wraps(count: int) -> MiddlewareRegistry:
+    registry = MiddlewareRegistry()
+    for _ in range(count):
+        registry.add_middleware(EchoStage, passthrough)
+    return registry
+
+
+def every_phase() -> MiddlewareRegistry:
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage.Input, keep)
+    registry.add_middleware(EchoStage, passthrough)
+    registry.add_middleware(EchoStage.Output, keep_result)
+    return registry
+
+
+def timing_chain(chain: Chain) -> Timer:
+    async def time_calls(context: EchoContext, calls: int) -> float:
+        start = time.process_time()
+        for _ in range(calls):
+            async for _event in chain(context):
+                pass
+        return time.process_time() - start
+
+    return time_calls
+
+
+def timing_invoke(registry: MiddlewareRegistry, stage_terminal: Chain) -> Timer:
+    """``registry.invoke()`` called where ``timing_chain`` calls the chain, and nothing else."""
+
+    async def time_calls(context: EchoContext, calls: int) -> float:
+        start = time.process_time()
+        for _ in range(calls):
+            async for _event in registry.invoke(EchoStage, context, stage_terminal):
+                pass
+        return time.process_time() - start
+
+    return time_calls
+
+
+def configurations() -> dict[str, Timer]:
     empty = MiddlewareRegistry()
-    one_wrap = MiddlewareRegistry()
-    one_wrap.add_middleware(EchoStage, passthrough)
-    five_wraps = MiddlewareRegistry()
-    for _ in range(5):
-        five_wraps.add_middleware(EchoStage, passthrough)
-    nine_wraps = MiddlewareRegistry()
-    for _ in range(9):
-        nine_wraps.add_middleware(EchoStage, passthrough)
-    every_phase = MiddlewareRegistry()
-    every_phase.add_middleware(EchoStage.Input, keep)
-    every_phase.add_middleware(EchoStage, passthrough)
-    every_phase.add_middleware(EchoStage.Output, keep_result)
-    return {
-        "no handlers": empty,
-        "1 wrap": one_wrap,
-        "5 wraps": five_wraps,
-        "9 wraps": nine_wraps,
-        "input+wrap+output": every_phase,
+    twenty = wraps(20)
+    timers = {
+        TERMINAL: timing_chain(terminal),
+        AGAIN: timing_chain(terminal),
+        SHORT: timing_chain(short_terminal),
+        "invoke(), no handlers": timing_invoke(empty, terminal),
+        "invoke(), no handlers, short terminal": timing_invoke(empty, short_terminal),
     }
+    for layers in (1, 9, 20):
+        timers[f"hand-nested x{layers}"] = timing_chain(hand_nested(layers))
+    for layers in (1, 5, 9, 20):
+        timers[f"wraps x{layers}"] = timing_chain(wraps(layers).compose(EchoStage, terminal))
+    timers["input+wrap+output"] = timing_chain(every_phase().compose(EchoStage, terminal))
+    timers["invoke(), wraps x5"] = timing_invoke(wraps(5), terminal)
+    timers["invoke(), wraps x20"] = timing_invoke(twenty, terminal)
+    return timers
 
 
-async def _time(chain: Chain, context: EchoContext, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        async for _event in chain(context):
-            pass
-    return time.perf_counter() - start
-
-
-def invoke_chain(registry: MiddlewareRegistry) -> Chain:
-    def chain(context: EchoContext) -> AsyncIterator[EchoEvent]:
-        return registry.invoke(EchoStage, context, terminal)
-
-    return chain
-
-
-async def measure(rounds: int, calls: int) -> dict[str, list[float]]:
+async def collect(rounds: int, calls: int) -> dict[str, list[float]]:
+    """Each configuration's time for *calls* calls, per round, in seconds."""
     context = EchoContext(text="x")
-    registries = configurations()
-    chains: dict[str, Chain] = {
-        "terminal": terminal,
-        "invoke(), no handlers": invoke_chain(registries["no handlers"]),
-        "1 hand-nested generator": hand_nested(1),
-        "9 hand-nested generators": hand_nested(9),
-    }
-    for name, registry in registries.items():
-        chains[name] = registry.compose(EchoStage, terminal)
-    chains["invoke(), 5 wraps"] = invoke_chain(registries["5 wraps"])
-    timings: dict[str, list[float]] = {name: [] for name in chains}
-    order = list(chains)
+    timers = configurations()
+    timings: dict[str, list[float]] = {name: [] for name in timers}
+    order = list(timers)
     for round_ in range(rounds):
         # A different order each round, so no configuration always follows the same one.
         shift = round_ % len(order)
         for name in order[shift:] + order[:shift]:
-            timings[name].append(await _time(chains[name], context, calls))
+            timings[name].append(await timers[name](context, calls))
     return timings
 
 
@@ -121,39 +165,76 @@ def paired_ratio(timings: dict[str, list[float]], name: str, reference: str) -> 
     )
 
 
-def per_layer(timings: dict[str, list[float]]) -> float:
+def per_layer(
+    timings: dict[str, list[float]], wrapped: tuple[str, str], hand: tuple[str, str]
+) -> float:
     """What one Wrap layer costs, relative to one hand-nested generator layer.
 
-    A layer's cost is the difference between the nine-layer chain and the one-layer chain:
-    the outermost layer's fixed work (Input and Output handlers, interrupt and result
-    checks, closing) cancels out, and what is left is the price of nesting. The ratio is
-    taken within each round, where both sides met the same machine, and the median of the
-    rounds' ratios is reported.
+    *wrapped* and *hand* each name a deeper and a shallower configuration; a layer's cost
+    is the difference between the two, divided by the number of layers between them,
+    which is the same on both sides. The ratio is taken within each round, where both
+    sides met the same machine, and the median of the rounds' ratios is reported.
     """
+    columns = (timings[wrapped[0]], timings[wrapped[1]], timings[hand[0]], timings[hand[1]])
     ratios = [
-        (wraps_9 - wraps_1) / (hand_9 - hand_1)
-        for wraps_9, wraps_1, hand_9, hand_1 in zip(
-            timings["9 wraps"],
-            timings["1 wrap"],
-            timings["9 hand-nested generators"],
-            timings["1 hand-nested generator"],
-            strict=True,
-        )
+        (deep - shallow) / (hand_deep - hand_shallow)
+        for deep, shallow, hand_deep, hand_shallow in zip(*columns, strict=True)
     ]
     return statistics.median(ratios)
 
 
+def figures(timings: dict[str, list[float]], calls: int) -> dict[str, float]:
+    """The named figures ``measure()`` returns, from *timings* of *calls* calls a round."""
+    hand_20 = ("hand-nested x20", TERMINAL)
+    return {
+        "invoke_no_handlers": paired_ratio(timings, "invoke(), no handlers", TERMINAL),
+        "invoke_no_handlers_short": paired_ratio(
+            timings, "invoke(), no handlers, short terminal", SHORT
+        ),
+        "wrap_layer_20_vs_0": per_layer(timings, ("wraps x20", TERMINAL), hand_20),
+        "wrap_layer_9_vs_1": per_layer(
+            timings, ("wraps x9", "wraps x1"), ("hand-nested x9", "hand-nested x1")
+        ),
+        "wrap_layer_20_vs_0_invoke": per_layer(timings, ("invoke(), wraps x20", TERMINAL), hand_20),
+        "noise": paired_ratio(timings, AGAIN, TERMINAL),
+        "terminal_us": statistics.median(timings[TERMINAL]) / calls * 1e6,
+        "short_terminal_us": statistics.median(timings[SHORT]) / calls * 1e6,
+    }
+
+
+def settings(*, quick: bool) -> tuple[int, int]:
+    """Rounds and calls per round: about 40 s by default, 8 s quick, on a shared machine."""
+    return (9, 1000) if quick else (31, 1500)
+
+
+def measure(*, quick: bool = False) -> dict[str, float]:
+    """Run the configurations and return the figures the module docstring lists."""
+    rounds, calls = settings(quick=quick)
+    return figures(anyio.run(collect, rounds, calls), calls)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=21)
-    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and calls")
     args = parser.parse_args()
-    timings = anyio.run(measure, args.rounds, args.calls)
-    print_ratios(timings, "terminal", args.calls, "us/call", 1e6)
+    rounds, calls = settings(quick=args.quick)
+    timings = anyio.run(collect, rounds, calls)
+    print_ratios(timings, TERMINAL, calls, "us/call", 1e6)
     print()
-    print(f"per Wrap layer / per hand-nested generator layer: {per_layer(timings):.2f}")
-    invoke = paired_ratio(timings, "invoke(), no handlers", "terminal")
-    print(f"invoke() without handlers / the terminal, paired by round: {invoke:.2f}")
+    results = figures(timings, calls)
+    labels = {
+        "invoke_no_handlers": "invoke() without handlers / the terminal",
+        "invoke_no_handlers_short": "invoke() without handlers / the short terminal",
+        "wrap_layer_20_vs_0": "per Wrap layer / per hand-nested layer, 20 layers against 0",
+        "wrap_layer_9_vs_1": "per Wrap layer / per hand-nested layer, 9 layers against 1",
+        "wrap_layer_20_vs_0_invoke": "the same, 20 against 0, through invoke()",
+        "noise": "the terminal against itself (noise of the run)",
+    }
+    width = max(map(len, labels.values()))
+    for key, label in labels.items():
+        print(f"{label:<{width}} {results[key]:>6.2f}")
+    print(f"{'terminal, short terminal (us/call)':<{width}} ", end="")
+    print(f"{results['terminal_us']:.2f}, {results['short_terminal_us']:.2f}")
 
 
 if __name__ == "__main__":

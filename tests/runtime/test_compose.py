@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import inspect
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
 from stageware import MiddlewareRegistry
+from stageware.runtime import MiddlewareRegistration
 
 from .stage_fixture import Chunk, Done, EchoContext, EchoEvent, EchoStage, collect, echo_terminal
 
@@ -138,3 +143,73 @@ async def test_next_fn_hands_over_an_async_generator_even_for_a_plain_iterator()
     assert events == [Chunk("hi"), Done("stopped after one")]
     assert seen == [True]
     assert streams[0].closed  # aclose() on the generator closes the iterator it wraps
+
+
+class _Relay:
+    """A Wrap layer's stream that is a plain async iterator: *inner*'s events, then *after*."""
+
+    def __init__(self, inner: AsyncIterator[EchoEvent], after: EchoEvent) -> None:
+        self.inner: AsyncIterator[EchoEvent] | None = inner
+        self.after: EchoEvent | None = after
+
+    def __aiter__(self) -> _Relay:
+        return self
+
+    async def __anext__(self) -> EchoEvent:
+        if self.inner is not None:
+            try:
+                return await self.inner.__anext__()
+            except StopAsyncIteration:
+                self.inner = None
+        if self.after is None:
+            raise StopAsyncIteration
+        event, self.after = self.after, None
+        return event
+
+
+async def test_wrap_layers_that_return_plain_iterators_run_through_invoke() -> None:
+    # Registration refuses such handlers, but an instrument may rewrite a handler into one:
+    # the chain must still hand each handler an async generator, and invoke() must pass on
+    # what follows the result from an outermost stream that is not a generator.
+    kinds: list[bool] = []
+
+    def relaying(registration: MiddlewareRegistration) -> MiddlewareRegistration:
+        def relay(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+            inner = next_fn(context)
+            kinds.append(inspect.isasyncgen(inner))
+            return _Relay(inner, Chunk("after"))
+
+        return dataclasses.replace(registration, handler=relay)
+
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage, tag)
+    registry.add_middleware(EchoStage, tag)
+    relayed = registry.instrumented(relaying)
+
+    events = await collect(relayed.invoke(EchoStage, EchoContext(text="hi"), echo_terminal))
+
+    assert events == [Chunk("hi"), Done("hi"), Chunk("after"), Chunk("after")]
+    assert kinds == [True, True]  # the inner layer's plain iterator was handed over wrapped
+
+
+async def test_a_chain_keeps_a_bounded_number_of_event_classes_alive() -> None:
+    # A chain learns which event types need no result or interrupt test; classes made on
+    # the fly, one per event, must not all be kept alive by it.
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage, tag)
+    made: list[weakref.ref[type]] = []
+
+    async def one_class_per_event(context: EchoContext) -> AsyncIterator[Any]:
+        for index in range(200):
+            event_type = type(f"Note{index}", (), {"__slots__": ()})
+            made.append(weakref.ref(event_type))
+            yield event_type()
+        yield Done(context.text)
+
+    events = await collect(registry.invoke(EchoStage, EchoContext(text="x"), one_class_per_event))
+    assert events[-1] == Done("x+tag")
+    del events
+    gc.collect()
+
+    alive = sum(ref() is not None for ref in made)
+    assert 0 < alive <= 64  # learnt up to the bound, then no more

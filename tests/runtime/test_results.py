@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
@@ -149,6 +150,69 @@ async def test_a_call_halted_by_an_interrupt_event_has_no_result_and_no_output_p
     events = await collect(registry.invoke(EchoStage, EchoContext(text=""), halts))
 
     assert events == [Chunk("thinking"), Paused("may I?")]
+    assert outputs == []
+
+
+class _Note:
+    """An event whose instances may set their own ``is_interrupt`` (they have a ``__dict__``)."""
+
+    is_interrupt = False
+
+    def __init__(self, text: str, *, interrupts: bool = False) -> None:
+        self.text = text
+        if interrupts:
+            self.is_interrupt = True
+
+
+@dataclass(frozen=True, slots=True)
+class _Flagged:
+    """An event whose ``is_interrupt`` is a property: each instance answers for itself."""
+
+    text: str
+    asks: bool
+
+    @property
+    def is_interrupt(self) -> bool:
+        return self.asks
+
+
+async def passthrough(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+    async for event in next_fn(context):
+        yield event
+
+
+def _halting_streams() -> list[Any]:
+    return [
+        pytest.param([_Note("working"), _Note("may I?", interrupts=True)], id="instance-attribute"),
+        pytest.param([_Flagged("working", False), _Flagged("may I?", True)], id="property"),
+    ]
+
+
+@pytest.mark.parametrize("stream", _halting_streams())
+@pytest.mark.parametrize("with_output", [False, True], ids=["checked", "output-handler"])
+async def test_each_event_answers_is_interrupt_where_its_class_does_not_decide(
+    stream: list[Any], with_output: bool
+) -> None:
+    # The chain learns which event types can never be the result nor an interrupt, to skip
+    # both tests for them; a type whose instances may answer otherwise is never learnt.
+    registry = MiddlewareRegistry()
+    outputs: list[EchoResult] = []
+
+    async def halts(context: EchoContext) -> AsyncIterator[Any]:
+        for event in stream:
+            yield event
+
+    def record(result: EchoResult) -> EchoResult:
+        outputs.append(result)
+        return result
+
+    registry.add_middleware(EchoStage, passthrough)
+    if with_output:
+        registry.add_middleware(EchoStage.Output, record)
+
+    for _ in range(2):  # the second call runs with whatever the first one learnt
+        events = await collect(registry.invoke(EchoStage, EchoContext(text=""), halts))
+        assert events == stream  # halted, not "finished without yielding a Done"
     assert outputs == []
 
 

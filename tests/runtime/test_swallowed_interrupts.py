@@ -204,6 +204,29 @@ async def test_a_handler_that_swallows_and_short_circuits_passes_nothing_on(case
 
 
 @pytest.mark.parametrize("case", CASES)
+async def test_an_interrupt_swallowed_after_the_result_stops_what_follows(case: Case) -> None:
+    # invoke() stops checking for the result once it has passed; the record is still read.
+    registry = MiddlewareRegistry()
+    terminal = Terminal(case)
+    caught = Caught()
+
+    async def gate_after(context: Any, next_fn: Next) -> AsyncIterator[Any]:
+        async for event in next_fn(context):
+            yield event
+        caught.gate(context)
+        yield _progress("after the gate")
+
+    registry.add_middleware(case.stage, gate_after)
+    received: list[Any] = []
+
+    with _warns_about("approve"), pytest.raises(InterruptException) as info:
+        await _collect(registry.invoke(case.stage, case.context(None), terminal), received)
+
+    assert info.value is caught.original
+    assert received == [_progress("working"), case.result("ran")]
+
+
+@pytest.mark.parametrize("case", CASES)
 async def test_catching_the_reraise_from_next_fn_as_well_still_interrupts(case: Case) -> None:
     registry = MiddlewareRegistry()
     terminal = Terminal(case)

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
-from types import AsyncGeneratorType
 from typing import Any, TypeAlias, TypeVar, cast, final
 
-from ._chain import StagePlan, as_generator, build_chain
+from ._chain import ASYNC_GENERATOR, StagePlan, as_generator, build_chain
 from ._middleware_host import MiddlewareHost
 from ._stage import MiddlewareStage, Phase
 from ._validation import MiddlewareRegistration, unknown_stage_error
@@ -192,14 +191,15 @@ class MiddlewareRegistry(MiddlewareHost):
             InterruptException: When a middleware's ``context.interrupt()`` raised, whether
                 or not the middleware caught it.
         """
-        plan = self._plans.get(stage)
-        if plan is None:
+        # `in` rather than `get()`: no method call, on the path that costs nothing else.
+        if stage not in self._plans:
             events = terminal(context)
-            if type(events) is AsyncGeneratorType:
-                return cast("AsyncGenerator[E, None]", events)
+            if type(events) is ASYNC_GENERATOR:
+                return events
             return as_generator(events)
         cached = self._checked.get(stage)
         if cached is None or cached[0] != terminal:
+            plan = self._plans[stage]
             cached = (terminal, build_chain(stage, plan, terminal, checked=True))
             self._checked[stage] = cached
         return cast("AsyncGenerator[E, None]", cached[1](context))
