@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from ._spec import FunctionSchema
 
-__all__ = ["FunctionTool", "tool"]
+__all__ = ["FunctionTool", "shared_tool_spec", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -182,6 +182,15 @@ class FunctionTool(Generic[P, R]):
                 yield _failure_event(tool_use, exc)
                 return
         yield _result_event(tool_use, result)
+
+
+def shared_tool_spec(function_tool: FunctionTool[..., Any]) -> ToolSpec:
+    """*function_tool*'s spec itself, not a copy: for the host, which never changes it.
+
+    A ``@tool``'s spec is fixed when the function is decorated, so an agent reads it once
+    and hands this one object to every model call no handler sees; a handler gets a copy.
+    """
+    return function_tool._schema.spec
 
 
 @overload
