@@ -44,8 +44,15 @@ from typing import Any, Literal
 
 import anyio
 
-from stageware import Agent, AgentTool, InvokeModelContext, InvokeModelStage, Messages, tool
-from stageware import StreamEvent
+from stageware import (
+    Agent,
+    AgentTool,
+    InvokeModelContext,
+    InvokeModelStage,
+    Messages,
+    StreamEvent,
+    tool,
+)
 
 MANY_TOOLS = 200
 
@@ -190,9 +197,7 @@ def runners(with_strands: bool) -> dict[str, Runner]:
         "stageware, 1 tool (A/A)": stageware_runner(stageware_tools(1), input_handler=False),
         f"stageware, {MANY_TOOLS} tools": stageware_runner(many, input_handler=False),
         "stageware, Input handler, 1 tool": stageware_runner(one, input_handler=True),
-        f"stageware, Input handler, {MANY_TOOLS} tools": stageware_runner(
-            many, input_handler=True
-        ),
+        f"stageware, Input handler, {MANY_TOOLS} tools": stageware_runner(many, input_handler=True),
     }
     if with_strands:
         found["strands, 1 tool"] = strands_runner(1)

@@ -1,8 +1,8 @@
 """Tools: the ``AgentTool`` protocol, what a tool receives, and ``@tool``.
 
 - ``_protocol``: ``AgentTool``; ``_context``: ``ToolContext`` and tool interrupt ids.
-- ``_decorator``: ``@tool`` and ``FunctionTool`` (and its spec for the host, uncopied); ``_spec``: the spec built from a
-  function's signature and docstring.
+- ``_decorator``: ``@tool`` and ``FunctionTool``, and its spec uncopied for the host;
+  ``_spec``: the spec built from a function's signature and docstring.
 - ``_results``: the error results the host gives the model, and the check of a result.
 """
 

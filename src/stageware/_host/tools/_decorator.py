@@ -190,7 +190,8 @@ def shared_tool_spec(function_tool: FunctionTool[..., Any]) -> ToolSpec:
     A ``@tool``'s spec is fixed when the function is decorated, so an agent reads it once
     and hands this one object to every model call no handler sees; a handler gets a copy.
     """
-    return function_tool._schema.spec
+    # The host's one way to the spec itself; FunctionTool's public surface only copies.
+    return function_tool._schema.spec  # pyright: ignore[reportPrivateUsage]
 
 
 @overload
