@@ -229,30 +229,39 @@ def paired_ratio(timings: dict[str, list[float]], name: str, reference: str) -> 
 
 def figures(timings: dict[str, list[float]]) -> dict[str, float]:
     """The named figures :func:`measure` returns, from the samples."""
-    many = f"{MANY_TOOLS} tools"
-    one_us = statistics.median(timings["stageware, 1 tool"]) * 1e6
-    many_us = statistics.median(timings[f"stageware, {many}"]) * 1e6
+    one, many = "stageware, 1 tool", f"stageware, {MANY_TOOLS} tools"
+    extra = statistics.median(
+        (ours - theirs) / (MANY_TOOLS - 1)
+        for ours, theirs in zip(timings[many], timings[one], strict=True)
+    )
     result = {
-        "tools_200_over_1": paired_ratio(timings, f"stageware, {many}", "stageware, 1 tool"),
+        "tools_200_over_1": paired_ratio(timings, many, one),
         "tools_200_over_1_input_handler": paired_ratio(
-            timings, f"stageware, Input handler, {many}", "stageware, Input handler, 1 tool"
+            timings,
+            f"stageware, Input handler, {MANY_TOOLS} tools",
+            "stageware, Input handler, 1 tool",
         ),
-        "tools_aa": paired_ratio(timings, "stageware, 1 tool (A/A)", "stageware, 1 tool"),
-        "us_per_invocation_1_tool": one_us,
-        "us_per_invocation_200_tools": many_us,
-        "us_per_extra_tool": (many_us - one_us) / (MANY_TOOLS - 1),
+        "tools_aa": paired_ratio(timings, "stageware, 1 tool (A/A)", one),
+        "us_per_invocation_1_tool": statistics.median(timings[one]) * 1e6,
+        "us_per_invocation_200_tools": statistics.median(timings[many]) * 1e6,
+        "us_per_extra_tool": extra * 1e6,
     }
-    if f"strands, {many}" in timings:
+    if f"strands, {MANY_TOOLS} tools" in timings:
         result["tools_200_over_1_strands"] = paired_ratio(
-            timings, f"strands, {many}", "strands, 1 tool"
+            timings, f"strands, {MANY_TOOLS} tools", "strands, 1 tool"
         )
     return result
 
 
+def run(*, quick: bool) -> dict[str, list[float]]:
+    """The samples of every configuration (Strands too when installed)."""
+    rounds, calls = (7, 10) if quick else (21, 20)
+    return anyio.run(sample, rounds, calls, strands_installed())
+
+
 def measure(*, quick: bool = False) -> dict[str, float]:
-    """Run the benchmark (Strands too when installed) and return its figures (see above)."""
-    rounds, calls = (7, 20) if quick else (21, 40)
-    return figures(anyio.run(sample, rounds, calls, strands_installed()))
+    """Run the benchmark and return its figures (the keys are listed above)."""
+    return figures(run(quick=quick))
 
 
 def main() -> None:
@@ -261,7 +270,13 @@ def main() -> None:
     args = parser.parse_args()
     if not strands_installed():
         print("Strands is left out: strands-agents is not installed (the benchmarks extra)")
-    results = measure(quick=args.quick)
+    timings = run(quick=args.quick)
+    width = max(len("configuration"), *map(len, timings))
+    print(f"{'configuration':<{width}} {'CPU us per invocation':>22}")
+    for name, samples in timings.items():
+        print(f"{name:<{width}} {statistics.median(samples) * 1e6:>22.1f}")
+    print()
+    results = figures(timings)
     width = max(map(len, results))
     for name, value in results.items():
         print(f"{name:<{width}} {value:>10.2f}")
