@@ -18,6 +18,7 @@ import pytest
 from stageware import (
     Agent,
     ExecuteToolEvent,
+    FunctionTool,
     InvokeModelContext,
     InvokeModelEvent,
     InvokeModelNext,
@@ -31,7 +32,7 @@ from stageware import (
     ToolUse,
     tool,
 )
-from stageware._host.tools import shared_tool_spec
+from stageware._host.tools import fixed_tool_spec
 
 pytestmark = pytest.mark.anyio
 
@@ -104,6 +105,13 @@ class ChangingTool:
         )
 
 
+def own_spec(function_tool: FunctionTool[..., Any]) -> ToolSpec:
+    """The spec object *function_tool* holds, which a copy is not."""
+    spec = fixed_tool_spec(function_tool)
+    assert spec is not None
+    return spec
+
+
 def pristine() -> list[ToolSpec]:
     """What the model should be offered when nothing changed the specs."""
     return [lookup.tool_spec, ping.tool_spec]
@@ -126,8 +134,8 @@ async def test_without_a_handler_the_model_gets_the_tools_own_specs() -> None:
 
     first, second = model.received
     # Not copies: the very objects the tools hold, and one list for every call.
-    assert first[0] is shared_tool_spec(lookup)
-    assert first[1] is shared_tool_spec(ping)
+    assert first[0] is own_spec(lookup)
+    assert first[1] is own_spec(ping)
     assert second is first
     assert first == pristine()
 
@@ -143,8 +151,8 @@ async def test_with_only_an_output_handler_the_model_gets_the_tools_own_specs() 
     await agent.invoke_async("one")
 
     [sent] = model.received
-    assert sent[0] is shared_tool_spec(lookup)
-    assert sent[1] is shared_tool_spec(ping)
+    assert sent[0] is own_spec(lookup)
+    assert sent[1] is own_spec(ping)
 
 
 async def test_an_input_handler_changing_the_specs_reaches_the_model_but_not_the_agent() -> None:
@@ -171,9 +179,9 @@ async def test_an_input_handler_changing_the_specs_reaches_the_model_but_not_the
     # call's changes; and the tools are as they were.
     assert seen[1] is not seen[0]
     assert seen[1][0] is not seen[0][0]
-    assert shared_tool_spec(lookup) == lookup.tool_spec == pristine()[0]
-    assert "query" in shared_tool_spec(lookup)["inputSchema"]["json"]["properties"]
-    assert shared_tool_spec(ping)["description"] == "Answer pong."
+    assert own_spec(lookup) == lookup.tool_spec == pristine()[0]
+    assert "query" in own_spec(lookup)["inputSchema"]["json"]["properties"]
+    assert own_spec(ping)["description"] == "Answer pong."
 
 
 async def test_a_wrap_handler_changing_the_specs_leaves_the_agent_and_other_agents_alone() -> None:
@@ -197,7 +205,7 @@ async def test_a_wrap_handler_changing_the_specs_leaves_the_agent_and_other_agen
     assert sent[0]["description"] == "vandalised"
     [sent_to_other] = other_model.received
     assert sent_to_other == pristine()
-    assert sent_to_other[0] is shared_tool_spec(lookup)
+    assert sent_to_other[0] is own_spec(lookup)
 
 
 async def test_copies_are_reused_while_they_equal_the_specs_and_made_again_once_changed() -> None:
@@ -218,8 +226,8 @@ async def test_copies_are_reused_while_they_equal_the_specs_and_made_again_once_
 
     first, second, third = model.received
     # Copies, never the tools' own specs.
-    assert first[0] is not shared_tool_spec(lookup)
-    assert first[1] is not shared_tool_spec(ping)
+    assert first[0] is not own_spec(lookup)
+    assert first[1] is not own_spec(ping)
     # A list of its own per call; an unchanged copy is handed out again.
     assert second is not first
     assert second[0] is first[0]
@@ -252,4 +260,4 @@ async def test_a_hand_written_tools_spec_is_read_on_every_model_call() -> None:
     first, second = model.received
     assert first[1]["description"] == f"Described {described + 1} time(s)."
     assert second[1]["description"] == f"Described {described + 2} time(s)."
-    assert first[0] is second[0] is shared_tool_spec(ping)
+    assert first[0] is second[0] is own_spec(ping)

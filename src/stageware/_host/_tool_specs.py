@@ -25,7 +25,7 @@ from typing import final
 from stageware._generated.payloads import ToolSpec
 from stageware._runtime import copy_payload
 
-from .tools import AgentTool, FunctionTool, shared_tool_spec
+from .tools import AgentTool, fixed_tool_spec
 
 __all__ = ["ToolSpecCopies", "ToolSpecs"]
 
@@ -41,11 +41,11 @@ class ToolSpecs:
         # (position, tool) of the tools whose spec is read on every call.
         self._read_per_call: list[tuple[int, AgentTool]] = []
         for position, tool in enumerate(tools):
-            if isinstance(tool, FunctionTool):
-                self._specs.append(shared_tool_spec(tool))
-            else:
-                self._specs.append(tool.tool_spec)
+            spec = fixed_tool_spec(tool)
+            if spec is None:
+                spec = tool.tool_spec
                 self._read_per_call.append((position, tool))
+            self._specs.append(spec)
 
     def current(self) -> list[ToolSpec]:
         """The specs to offer the next model call; the caller must not change them.

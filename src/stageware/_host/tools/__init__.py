@@ -7,7 +7,7 @@
 """
 
 from ._context import ToolContext, tool_interrupt_id
-from ._decorator import FunctionTool, shared_tool_spec, tool
+from ._decorator import FunctionTool, fixed_tool_spec, tool
 from ._protocol import AgentTool
 from ._results import error_result, exception_result, invalid_result_reason
 
@@ -17,8 +17,8 @@ __all__ = [
     "ToolContext",
     "error_result",
     "exception_result",
+    "fixed_tool_spec",
     "invalid_result_reason",
-    "shared_tool_spec",
     "tool",
     "tool_interrupt_id",
 ]
