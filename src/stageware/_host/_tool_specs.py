@@ -14,7 +14,10 @@ spec for each call was most of an invocation's cost with 200 tools. The rules ke
   handler that changes what it sees never changes what the agent offers the next call.
   The copies are kept from one call to the next while they still equal the agent's specs
   (one comparison, in C, in the usual case) and made again where they do not, as
-  ``HistoryCopies`` does for the history; every call gets a list of its own.
+  ``HistoryCopies`` does for the history, with the same two differences from copying
+  afresh: a handler that kept a spec from an earlier call and changes it later changes
+  the copy a later call sees (never the agent's spec), and values that compare equal
+  count as unchanged. Every call gets a list of its own.
 """
 
 from __future__ import annotations
