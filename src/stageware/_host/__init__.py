@@ -15,7 +15,8 @@ The core loop, from the outside in:
   the model-call limit.
 - ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks;
   ``_model_retry``: when a throttled model call is tried again; ``_history_copies``: the
-  copies of the history handlers see, kept from one model call to the next.
+  copies of the history handlers see, kept from one model call to the next;
+  ``_tool_specs``: the tool specs every model call offers, and the copies handlers see.
 - ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
 - ``_interrupt_state``: what waits for a human, and how long answers live;
   ``_interrupt_records``: its stored shape, checked when a session restores it.

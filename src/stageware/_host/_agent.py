@@ -32,7 +32,7 @@ from ._task_stream import in_own_task
 from .models import Model
 from .sessions import SessionError, SessionStore, StoredSession
 from .sessions._store import check_session_id
-from .tools import AgentTool
+from .tools import AgentTool, FunctionTool
 from .tracing import Tracing
 
 if TYPE_CHECKING:
@@ -433,8 +433,9 @@ class Agent(MiddlewareHost):
 def _tools_by_name(tools: Iterable[AgentTool]) -> dict[str, AgentTool]:
     by_name: dict[str, AgentTool] = {}
     for tool in tools:
-        # Checked at run time too: an undecorated function is an easy mistake.
-        if not isinstance(cast(object, tool), AgentTool):
+        # Checked at run time too: an undecorated function is an easy mistake. A @tool
+        # first: the protocol check reads every member, a copy of the spec included.
+        if not isinstance(tool, FunctionTool) and not isinstance(cast(object, tool), AgentTool):
             raise TypeError(
                 f"{tool!r} is not a tool: decorate a function with @tool, or implement "
                 "tool_name, tool_spec and stream()"

@@ -17,7 +17,6 @@ from stageware._generated.payloads import (
     Messages,
     SystemContentBlock,
     ToolChoice,
-    ToolSpec,
 )
 from stageware._generated.stages import AgentStreamStage, ExecuteToolStage, InvokeModelStage
 from stageware._runtime import AgentHandle, MiddlewareRegistry
@@ -32,6 +31,7 @@ from ._hooks import HookRegistry
 from ._interrupt_state import AnswerCheck, InterruptState
 from ._limits import DEFAULT_MAX_MODEL_CALLS
 from ._model_retry import ModelRetryStrategy
+from ._tool_specs import ToolSpecs
 from .models import Model
 from .sessions import Escalation
 from .tools import AgentTool
@@ -89,10 +89,11 @@ class AgentCore:
     """The escalation this invocation's run ended on; the final save records it
     (``AgentSession.release``)."""
     tracing: Tracing = field(default_factory=Tracing)
+    tool_specs: ToolSpecs = field(init=False)
+    """The specs of ``tools``, which are fixed when the agent is built."""
 
-    def tool_specs(self) -> list[ToolSpec]:
-        """The specs of the agent's tools, in registration order."""
-        return [tool.tool_spec for tool in self.tools.values()]
+    def __post_init__(self) -> None:
+        self.tool_specs = ToolSpecs(self.tools.values())
 
     def check_agent(self, context: object) -> None:
         """Refuse a stage context whose ``agent`` was replaced.

@@ -29,6 +29,7 @@ from ._halt import HaltRun, RedoStep
 from ._history_copies import HistoryCopies
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
 from ._model_retry import ThrottleRetries
+from ._tool_specs import ToolSpecCopies
 from .models import ResponseAssembler
 from .models._streaming import check_tool_use_ids
 
@@ -57,11 +58,12 @@ def split_system_prompt(
 class ModelCall:
     """Runs the InvokeModel stage for one agent, with its hooks and hook-driven retries."""
 
-    __slots__ = ("_copies", "_core")
+    __slots__ = ("_copies", "_core", "_spec_copies")
 
     def __init__(self, core: AgentCore) -> None:
         self._core = core
         self._copies = HistoryCopies()
+        self._spec_copies = ToolSpecCopies()
 
     async def run(
         self, pass_state: PassState, invocation_state: dict[str, Any]
@@ -153,11 +155,12 @@ class ModelCall:
     def _context(self, invocation_state: dict[str, Any]) -> InvokeModelContext:
         """The call's context, with the copy rules applied where a handler can see it.
 
-        The copies protect the agent's history from handlers. Without an InvokeModel Input
-        or Wrap handler nothing can change the context, and copying a long history would be
-        most of the call's cost, so the model gets the agent's own messages, as in Strands.
-        With one, the history's copies are kept from call to call (``HistoryCopies``), and
-        ``from_host`` copies the rest.
+        The copies protect the agent's history and tool specs from handlers. Without an
+        InvokeModel Input or Wrap handler nothing can change the context, and copying a long
+        history or many tools' specs would be most of the call's cost, so the model gets the
+        agent's own messages and specs, as in Strands. With one, the copies of both are kept
+        from call to call (``HistoryCopies``, ``ToolSpecCopies``), and ``from_host`` copies
+        the rest.
         """
         core = self._core
         if not core.registry.sees_context(InvokeModelStage):
@@ -165,21 +168,25 @@ class ModelCall:
                 agent=core.handle,
                 messages=core.messages,
                 system_prompt=core.system_prompt,
-                tool_specs=core.tool_specs(),
+                tool_specs=core.tool_specs.current(),
                 tool_choice=core.tool_choice,
                 invocation_state=invocation_state,
                 model=core.model,
             )
         context = InvokeModelContext.from_host(
             agent=core.handle,
-            messages=[],  # copied below, only where the last call's copies are out of date
+            # Both copied below, only where the last call's copies are out of date.
+            messages=[],
             system_prompt=core.system_prompt,
-            tool_specs=core.tool_specs(),
+            tool_specs=[],
             tool_choice=core.tool_choice,
             invocation_state=invocation_state,
             model=core.model,
         )
-        return context.replace(messages=self._copies.copy_of(core.messages))
+        return context.replace(
+            messages=self._copies.copy_of(core.messages),
+            tool_specs=self._spec_copies.copy_of(core.tool_specs.current()),
+        )
 
     async def _terminal(self, context: InvokeModelContext) -> AsyncIterator[InvokeModelEvent]:
         core = self._core

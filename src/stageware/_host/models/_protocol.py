@@ -35,5 +35,9 @@ class Model(Protocol):
         system_prompt_content: list[SystemContentBlock] | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[StreamEvent]:
-        """Stream the model's response to *messages* as Converse stream events."""
+        """Stream the model's response to *messages* as Converse stream events.
+
+        Read *messages* and *tool_specs*, never change them: where no InvokeModel handler
+        can see the call they are the agent's own history and its tools' own specs.
+        """
         ...

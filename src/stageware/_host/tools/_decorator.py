@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from ._spec import FunctionSchema
 
-__all__ = ["FunctionTool", "tool"]
+__all__ = ["FunctionTool", "fixed_tool_spec", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -182,6 +182,18 @@ class FunctionTool(Generic[P, R]):
                 yield _failure_event(tool_use, exc)
                 return
         yield _result_event(tool_use, result)
+
+
+def fixed_tool_spec(agent_tool: object) -> ToolSpec | None:
+    """A ``@tool``'s spec itself, not a copy; ``None`` for any other tool.
+
+    A ``@tool``'s spec is fixed when the function is decorated, so an agent reads it once
+    and hands this one object to every model call no handler sees (a handler gets a
+    copy). The host never changes it; FunctionTool's public surface only hands out copies.
+    """
+    if not isinstance(agent_tool, FunctionTool):
+        return None
+    return agent_tool._schema.spec  # pyright: ignore[reportPrivateUsage]
 
 
 @overload

@@ -10,7 +10,6 @@ function and the parameter, not a failed tool call later.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import itertools
 import re
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapte
 from pydantic.fields import FieldInfo
 
 from stageware._generated.payloads import ToolSpec
+from stageware._runtime import copy_payload
 
 from ._context import ToolContext
 
@@ -104,9 +104,11 @@ class FunctionSchema:
         description: What the tool does, for the model.
         input_model: The pydantic model of the parameters the model supplies (the
             ``ToolContext`` parameter excluded).
+        spec: The Converse tool spec, built once and never changed: the host hands this
+            very object to models, and a copy to anything else (:meth:`tool_spec`).
     """
 
-    __slots__ = ("_input_schema", "_parameters", "description", "input_model", "name")
+    __slots__ = ("_parameters", "description", "input_model", "name", "spec")
 
     def __init__(
         self,
@@ -120,15 +122,15 @@ class FunctionSchema:
         self.description = description
         self.input_model = input_model
         self._parameters = parameters
-        self._input_schema = input_model.model_json_schema()
+        self.spec: ToolSpec = {
+            "name": name,
+            "description": description,
+            "inputSchema": {"json": input_model.model_json_schema()},
+        }
 
     def tool_spec(self) -> ToolSpec:
-        """A fresh Converse tool spec; the caller may change it without affecting the tool."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": {"json": copy.deepcopy(self._input_schema)},
-        }
+        """A fresh copy of :attr:`spec`; the caller may change it without affecting the tool."""
+        return copy_payload(self.spec)
 
     def bind(self, tool_input: object, context: ToolContext) -> tuple[list[Any], dict[str, Any]]:
         """Validate *tool_input* and return the positional and keyword arguments of the call.
