@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Final, final
 
 import anyio
 from pydantic import BaseModel
@@ -32,7 +32,7 @@ from stageware._host.sessions._encoding import json_problem
 from stageware._runtime import Interrupt
 
 from ._approval import ApprovalRecord, fingerprint, interrupt_key, read_record
-from ._declare import FailMode
+from ._attached import Attached
 from ._entries import PolicyEntry
 from ._env import PolicyEnv
 from ._modified import ModificationError, check_modified
@@ -44,7 +44,7 @@ from ._outcomes import (
     Suspend,
     outcome_name,
 )
-from ._rules import ALLOWED, allowed_names, is_allowed
+from ._rules import allowed_names, is_allowed
 
 if TYPE_CHECKING:
     from stageware._host.tracing._spans import InvocationTrace
@@ -106,7 +106,7 @@ class Verdict:
 async def decide(
     point: HookPoint,
     event: BaseModel,
-    entries: Sequence[PolicyEntry],
+    attached: Sequence[Attached],
     run: PolicyRun,
     step_key: str,
     answers: Mapping[str, Sequence[Interrupt]],
@@ -114,7 +114,7 @@ async def decide(
     position: int,
     check: Callable[[BaseModel], None] | None = None,
 ) -> Verdict:
-    """Run *entries* at *point* on *event*; see the module docstring.
+    """Run the middleware *attached* at *point* on *event*; see the module docstring.
 
     Args:
         answers: The answered policy approvals, by ``interrupt_key`` (id without the
@@ -126,7 +126,8 @@ async def decide(
     """
     modified = False
     approved_by: str | None = None
-    for entry in entries:
+    for middleware in attached:
+        entry = middleware.entry
         answered = (
             answers.get(interrupt_key(point.value, entry.name, step_key)) if answers else None
         )
@@ -142,68 +143,70 @@ async def decide(
                 continue
             return Verdict(event, modified, outcome, entry)
         checked = check if approved_by is None else _unchanged_since(approved_by)
-        outcome, changed = await _ask(point, entry, event, run, step_key, checked)
+        outcome, changed = await _ask(middleware, event, run, step_key, checked)
         if changed is not None:
             event, modified = changed, True
-        if not isinstance(outcome, Continue):
+        if type(outcome) is not Continue:
             return Verdict(event, modified, outcome, entry)
     return Verdict(event, modified)
 
 
 async def _ask(
-    point: HookPoint,
-    entry: PolicyEntry,
+    middleware: Attached,
     event: BaseModel,
     run: PolicyRun,
     step_key: str,
     check: Callable[[BaseModel], None] | None,
 ) -> tuple[Outcome, BaseModel | None]:
     """Call one middleware and settle what it returned; the outcome and any modified event."""
+    point = middleware.point
     env = PolicyEnv(
         run_id=run.run_id,
         session_id=run.session_id,
         agent_name=run.agent_name,
         hook=point,
-        middleware=entry.name,
-        band=entry.effective_band,
+        middleware=middleware.name,
+        band=middleware.band,
         attempt=run.attempt(point, step_key),
-        logger=logging.getLogger(f"stageware.policy.{entry.name}"),
+        logger=middleware.logger,
     )
-    timeout = entry.effective_timeout
-    began = time.time_ns()
+    limit = middleware.limit
+    # The wall clock is only read for a span's start: an untraced run has none.
+    began = 0 if run.trace is None else time.time_ns()
     started = time.perf_counter()
     error: str | None = None
     timed_out = False
     changed: BaseModel | None = None
     returned: object = None
-    limit = None if timeout is None else timeout.total_seconds()
     try:
-        # A scope of its own, not fail_after: a TimeoutError the middleware raises itself
-        # is its error, not its timeout.
-        with anyio.move_on_after(limit) as scope:
-            returned = await entry.handler(event, env)
-        if scope.cancelled_caught:
-            timed_out = True
-            error = f"timed out after {limit:g}s"
+        if limit is None:
+            # No timeout, no cancel scope: the run's own cancellation still reaches it.
+            returned = await middleware.handler(event, env)
+        else:
+            # A scope of its own, not fail_after: a TimeoutError the middleware raises
+            # itself is its error, not its timeout.
+            with anyio.move_on_after(limit) as scope:
+                returned = await middleware.handler(event, env)
+            if scope.cancelled_caught:
+                timed_out = True
+                error = f"timed out after {limit:g}s"
     except Exception as raised:
         error = f"raised {type(raised).__name__}: {raised}"
-    outcome: Outcome = Continue()
-    if error is None:
+    outcome: Outcome = _CONTINUE
+    if error is None and not _continues(returned):
         outcome, changed, error = _settle(point, event, returned, check)
     if error is not None:
         changed = None
-        # Where Block is not allowed (run.error, run.end report what already happened),
-        # failing closed has nothing to stop: the error is traced like an open one.
-        if entry.effective_fail_mode is FailMode.CLOSED and Block in ALLOWED[point]:
-            outcome = Block(f"{entry.name} failed at {point.value} (fail closed): {error}")
+        if middleware.fails_to_block:
+            outcome = Block(f"{middleware.name} failed at {point.value} (fail closed): {error}")
         else:
-            outcome = Continue()
+            outcome = _CONTINUE
     duration = (time.perf_counter() - started) * 1000
     record = Decision(
         run_id=run.run_id,
         hook=point.value,
-        middleware=entry.name,
-        band=entry.effective_band.value,
+        middleware=middleware.name,
+        band=middleware.band.value,
         outcome=outcome_name(outcome),
         reason=getattr(outcome, "reason", None),
         modified=changed is not None,
@@ -215,6 +218,15 @@ async def _ask(
     )
     _record(run, record, began)
     return outcome, changed
+
+
+_CONTINUE: Final = Continue()
+
+
+def _continues(returned: object) -> bool:
+    """Whether *returned* is a plain Continue (or ``None``), allowed at every hook point:
+    the common answer, settled without the checks ``_settle`` makes."""
+    return returned is None or (type(returned) is Continue and returned.modified is None)
 
 
 def _settle(
