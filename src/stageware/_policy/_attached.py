@@ -32,9 +32,11 @@ class Attached:
     Attributes:
         entry: The installed entry.
         point: The hook point.
+        hook: Its value, as decision records name it (``tool.before``).
         name: The middleware's name.
         handler: The built callable.
         band: The band it runs in.
+        band_name: Its value, as decision records name it (``app``).
         limit: Its timeout in seconds, or ``None`` for none.
         fails_to_block: Whether an error of it becomes ``Block``: its fail mode is
             ``closed`` and the hook point allows ``Block`` (``run.error`` and ``run.end``
@@ -44,9 +46,11 @@ class Attached:
 
     entry: PolicyEntry
     point: HookPoint
+    hook: str
     name: str
     handler: Handler
     band: Band
+    band_name: str
     limit: float | None
     fails_to_block: bool
     logger: logging.Logger
@@ -55,12 +59,15 @@ class Attached:
     def at(cls, point: HookPoint, entry: PolicyEntry) -> Attached:
         """*entry* attached at *point*."""
         timeout = entry.effective_timeout
+        band = entry.effective_band
         return cls(
             entry=entry,
             point=point,
+            hook=point.value,
             name=entry.name,
             handler=entry.handler,
-            band=entry.effective_band,
+            band=band,
+            band_name=band.value,
             limit=None if timeout is None else timeout.total_seconds(),
             fails_to_block=(
                 entry.effective_fail_mode is FailMode.CLOSED and Block in ALLOWED[point]

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, final
 
 import anyio
 from pydantic import BaseModel
@@ -44,6 +44,7 @@ from ._outcomes import (
     Suspend,
     outcome_name,
 )
+from ._records import decision_record, policy_env
 from ._rules import allowed_names, is_allowed
 
 if TYPE_CHECKING:
@@ -116,6 +117,9 @@ async def decide(
 ) -> Verdict:
     """Run the middleware *attached* at *point* on *event*; see the module docstring.
 
+    A middleware that returns a plain ``Continue`` (or ``None``), the common answer, is
+    recorded here; anything else (an outcome to check, an error) goes to ``_conclude``.
+
     Args:
         answers: The answered policy approvals, by ``interrupt_key`` (id without the
             fingerprint).
@@ -126,6 +130,11 @@ async def decide(
     """
     modified = False
     approved_by: str | None = None
+    # Retries are counted after the sequence, so every middleware sees the same attempt.
+    attempt = run.attempt(point, step_key)
+    run_id, session_id, agent_name = run.run_id, run.session_id, run.agent_name
+    # The wall clock is only read for a span's start: an untraced run has none.
+    traced = run.trace is not None
     for middleware in attached:
         entry = middleware.entry
         answered = (
@@ -142,8 +151,58 @@ async def decide(
                 approved_by = entry.name
                 continue
             return Verdict(event, modified, outcome, entry)
+        env = policy_env(
+            run_id,
+            session_id,
+            agent_name,
+            point,
+            middleware.name,
+            middleware.band,
+            attempt,
+            middleware.logger,
+        )
+        began = time.time_ns() if traced else 0
+        started = time.perf_counter()
+        failure: str | None = None
+        timed_out = False
+        try:
+            if middleware.limit is None:
+                # No timeout, no cancel scope: the run's own cancellation still reaches it.
+                returned = await middleware.handler(event, env)
+            else:
+                returned, timed_out = await _within_limit(middleware, event, env)
+                if timed_out:
+                    failure = f"timed out after {middleware.limit:g}s"
+        except Exception as raised:
+            returned, failure = None, f"raised {type(raised).__name__}: {raised}"
+        duration = round((time.perf_counter() - started) * 1000, 3)
+        if failure is None and (
+            returned is None or (type(returned) is Continue and returned.modified is None)
+        ):
+            notes = env.notes
+            _record(
+                run,
+                decision_record(
+                    run_id,
+                    middleware.hook,
+                    middleware.name,
+                    middleware.band_name,
+                    "continue",
+                    None,
+                    False,
+                    duration,
+                    attempt,
+                    None,
+                    False,
+                    tuple(notes) if notes else (),
+                ),
+                began,
+            )
+            continue
         checked = check if approved_by is None else _unchanged_since(approved_by)
-        outcome, changed = await _ask(middleware, event, run, step_key, checked)
+        outcome, changed = _conclude(
+            middleware, event, env, returned, failure, timed_out, checked, duration, run, began
+        )
         if changed is not None:
             event, modified = changed, True
         if type(outcome) is not Continue:
@@ -151,82 +210,60 @@ async def decide(
     return Verdict(event, modified)
 
 
-async def _ask(
+async def _within_limit(
+    middleware: Attached, event: BaseModel, env: PolicyEnv
+) -> tuple[object, bool]:
+    """Await the middleware's call within its timeout: what it returned, and whether the
+    timeout cut it short (then ``None``)."""
+    # A scope of its own, not fail_after: a TimeoutError the middleware raises itself is
+    # its error, not its timeout.
+    with anyio.move_on_after(middleware.limit):
+        return await middleware.handler(event, env), False
+    return None, True
+
+
+def _conclude(
     middleware: Attached,
     event: BaseModel,
-    run: PolicyRun,
-    step_key: str,
+    env: PolicyEnv,
+    returned: object,
+    failure: str | None,
+    timed_out: bool,
     check: Callable[[BaseModel], None] | None,
+    duration: float,
+    run: PolicyRun,
+    began: int,
 ) -> tuple[Outcome, BaseModel | None]:
-    """Call one middleware and settle what it returned; the outcome and any modified event."""
-    point = middleware.point
-    env = PolicyEnv(
-        run_id=run.run_id,
-        session_id=run.session_id,
-        agent_name=run.agent_name,
-        hook=point,
-        middleware=middleware.name,
-        band=middleware.band,
-        attempt=run.attempt(point, step_key),
-        logger=middleware.logger,
-    )
-    limit = middleware.limit
-    # The wall clock is only read for a span's start: an untraced run has none.
-    began = 0 if run.trace is None else time.time_ns()
-    started = time.perf_counter()
-    error: str | None = None
-    timed_out = False
+    """Settle what a middleware returned other than a plain Continue, or its *failure*,
+    by its fail mode; record the decision; return the outcome and any modified event."""
+    outcome: Outcome = Continue()
     changed: BaseModel | None = None
-    returned: object = None
-    try:
-        if limit is None:
-            # No timeout, no cancel scope: the run's own cancellation still reaches it.
-            returned = await middleware.handler(event, env)
-        else:
-            # A scope of its own, not fail_after: a TimeoutError the middleware raises
-            # itself is its error, not its timeout.
-            with anyio.move_on_after(limit) as scope:
-                returned = await middleware.handler(event, env)
-            if scope.cancelled_caught:
-                timed_out = True
-                error = f"timed out after {limit:g}s"
-    except Exception as raised:
-        error = f"raised {type(raised).__name__}: {raised}"
-    outcome: Outcome = _CONTINUE
-    if error is None and not _continues(returned):
-        outcome, changed, error = _settle(point, event, returned, check)
+    error = failure
+    if error is None:
+        outcome, changed, error = _settle(middleware.point, event, returned, check)
     if error is not None:
         changed = None
-        if middleware.fails_to_block:
-            outcome = Block(f"{middleware.name} failed at {point.value} (fail closed): {error}")
-        else:
-            outcome = _CONTINUE
-    duration = (time.perf_counter() - started) * 1000
-    record = Decision(
-        run_id=run.run_id,
-        hook=point.value,
-        middleware=middleware.name,
-        band=middleware.band.value,
-        outcome=outcome_name(outcome),
-        reason=getattr(outcome, "reason", None),
-        modified=changed is not None,
-        duration_ms=round(duration, 3),
-        attempt=env.attempt,
-        error=error,
-        timed_out=timed_out,
-        notes=tuple(env.notes),
+        outcome = (
+            Block(f"{middleware.name} failed at {middleware.hook} (fail closed): {error}")
+            if middleware.fails_to_block
+            else Continue()
+        )
+    record = decision_record(
+        run.run_id,
+        middleware.hook,
+        middleware.name,
+        middleware.band_name,
+        outcome_name(outcome),
+        getattr(outcome, "reason", None),
+        changed is not None,
+        duration,
+        env.attempt,
+        error,
+        timed_out,
+        tuple(env.notes),
     )
     _record(run, record, began)
     return outcome, changed
-
-
-_CONTINUE: Final = Continue()
-
-
-def _continues(returned: object) -> bool:
-    """Whether *returned* is a plain Continue (or ``None``), allowed at every hook point:
-    the common answer, settled without the checks ``_settle`` makes."""
-    return returned is None or (type(returned) is Continue and returned.modified is None)
 
 
 def _settle(
@@ -332,18 +369,22 @@ def _from_answer(
 
 def _record(run: PolicyRun, record: Decision, began: int) -> None:
     """Keep *record* for the result, log it and, in a traced run, make it a span."""
-    _log(record)
+    if logger.isEnabledFor(_level(record)):
+        _log(record)
     run.decisions.append(record)
     if run.trace is not None:
         run.trace.decision(record, began)
 
 
-def _log(record: Decision) -> None:
-    level = logging.DEBUG
+def _level(record: Decision) -> int:
+    """Continue is logged at DEBUG; everything else and every middleware error at WARNING."""
     if record.outcome != "continue" or record.error is not None:
-        level = logging.WARNING
-    if not logger.isEnabledFor(level):
-        return
+        return logging.WARNING
+    return logging.DEBUG
+
+
+def _log(record: Decision) -> None:
+    level = _level(record)
     detail = f": {record.reason}" if record.reason else ""
     error = f" [middleware error: {record.error}]" if record.error else ""
     logger.log(
