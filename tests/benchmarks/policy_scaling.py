@@ -82,6 +82,7 @@ def script(invocations: int) -> ScriptedModel:
 
 
 def build(configuration: int | str, invocations: int) -> Agent:
+    policy: PolicyEngine | None
     if configuration == TIMED:
         policy = PolicyEngine([guardrail(index, "2s") for index in range(MOST)])
     else:
@@ -135,7 +136,7 @@ def measure(*, quick: bool = False) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and invocations")
     args = parser.parse_args()
     figures = measure(quick=args.quick)

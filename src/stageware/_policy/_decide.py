@@ -165,6 +165,7 @@ async def decide(
         started = time.perf_counter()
         failure: str | None = None
         timed_out = False
+        returned: object
         try:
             if middleware.limit is None:
                 # No timeout, no cancel scope: the run's own cancellation still reaches it.
