@@ -176,7 +176,8 @@ async def decide(
                     failure = f"timed out after {middleware.limit:g}s"
         except Exception as raised:
             returned, failure = None, f"raised {type(raised).__name__}: {raised}"
-        duration = round((time.perf_counter() - started) * 1000, 3)
+        # In ms, to the µs: round() to a whole number is a fraction of round(x, 3)'s cost.
+        duration = round((time.perf_counter() - started) * 1e6) / 1000
         if failure is None and (
             returned is None or (type(returned) is Continue and returned.modified is None)
         ):
