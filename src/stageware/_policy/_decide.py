@@ -134,7 +134,10 @@ async def decide(
     attempt = run.attempt(point, step_key)
     run_id, session_id, agent_name = run.run_id, run.session_id, run.agent_name
     # The wall clock is only read for a span's start: an untraced run has none.
-    traced = run.trace is not None
+    trace = run.trace
+    decisions = run.decisions
+    # Read once per hook point, not per call: Continue is logged at DEBUG only.
+    log_continue = logger.isEnabledFor(logging.DEBUG)
     for middleware in attached:
         entry = middleware.entry
         answered = (
@@ -161,7 +164,7 @@ async def decide(
             attempt,
             middleware.logger,
         )
-        began = time.time_ns() if traced else 0
+        began = 0 if trace is None else time.time_ns()
         started = time.perf_counter()
         failure: str | None = None
         timed_out = False
@@ -182,24 +185,26 @@ async def decide(
             returned is None or (type(returned) is Continue and returned.modified is None)
         ):
             notes = env.notes
-            _record(
-                run,
-                decision_record(
-                    run_id,
-                    middleware.hook,
-                    middleware.name,
-                    middleware.band_name,
-                    "continue",
-                    None,
-                    False,
-                    duration,
-                    attempt,
-                    None,
-                    False,
-                    tuple(notes) if notes else (),
-                ),
-                began,
+            record = decision_record(
+                run_id,
+                middleware.hook,
+                middleware.name,
+                middleware.band_name,
+                "continue",
+                None,
+                False,
+                duration,
+                attempt,
+                None,
+                False,
+                tuple(notes) if notes else (),
             )
+            # What _record does, inline for the common record.
+            if log_continue:
+                _log(record)
+            decisions.append(record)
+            if trace is not None:
+                trace.decision(record, began)
             continue
         checked = check if approved_by is None else _unchanged_since(approved_by)
         outcome, changed = _conclude(
