@@ -4,10 +4,11 @@ Run with ``python -m tests.benchmarks.policy_scaling`` (``--quick`` for fewer ro
 Every configuration runs the same invocation (a prompt, one tool call, a final answer: two
 model calls on a ``ScriptedModel``) on an agent whose ``PolicyEngine`` holds 0 (no policy
 at all), 1, 10 or 50 policy middleware that return ``Continue()``, and 50 that each have a
-2 s timeout. Configurations are
-interleaved round by round in one process, each round times a batch of invocations in CPU
-time (``time.process_time``: the machine is shared), and each figure is the median over
-rounds, reported relative to the agent without a policy.
+2 s timeout; the agent without a policy runs twice, so that the ratio of the two (A/A)
+shows the noise. Configurations are interleaved round by round in one process, each round
+times a batch of invocations in CPU time (``time.process_time``: the machine is shared),
+and each figure is the median over rounds, reported relative to the agent without a
+policy.
 
 The mix is what an organisation's guardrails declare, not the cheapest one: every
 middleware is declared for ``tool.before``, ``tool.after``, ``model.request`` and
@@ -22,6 +23,8 @@ call itself: the last configuration shows how much.
 - ``policy_1_ratio``, ``policy_10_ratio``, ``policy_50_ratio``: an invocation with 1, 10,
   50 Continue middleware / the same invocation with no policy.
 - ``policy_50_timeout_ratio``: the same with 50 middleware that each declare a timeout.
+- ``aa_noise_ratio``: the agent without a policy against itself, measured the same way:
+  how far from 1.0 noise alone moves a ratio in this run.
 - ``per_middleware_call_us``: what one middleware call at one hook point adds, in µs: the
   time 50 middleware add to an invocation, divided by their 300 calls.
 - ``per_timed_middleware_call_us``: the same for middleware with a timeout.
@@ -43,7 +46,8 @@ from stageware.policy import Continue, HookEvent, MiddlewareDef, PolicyEngine, P
 COUNTS = (0, 1, 10, 50)
 MOST = COUNTS[-1]
 TIMED = "50 timed"
-CONFIGURATIONS: tuple[int | str, ...] = (*COUNTS, TIMED)
+AGAIN = "no policy, again"
+CONFIGURATIONS: tuple[int | str, ...] = (*COUNTS, TIMED, AGAIN)
 HOOKS = ("tool.before", "tool.after", "model.request", "model.response")
 CALLS_PER_MIDDLEWARE = 6
 """Hook calls per middleware per invocation: tool.before and tool.after once, model.request
@@ -85,6 +89,8 @@ def build(configuration: int | str, invocations: int) -> Agent:
     policy: PolicyEngine | None
     if configuration == TIMED:
         policy = PolicyEngine([guardrail(index, "2s") for index in range(MOST)])
+    elif configuration == AGAIN:
+        policy = None
     else:
         assert isinstance(configuration, int)
         policy = (
@@ -129,6 +135,7 @@ def measure(*, quick: bool = False) -> dict[str, float]:
     calls = MOST * CALLS_PER_MIDDLEWARE
     figures = {f"policy_{count}_ratio": medians[count] / bare for count in COUNTS if count}
     figures["policy_50_timeout_ratio"] = medians[TIMED] / bare
+    figures["aa_noise_ratio"] = medians[AGAIN] / bare
     figures["per_middleware_call_us"] = (medians[MOST] - bare) / calls * 1e6
     figures["per_timed_middleware_call_us"] = (medians[TIMED] - bare) / calls * 1e6
     figures["no_policy_invocation_us"] = bare * 1e6
