@@ -10,9 +10,11 @@ Modules, in the order a policy is used:
 - ``_env``: ``PolicyEnv``, a handler's second argument.
 - ``_entries``: ``PolicyEntry``, a middleware as a spec installs it; ``_errors``:
   ``SpecError``.
-- ``_engine``: ``PolicyEngine``, the order per hook point; ``_agent_policy`` binds it to
-  an agent's stage chains; ``_decide`` runs one hook point's middleware, with fail modes,
-  timeouts and trace records; ``_approval``: the durable approval of a ``Suspend``.
+- ``_engine``: ``PolicyEngine``, the order per hook point, with each middleware resolved
+  once per hook point (``_attached``); ``_agent_policy`` binds it to an agent's stage
+  chains; ``_decide`` runs one hook point's middleware, with fail modes, timeouts and
+  trace records, building each call's env and record through ``_records``; ``_approval``:
+  the durable approval of a ``Suspend``.
 - ``_spec/``: policy spec files (YAML) read into entries, ``load_policy`` and
   ``read_policy``; ``_plugins`` finds the middleware plugins contribute through entry
   points; ``_author_code`` contains what their code raises while a policy loads.

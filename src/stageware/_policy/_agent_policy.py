@@ -136,7 +136,7 @@ class AgentPolicy:
         core.hooks.add(self._run_end, AfterInvocationEvent)
 
     def _has(self, point: HookPoint) -> bool:
-        return bool(self._engine.order(point))
+        return bool(self._engine.attached(point))
 
     def _answers(self) -> dict[str, list[Interrupt]]:
         """The answered policy approvals by step (id without fingerprint); during a resume
@@ -179,7 +179,7 @@ class AgentPolicy:
         verdict = await decide(
             point,
             event,
-            self._engine.order(point),
+            self._engine.attached(point),
             self.run,
             step_key,
             self._answers(),

@@ -32,7 +32,7 @@ from stageware._host.sessions._encoding import json_problem
 from stageware._runtime import Interrupt
 
 from ._approval import ApprovalRecord, fingerprint, interrupt_key, read_record
-from ._declare import FailMode
+from ._attached import Attached
 from ._entries import PolicyEntry
 from ._env import PolicyEnv
 from ._modified import ModificationError, check_modified
@@ -44,7 +44,8 @@ from ._outcomes import (
     Suspend,
     outcome_name,
 )
-from ._rules import ALLOWED, allowed_names, is_allowed
+from ._records import decision_record, policy_env
+from ._rules import allowed_names, is_allowed
 
 if TYPE_CHECKING:
     from stageware._host.tracing._spans import InvocationTrace
@@ -106,7 +107,7 @@ class Verdict:
 async def decide(
     point: HookPoint,
     event: BaseModel,
-    entries: Sequence[PolicyEntry],
+    attached: Sequence[Attached],
     run: PolicyRun,
     step_key: str,
     answers: Mapping[str, Sequence[Interrupt]],
@@ -114,7 +115,10 @@ async def decide(
     position: int,
     check: Callable[[BaseModel], None] | None = None,
 ) -> Verdict:
-    """Run *entries* at *point* on *event*; see the module docstring.
+    """Run the middleware *attached* at *point* on *event*; see the module docstring.
+
+    A middleware that returns a plain ``Continue`` (or ``None``), the common answer, is
+    recorded here; anything else (an outcome to check, an error) goes to ``_conclude``.
 
     Args:
         answers: The answered policy approvals, by ``interrupt_key`` (id without the
@@ -126,7 +130,16 @@ async def decide(
     """
     modified = False
     approved_by: str | None = None
-    for entry in entries:
+    # Retries are counted after the sequence, so every middleware sees the same attempt.
+    attempt = run.attempt(point, step_key)
+    run_id, session_id, agent_name = run.run_id, run.session_id, run.agent_name
+    # The wall clock is only read for a span's start: an untraced run has none.
+    trace = run.trace
+    decisions = run.decisions
+    # Read once per hook point, not per call: Continue is logged at DEBUG only.
+    log_continue = logger.isEnabledFor(logging.DEBUG)
+    for middleware in attached:
+        entry = middleware.entry
         answered = (
             answers.get(interrupt_key(point.value, entry.name, step_key)) if answers else None
         )
@@ -141,77 +154,120 @@ async def decide(
                 approved_by = entry.name
                 continue
             return Verdict(event, modified, outcome, entry)
+        env = policy_env(
+            run_id,
+            session_id,
+            agent_name,
+            point,
+            middleware.name,
+            middleware.band,
+            attempt,
+            middleware.logger,
+        )
+        began = 0 if trace is None else time.time_ns()
+        started = time.perf_counter()
+        failure: str | None = None
+        timed_out = False
+        returned: object
+        try:
+            if middleware.limit is None:
+                # No timeout, no cancel scope: the run's own cancellation still reaches it.
+                returned = await middleware.handler(event, env)
+            else:
+                returned, timed_out = await _within_limit(middleware, event, env)
+                if timed_out:
+                    failure = f"timed out after {middleware.limit:g}s"
+        except Exception as raised:
+            returned, failure = None, f"raised {type(raised).__name__}: {raised}"
+        # In ms, to the µs: round() to a whole number is a fraction of round(x, 3)'s cost.
+        duration = round((time.perf_counter() - started) * 1e6) / 1000
+        if failure is None and (
+            returned is None or (type(returned) is Continue and returned.modified is None)
+        ):
+            notes = env.notes
+            record = decision_record(
+                run_id,
+                middleware.hook,
+                middleware.name,
+                middleware.band_name,
+                "continue",
+                None,
+                False,
+                duration,
+                attempt,
+                None,
+                False,
+                tuple(notes) if notes else (),
+            )
+            # What _record does, inline for the common record.
+            if log_continue:
+                _log(record)
+            decisions.append(record)
+            if trace is not None:
+                trace.decision(record, began)
+            continue
         checked = check if approved_by is None else _unchanged_since(approved_by)
-        outcome, changed = await _ask(point, entry, event, run, step_key, checked)
+        outcome, changed = _conclude(
+            middleware, event, env, returned, failure, timed_out, checked, duration, run, began
+        )
         if changed is not None:
             event, modified = changed, True
-        if not isinstance(outcome, Continue):
+        if type(outcome) is not Continue:
             return Verdict(event, modified, outcome, entry)
     return Verdict(event, modified)
 
 
-async def _ask(
-    point: HookPoint,
-    entry: PolicyEntry,
+async def _within_limit(
+    middleware: Attached, event: BaseModel, env: PolicyEnv
+) -> tuple[object, bool]:
+    """Await the middleware's call within its timeout: what it returned, and whether the
+    timeout cut it short (then ``None``)."""
+    # A scope of its own, not fail_after: a TimeoutError the middleware raises itself is
+    # its error, not its timeout.
+    with anyio.move_on_after(middleware.limit):
+        return await middleware.handler(event, env), False
+    return None, True
+
+
+def _conclude(
+    middleware: Attached,
     event: BaseModel,
-    run: PolicyRun,
-    step_key: str,
+    env: PolicyEnv,
+    returned: object,
+    failure: str | None,
+    timed_out: bool,
     check: Callable[[BaseModel], None] | None,
+    duration: float,
+    run: PolicyRun,
+    began: int,
 ) -> tuple[Outcome, BaseModel | None]:
-    """Call one middleware and settle what it returned; the outcome and any modified event."""
-    env = PolicyEnv(
-        run_id=run.run_id,
-        session_id=run.session_id,
-        agent_name=run.agent_name,
-        hook=point,
-        middleware=entry.name,
-        band=entry.effective_band,
-        attempt=run.attempt(point, step_key),
-        logger=logging.getLogger(f"stageware.policy.{entry.name}"),
-    )
-    timeout = entry.effective_timeout
-    began = time.time_ns()
-    started = time.perf_counter()
-    error: str | None = None
-    timed_out = False
-    changed: BaseModel | None = None
-    returned: object = None
-    limit = None if timeout is None else timeout.total_seconds()
-    try:
-        # A scope of its own, not fail_after: a TimeoutError the middleware raises itself
-        # is its error, not its timeout.
-        with anyio.move_on_after(limit) as scope:
-            returned = await entry.handler(event, env)
-        if scope.cancelled_caught:
-            timed_out = True
-            error = f"timed out after {limit:g}s"
-    except Exception as raised:
-        error = f"raised {type(raised).__name__}: {raised}"
+    """Settle what a middleware returned other than a plain Continue, or its *failure*,
+    by its fail mode; record the decision; return the outcome and any modified event."""
     outcome: Outcome = Continue()
+    changed: BaseModel | None = None
+    error = failure
     if error is None:
-        outcome, changed, error = _settle(point, event, returned, check)
+        outcome, changed, error = _settle(middleware.point, event, returned, check)
     if error is not None:
         changed = None
-        # Where Block is not allowed (run.error, run.end report what already happened),
-        # failing closed has nothing to stop: the error is traced like an open one.
-        if entry.effective_fail_mode is FailMode.CLOSED and Block in ALLOWED[point]:
-            outcome = Block(f"{entry.name} failed at {point.value} (fail closed): {error}")
-        else:
-            outcome = Continue()
-    duration = (time.perf_counter() - started) * 1000
-    record = Decision(
-        run_id=run.run_id,
-        hook=point.value,
-        middleware=entry.name,
-        band=entry.effective_band.value,
-        outcome=outcome_name(outcome),
-        reason=getattr(outcome, "reason", None),
-        modified=changed is not None,
-        duration_ms=round(duration, 3),
-        attempt=env.attempt,
-        error=error,
-        timed_out=timed_out,
-        notes=tuple(env.notes),
+        outcome = (
+            Block(f"{middleware.name} failed at {middleware.hook} (fail closed): {error}")
+            if middleware.fails_to_block
+            else Continue()
+        )
+    record = decision_record(
+        run.run_id,
+        middleware.hook,
+        middleware.name,
+        middleware.band_name,
+        outcome_name(outcome),
+        getattr(outcome, "reason", None),
+        changed is not None,
+        duration,
+        env.attempt,
+        error,
+        timed_out,
+        tuple(env.notes),
     )
     _record(run, record, began)
     return outcome, changed
@@ -320,18 +376,22 @@ def _from_answer(
 
 def _record(run: PolicyRun, record: Decision, began: int) -> None:
     """Keep *record* for the result, log it and, in a traced run, make it a span."""
-    _log(record)
+    if logger.isEnabledFor(_level(record)):
+        _log(record)
     run.decisions.append(record)
     if run.trace is not None:
         run.trace.decision(record, began)
 
 
-def _log(record: Decision) -> None:
-    level = logging.DEBUG
+def _level(record: Decision) -> int:
+    """Continue is logged at DEBUG; everything else and every middleware error at WARNING."""
     if record.outcome != "continue" or record.error is not None:
-        level = logging.WARNING
-    if not logger.isEnabledFor(level):
-        return
+        return logging.WARNING
+    return logging.DEBUG
+
+
+def _log(record: Decision) -> None:
+    level = _level(record)
     detail = f": {record.reason}" if record.reason else ""
     error = f" [middleware error: {record.error}]" if record.error else ""
     logger.log(

@@ -21,6 +21,7 @@ from stageware._host.models import Model
 
 from ._agent_policy import AgentPolicy
 from ._approval import Approval
+from ._attached import Attached
 from ._choices import choose
 from ._declare import MiddlewareDef
 from ._entries import PolicyEntry, declared_middleware
@@ -73,6 +74,7 @@ class PolicyEngine:
     """
 
     __slots__ = (
+        "_attached",
         "_budgets",
         "_entries",
         "_order",
@@ -117,6 +119,13 @@ class PolicyEngine:
         self._order: Mapping[HookPoint, tuple[PolicyEntry, ...]] = MappingProxyType(
             {point: _ordered(point, self._entries) for point in HookPoint}
         )
+        # Resolved once here, not on every call of every run (``_attached``).
+        self._attached: Mapping[HookPoint, tuple[Attached, ...]] = MappingProxyType(
+            {
+                point: tuple(Attached.at(point, entry) for entry in ordered)
+                for point, ordered in self._order.items()
+            }
+        )
         budgets: dict[HookPoint, int] = {
             point: DEFAULT_RETRY_BUDGET for point in HookPoint if Retry in ALLOWED[point]
         }
@@ -144,6 +153,10 @@ class PolicyEngine:
     def order(self, point: HookPoint) -> tuple[PolicyEntry, ...]:
         """The middleware that run at *point*, in the order they run."""
         return self._order[point]
+
+    def attached(self, point: HookPoint) -> tuple[Attached, ...]:
+        """The middleware that run at *point*, in order, as they are called there."""
+        return self._attached[point]
 
     def retry_budget(self, point: HookPoint) -> int:
         """Retries of one step allowed at *point* (0 where ``Retry`` is not allowed)."""
