@@ -9,9 +9,11 @@ workers serving one session only one runs it at a time:
    model call. A worker whose lease is still live blocks the others with
    ``SessionLeasedError``. A session whose run escalated to a human queue is refused
    with ``SessionEscalatedError`` until the escalation is resolved, before the save.
-2. **Heartbeat.** A thread renews the lease every third of its length while the
-   invocation runs, whatever the event loop is doing; if the renewal is refused (the lease
-   lapsed and another worker took the session over), the run is cancelled.
+2. **Renewal.** The store's lease renewer (``sessions._lease_renewer``: one thread per
+   store, for all the leases held on it in this process) renews the lease every third of
+   its length while the invocation runs, whatever the event loop is doing; if the renewal
+   is refused (the lease lapsed and another worker took the session over), the run is
+   cancelled.
 3. **Checkpoints.** Every message is saved as soon as it enters the history: the input
    with the claim (held back until the pass joins it), each model turn once it is
    complete (with the input, the first time), and each tool
@@ -72,6 +74,7 @@ from .sessions import (
     SessionTimeoutError,
     SessionUnfinishedError,
     StoredSession,
+    _lease_renewer,
 )
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "LET_GO_PAUSES", "AgentSession"]
@@ -88,16 +91,17 @@ tries, each bounded by the store's own call bound, about a second apart in all."
 class AgentSession:
     """One agent's link to its session in a store: the version it holds and its lease.
 
-    Every write goes through one lock, so the heartbeat never renews with a version that a
-    checkpoint is replacing.
+    Every write goes through one lock, so a renewal never renews with a version that a
+    checkpoint is replacing, nor a lease that the final save released.
     """
 
     __slots__ = (
         "_appends",
-        "_heartbeat",
         "_lease_seconds",
+        "_leased",
         "_lock",
         "_owner",
+        "_renewal",
         "_stored",
         "_taken",
         "_written",
@@ -118,7 +122,11 @@ class AgentSession:
         # Readable in a lease error: which machine and process holds the session.
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lock = threading.Lock()
-        self._heartbeat: _Heartbeat | None = None
+        # Whether the running invocation holds the lease: set by the claim, cleared (under
+        # no lock: a plain store) before the final save, and read under the lock by each
+        # renewal, so none renews after the release.
+        self._leased = False
+        self._renewal: _Renewal | None = None
         self._appends = _takes_kept_messages(store)
         # Snapshots are numbered as they are taken; one written after a later one would
         # store an older state (concurrent tools' checkpoints race to the lock).
@@ -169,7 +177,9 @@ class AgentSession:
             await anyio.to_thread.run_sync(self._renew, 0.0)
             raise SessionUnfinishedError(self.id)
         await self._save(core, lease=True, held_input=new_input)
-        self._heartbeat = _Heartbeat(self, core.cancel)
+        self._leased = True
+        self._renewal = _Renewal(self, core.cancel)
+        _lease_renewer.hold(self.store, self._renewal)
 
     async def checkpoint(self, core: AgentCore) -> None:
         """Save progress made under the lease, keeping the lease.
@@ -192,9 +202,10 @@ class AgentSession:
         in place, a store failure), the lease is still let go, so that the session is not
         blocked for the rest of its length; the error is raised.
         """
-        heartbeat, self._heartbeat = self._heartbeat, None
-        if heartbeat is not None:
-            await anyio.to_thread.run_sync(heartbeat.stop)
+        self._leased = False
+        renewal, self._renewal = self._renewal, None
+        if renewal is not None:
+            _lease_renewer.drop(self.store, renewal)
         escalation, core.pending_escalation = core.pending_escalation, None
         # Whatever the final save does, this agent's memory holds the run's outcome now:
         # nothing is left for it to continue.
@@ -347,14 +358,20 @@ class AgentSession:
             time.sleep(pause)
 
     def renew(self) -> None:
-        """Extend the lease (the heartbeat's call)."""
-        self._renew(self._lease_seconds)
+        """Extend the lease the running invocation holds (the renewer's call); once the
+        final save has begun, do nothing."""
+        with self._lock:
+            if self._leased:
+                self._renew_locked(self._lease_seconds)
 
     def _renew(self, lease_seconds: float) -> None:
         with self._lock:
-            self.store.renew(
-                self.id, version=self.version, owner=self._owner, lease_seconds=lease_seconds
-            )
+            self._renew_locked(lease_seconds)
+
+    def _renew_locked(self, lease_seconds: float) -> None:
+        self.store.renew(
+            self.id, version=self.version, owner=self._owner, lease_seconds=lease_seconds
+        )
 
     @property
     def lease_seconds(self) -> float:
@@ -365,43 +382,27 @@ class AgentSession:
 
 
 @final
-class _Heartbeat:
-    """A thread that keeps a claimed session's lease alive while the invocation runs.
+class _Renewal:
+    """A claimed session's lease as the store's renewer holds it, for one invocation."""
 
-    A thread rather than a task: it renews even while a synchronous tool or hook holds the
-    event loop, and it needs no task group around the invocation's stream.
-    """
-
-    __slots__ = ("_cancel", "_session", "_stopped", "_thread")
+    __slots__ = ("_cancel", "_session")
 
     def __init__(self, session: AgentSession, cancel: CancelToken) -> None:
         self._session = session
         self._cancel = cancel
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"stageware-lease-{session.id}", daemon=True
-        )
-        self._thread.start()
 
-    def _run(self) -> None:
-        interval = self._session.lease_seconds / 3
-        while not self._stopped.wait(interval):
-            try:
-                self._session.renew()
-            except SessionConflictError:
-                # Another worker owns the session now: whatever this run does next would
-                # be refused at its save (which reports the conflict), so stop it rather
-                # than let it act.
-                self._cancel.set()
-                return
-            except SessionError:
-                # A passing store failure (a dropped connection): the lease still has two
-                # thirds of its length to run, and the next tick tries again.
-                continue
+    @property
+    def renew_every(self) -> float:
+        return self._session.lease_seconds / 3
 
-    def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join()
+    def renew(self) -> None:
+        self._session.renew()
+
+    def lost(self) -> None:
+        # Another worker owns the session now: whatever this run does next would be
+        # refused at its save (which reports the conflict), so stop it rather than let
+        # it act.
+        self._cancel.set()
 
 
 def _interrupt_state(core: AgentCore, held_input: Messages | None) -> dict[str, Any]:
