@@ -42,7 +42,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Final
 
@@ -95,7 +95,7 @@ def _agent(invocations: int, store: SessionStore | None, session_id: str) -> Age
 
 
 @contextlib.contextmanager
-def _postgres_store(url: str) -> Iterator[SessionStore]:
+def _postgres_store(url: str) -> Generator[SessionStore]:
     """A store in a schema of its own, dropped afterwards."""
     import psycopg
     from psycopg import sql

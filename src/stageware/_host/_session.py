@@ -8,7 +8,10 @@ workers serving one session only one runs it at a time:
    version loses: its save is refused with ``SessionConflictError`` before any tool or
    model call. A worker whose lease is still live blocks the others with
    ``SessionLeasedError``. A session whose run escalated to a human queue is refused
-   with ``SessionEscalatedError`` until the escalation is resolved, before the save.
+   with ``SessionEscalatedError`` until the escalation is resolved, before the save. That
+   check is a read of the store, made only when this agent cannot know the answer: an
+   escalation is only ever recorded by a save, so after this agent's own saves (none of
+   which recorded one) the session has none, and the claim is one write.
 2. **Renewal.** The store's lease renewer (``sessions._lease_renewer``: one thread per
    store, for all the leases held on it in this process) renews the lease every third of
    its length while the invocation runs, whatever the event loop is doing; if the renewal
@@ -100,6 +103,7 @@ class AgentSession:
         "_lease_seconds",
         "_leased",
         "_lock",
+        "_no_escalation_at",
         "_owner",
         "_renewal",
         "_stored",
@@ -134,12 +138,16 @@ class AgentSession:
         self._written = 0
         # The loaded session's last invocation never released its lease (see the module).
         self.unfinished: bool = False
+        # A version at which the session is known to have no unresolved escalation (a
+        # session that does not exist has none), or -1: the claim then asks the store.
+        self._no_escalation_at = 0
 
     def load(self) -> StoredSession | None:
         """Read the session and remember its version (0 if there is none)."""
         stored = self.store.load(self.id)
         with self._lock:
             self.version = 0 if stored is None else stored.version
+            self._no_escalation_at = 0 if stored is None else -1
             self.unfinished = stored is not None and stored.lease is not None
             # The agent adopts the loaded messages themselves and may change them in place.
             self._stored = [] if stored is None else copy.deepcopy(stored.snapshot["messages"])
@@ -167,12 +175,14 @@ class AgentSession:
                 version on: one recorded after this agent loaded the session makes the
                 claim a conflict instead, so the check needs no lock around it.
         """
-        # A session this agent found empty has no escalation: one recorded since would
-        # come with a save, and the claim's save at version 0 is then a conflict.
-        if self.version > 0:
+        # Asked only when not known: one recorded since this agent's last save (or since
+        # it found no session) came with a save, and makes the claim's save a conflict.
+        if self.version != self._no_escalation_at:
             escalation = await anyio.to_thread.run_sync(self.store.open_escalation, self.id)
             if escalation is not None:
                 raise SessionEscalatedError(escalation)
+            # A human resolving one does not change the version; recording one does.
+            self._no_escalation_at = self.version
         if self.unfinished and new_input is not None:
             await anyio.to_thread.run_sync(self._renew, 0.0)
             raise SessionUnfinishedError(self.id)
@@ -301,6 +311,7 @@ class AgentSession:
                 # taken: compare with what that one stored. All of these are copies.
                 kept = common_prefix(self._stored, history)
                 snapshot = {**snapshot, "messages": history[kept:]}
+            before = self.version
             if self._appends:
                 self.version = self.store.save(
                     self.id,
@@ -322,6 +333,10 @@ class AgentSession:
                     escalation=escalation,
                 )
             self._stored = history
+            # A save that records no escalation leaves the session without one if it had
+            # none; a save that records one is why the next claim must ask.
+            clear = escalation is None and self._no_escalation_at == before
+            self._no_escalation_at = self.version if clear else -1
 
     def _release_unchanged(self, snapshot: SessionSnapshot, number: int) -> None:
         """Release the lease of a claim that was cut short, saving nothing new; best effort.
