@@ -44,6 +44,15 @@ agent keeps its own copy of the history as stored, finds how much of it the live
 still starts with (a comparison, done in C, not a copy) and copies and sends the rest. An
 invocation that appended a turn sends the turn; one whose history was repaired at its end,
 or replaced, sends from the first message that differs.
+
+That comparison goes through every message, so the claim and the final save make it, and
+the checkpoints between them, several per invocation, do not when they need not: a
+checkpoint whose history still starts with the very message objects (by identity, a
+check of pointers) that the last save stored copies of keeps those and sends the rest.
+A message replaced or removed in the history is found that way; a change made in place
+inside a stored message during the run (a hook editing an earlier message's content) is
+saved by the final save, not by the next checkpoint, so a worker that dies in between
+loses that edit, never a message.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import operator
 import os
 import secrets
 import socket
@@ -106,6 +116,7 @@ class AgentSession:
         "_no_escalation_at",
         "_owner",
         "_renewal",
+        "_sources",
         "_stored",
         "_taken",
         "_written",
@@ -122,6 +133,9 @@ class AgentSession:
         # The history the store holds at self.version: this session's own copies, never
         # handed out, and replaced (not changed) by each save.
         self._stored: list[Message] = []
+        # The live messages _stored holds copies of, as the save that stored them found
+        # them in the history (empty: not known, as after a load).
+        self._sources: list[Message] = []
         self._lease_seconds = lease_seconds
         # Readable in a lease error: which machine and process holds the session.
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -151,6 +165,7 @@ class AgentSession:
             self.unfinished = stored is not None and stored.lease is not None
             # The agent adopts the loaded messages themselves and may change them in place.
             self._stored = [] if stored is None else copy.deepcopy(stored.snapshot["messages"])
+            self._sources = []
         return stored
 
     async def claim(self, core: AgentCore, *, new_input: Messages | None) -> None:
@@ -198,7 +213,7 @@ class AgentSession:
         record, or a finished tool call could run again after a crash.
         """
         with anyio.CancelScope(shield=True):
-            await self._save(core, lease=True)
+            await self._save(core, lease=True, checkpoint=True)
 
     async def release(self, core: AgentCore) -> None:
         """Save the invocation's outcome and release the lease.
@@ -235,14 +250,20 @@ class AgentSession:
         lease: bool,
         escalation: Escalation | None = None,
         held_input: Messages | None = None,
+        checkpoint: bool = False,
     ) -> None:
         # Compared and copied here, in the loop's thread, so the worker thread never reads
         # live objects.
         base = self._stored
-        kept = common_prefix(base, core.messages)
+        live = list(core.messages)
+        sources = self._sources
+        if checkpoint and _starts_with(live, sources) and len(sources) == len(base):
+            kept = len(base)
+        else:
+            kept = common_prefix(base, live)
         snapshot: SessionSnapshot = {
             "version": SNAPSHOT_VERSION,
-            "messages": copy_payload(core.messages[kept:]),
+            "messages": copy_payload(live[kept:]),
             "state": core.state.to_dict(),
             "model_state": copy.deepcopy(core.model_state),
             "interrupt_state": _interrupt_state(core, held_input),
@@ -255,7 +276,7 @@ class AgentSession:
 
         def write() -> None:
             try:
-                self._write(snapshot, number, base, kept, lease_seconds, escalation)
+                self._write(snapshot, number, base, kept, lease_seconds, escalation, live)
                 committed.append(True)
             finally:
                 written.set()
@@ -294,8 +315,11 @@ class AgentSession:
         kept: int,
         lease_seconds: float | None,
         escalation: Escalation | None,
+        live: list[Message],
     ) -> None:
         """Save *snapshot*, the *number*th taken, whose messages follow the first *kept* of *base*.
+
+        *live* is the history (its message objects) that the snapshot was taken of.
 
         A checkpoint whose thread reaches the lock after a later snapshot was written is
         skipped: the later one holds everything it held (a finished call's result stays
@@ -333,6 +357,7 @@ class AgentSession:
                     escalation=escalation,
                 )
             self._stored = history
+            self._sources = live
             # A save that records no escalation leaves the session without one if it had
             # none; a save that records one is why the next claim must ask.
             clear = escalation is None and self._no_escalation_at == before
@@ -346,7 +371,7 @@ class AgentSession:
         """
         with contextlib.suppress(SessionError):
             stored = self._stored
-            self._write(snapshot, number, stored, len(stored), None, None)
+            self._write(snapshot, number, stored, len(stored), None, None, self._sources)
 
     def _let_go(self, tries: int = 1 + len(LET_GO_PAUSES)) -> None:
         """Let the lease lapse now, if this agent still holds it; tried while the store fails.
@@ -418,6 +443,11 @@ class _Renewal:
         # refused at its save (which reports the conflict), so stop it rather than let
         # it act.
         self._cancel.set()
+
+
+def _starts_with(history: list[Message], sources: list[Message]) -> bool:
+    """Whether *history* starts with the very objects of *sources* (a check of pointers)."""
+    return len(sources) <= len(history) and all(map(operator.is_, sources, history))
 
 
 def _interrupt_state(core: AgentCore, held_input: Messages | None) -> dict[str, Any]:
