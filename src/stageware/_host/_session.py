@@ -45,14 +45,14 @@ still starts with (a comparison, done in C, not a copy) and copies and sends the
 invocation that appended a turn sends the turn; one whose history was repaired at its end,
 or replaced, sends from the first message that differs.
 
-That comparison goes through every message, so the claim and the final save make it, and
-the checkpoints between them, several per invocation, do not when they need not: a
-checkpoint whose history still starts with the very message objects (by identity, a
-check of pointers) that the last save stored copies of keeps those and sends the rest.
-A message replaced or removed in the history is found that way; a change made in place
-inside a stored message during the run (a hook editing an earlier message's content) is
-saved by the final save, not by the next checkpoint, so a worker that dies in between
-loses that edit, never a message.
+That comparison goes through every message, so only the final save makes it; the claim
+and the checkpoints, several per invocation, do not when they need not: a save whose
+history still starts with the very message objects (by identity, a check of pointers)
+that the last save stored copies of keeps those and sends the rest. A message replaced or
+removed in the history is found that way; a change made in place inside a stored message
+(a hook editing an earlier message's content during the run, or the application between
+two runs) is saved by the next final save, so a worker that dies before it loses that
+edit, never a message.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class AgentSession:
         if self.unfinished and new_input is not None:
             await anyio.to_thread.run_sync(self._renew, 0.0)
             raise SessionUnfinishedError(self.id)
-        await self._save(core, lease=True, held_input=new_input)
+        await self._save(core, lease=True, held_input=new_input, by_identity=True)
         self._leased = True
         self._renewal = _Renewal(self, core.cancel)
         _lease_renewer.hold(self.store, self._renewal)
@@ -213,7 +213,7 @@ class AgentSession:
         record, or a finished tool call could run again after a crash.
         """
         with anyio.CancelScope(shield=True):
-            await self._save(core, lease=True, checkpoint=True)
+            await self._save(core, lease=True, by_identity=True)
 
     async def release(self, core: AgentCore) -> None:
         """Save the invocation's outcome and release the lease.
@@ -250,14 +250,14 @@ class AgentSession:
         lease: bool,
         escalation: Escalation | None = None,
         held_input: Messages | None = None,
-        checkpoint: bool = False,
+        by_identity: bool = False,
     ) -> None:
         # Compared and copied here, in the loop's thread, so the worker thread never reads
         # live objects.
         base = self._stored
         live = list(core.messages)
         sources = self._sources
-        if checkpoint and _starts_with(live, sources) and len(sources) == len(base):
+        if by_identity and _starts_with(live, sources) and len(sources) == len(base):
             kept = len(base)
         else:
             kept = common_prefix(base, live)
