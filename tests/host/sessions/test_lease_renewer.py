@@ -7,10 +7,12 @@ others, a closing store ends its renewer) are checked with leases of the test's 
 
 from __future__ import annotations
 
+import textwrap
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -277,3 +279,33 @@ def test_closing_a_store_ends_its_renewer_before_close_returns(tmp_path: Path) -
     assert wait_until(lambda: held.renewals > renewals)
     _lease_renewer.drop(store, held)
     assert wait_until(lambda: not renewer_threads())
+
+
+# --- The README's example -----------------------------------------------------------------
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def readme_sqlite_example() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## Sessions across workers\n")
+    section = text[start : text.index("\n## ", start + 1)]
+    block = section.split("SQLite keeps its connections open", 1)[1]
+    return textwrap.dedent(block.split("```python\n", 1)[1].split("```", 1)[0])
+
+
+def test_the_readme_sqlite_example_leaves_nothing_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {"model": ScriptedModel(["Hello there."])}
+    exec(readme_sqlite_example(), namespace)
+
+    assert capsys.readouterr().out == "Hello there.\n"
+    assert renewer_threads() == []
+    # The last connection closed wrote the log back into the file and deleted it.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["sessions.db"]
+    stored = SQLiteSessionStore(tmp_path / "sessions.db").load("u42")
+    assert stored is not None
+    assert stored.lease is None
+    assert [m["role"] for m in stored.snapshot["messages"]] == ["user", "assistant"]
