@@ -398,11 +398,19 @@ class AgentSession:
             time.sleep(pause)
 
     def renew(self) -> None:
-        """Extend the lease the running invocation holds (the renewer's call); once the
-        final save has begun, do nothing."""
-        with self._lock:
+        """Extend the lease the running invocation holds (the renewer's call).
+
+        Once the final save has begun, this does nothing. Nor does it while another write
+        holds the lock: a checkpoint under way renews the lease as it commits, and the
+        store's renewer, which serves every session of the store, never waits on one.
+        """
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
             if self._leased:
                 self._renew_locked(self._lease_seconds)
+        finally:
+            self._lock.release()
 
     def _renew(self, lease_seconds: float) -> None:
         with self._lock:

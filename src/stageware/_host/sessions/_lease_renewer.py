@@ -14,7 +14,9 @@ take a lock and never wait for a renewal: a lease that is dropped while its rene
 must refuse that renewal itself (the agent's session does, under the lock of its
 writes), so a drop is cheap enough for the event loop's thread.
 
-The renewals of one store run one after the other on its thread: a lease whose renewal
+The renewals of one store run one after the other on its thread, so a lease's renewal
+must not wait on its holder (the agent's session skips a renewal while one of its own
+saves, which renews the lease too, is under way). A lease whose renewal
 is refused (``SessionConflictError``: another worker took the session over) is told so
 (``HeldLease.lost``) and no longer renewed; one whose renewal fails (a passing store
 failure) is tried again at its next turn, when two thirds of its length are still left.
