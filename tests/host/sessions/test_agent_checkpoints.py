@@ -344,11 +344,10 @@ def test_an_earlier_message_changed_during_the_run_is_saved(edit: str) -> None:
         return "fast"
 
     def redact(event: AfterToolCallEvent) -> None:
-        prompt = event.agent.messages[0]
         if edit == "replaced":
-            event.agent.messages[0] = {"role": "user", "content": [{"text": "[redacted]"}]}
+            agent.messages[0] = {"role": "user", "content": [{"text": "[redacted]"}]}
         else:
-            prompt["content"][0] = {"text": "[redacted]"}
+            agent.messages[0]["content"][0] = {"text": "[redacted]"}
 
     agent = Agent(
         ScriptedModel([calls(("fast", {}, "t1")), "done"]),
