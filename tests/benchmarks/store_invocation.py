@@ -141,7 +141,7 @@ def measure(*, quick: bool = False) -> dict[str, float]:
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         stores: dict[str, SessionStore] = {
             "memory": MemorySessionStore(),
-            "sqlite": SQLiteSessionStore(directory / "sessions.db"),
+            "sqlite": stack.enter_context(SQLiteSessionStore(directory / "sessions.db")),
         }
         if postgres_url:
             stores["postgres"] = stack.enter_context(_postgres_store(postgres_url))
