@@ -6,8 +6,9 @@ The core loop, from the outside in:
 
 - ``_agent``: ``Agent``, its configuration and the sync/async entry points;
   ``_agent_state``: ``AgentState``, its JSON key-value state.
-- ``_session``: the agent's side of a stored session: the claim under a lease, the
-  heartbeat, a checkpoint of each message as it enters the history, the release.
+- ``_session``: the agent's side of a stored session: the claim under a lease, its
+  renewal (by the store's one renewer), a checkpoint of each message as it enters the
+  history, the release.
 - ``_invocation``: one ``agent(...)`` call; the AgentStream chain and its run loop;
   ``_task_stream``: the task a ``stream_async`` run lives in.
 - ``_event_loop``: one pass, the AgentStream terminal: model turns and tool rounds;

@@ -8,10 +8,15 @@ workers serving one session only one runs it at a time:
    version loses: its save is refused with ``SessionConflictError`` before any tool or
    model call. A worker whose lease is still live blocks the others with
    ``SessionLeasedError``. A session whose run escalated to a human queue is refused
-   with ``SessionEscalatedError`` until the escalation is resolved, before the save.
-2. **Heartbeat.** A thread renews the lease every third of its length while the
-   invocation runs, whatever the event loop is doing; if the renewal is refused (the lease
-   lapsed and another worker took the session over), the run is cancelled.
+   with ``SessionEscalatedError`` until the escalation is resolved, before the save. That
+   check is a read of the store, made only when this agent cannot know the answer: an
+   escalation is only ever recorded by a save, so after this agent's own saves (none of
+   which recorded one) the session has none, and the claim is one write.
+2. **Renewal.** The store's lease renewer (``sessions._lease_renewer``: one thread per
+   store, for all the leases held on it in this process) renews the lease every third of
+   its length while the invocation runs, whatever the event loop is doing; if the renewal
+   is refused (the lease lapsed and another worker took the session over), the run is
+   cancelled.
 3. **Checkpoints.** Every message is saved as soon as it enters the history: the input
    with the claim (held back until the pass joins it), each model turn once it is
    complete (with the input, the first time), and each tool
@@ -39,6 +44,15 @@ agent keeps its own copy of the history as stored, finds how much of it the live
 still starts with (a comparison, done in C, not a copy) and copies and sends the rest. An
 invocation that appended a turn sends the turn; one whose history was repaired at its end,
 or replaced, sends from the first message that differs.
+
+That comparison goes through every message, so only the final save makes it; the claim
+and the checkpoints, several per invocation, do not when they need not: a save whose
+history still starts with the very message objects (by identity, a check of pointers)
+that the last save stored copies of keeps those and sends the rest. A message replaced or
+removed in the history is found that way; a change made in place inside a stored message
+(a hook editing an earlier message's content during the run, or the application between
+two runs) is saved by the next final save, so a worker that dies before it loses that
+edit, never a message.
 """
 
 from __future__ import annotations
@@ -46,6 +60,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import operator
 import os
 import secrets
 import socket
@@ -72,6 +87,7 @@ from .sessions import (
     SessionTimeoutError,
     SessionUnfinishedError,
     StoredSession,
+    _lease_renewer,
 )
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "LET_GO_PAUSES", "AgentSession"]
@@ -88,16 +104,19 @@ tries, each bounded by the store's own call bound, about a second apart in all."
 class AgentSession:
     """One agent's link to its session in a store: the version it holds and its lease.
 
-    Every write goes through one lock, so the heartbeat never renews with a version that a
-    checkpoint is replacing.
+    Every write goes through one lock, so a renewal never renews with a version that a
+    checkpoint is replacing, nor a lease that the final save released.
     """
 
     __slots__ = (
         "_appends",
-        "_heartbeat",
         "_lease_seconds",
+        "_leased",
         "_lock",
+        "_no_escalation_at",
         "_owner",
+        "_renewal",
+        "_sources",
         "_stored",
         "_taken",
         "_written",
@@ -114,11 +133,18 @@ class AgentSession:
         # The history the store holds at self.version: this session's own copies, never
         # handed out, and replaced (not changed) by each save.
         self._stored: list[Message] = []
+        # The live messages _stored holds copies of, as the save that stored them found
+        # them in the history (empty: not known, as after a load).
+        self._sources: list[Message] = []
         self._lease_seconds = lease_seconds
         # Readable in a lease error: which machine and process holds the session.
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lock = threading.Lock()
-        self._heartbeat: _Heartbeat | None = None
+        # Whether the running invocation holds the lease: set by the claim, cleared (under
+        # no lock: a plain store) before the final save, and read under the lock by each
+        # renewal, so none renews after the release.
+        self._leased = False
+        self._renewal: _Renewal | None = None
         self._appends = _takes_kept_messages(store)
         # Snapshots are numbered as they are taken; one written after a later one would
         # store an older state (concurrent tools' checkpoints race to the lock).
@@ -126,15 +152,20 @@ class AgentSession:
         self._written = 0
         # The loaded session's last invocation never released its lease (see the module).
         self.unfinished: bool = False
+        # A version at which the session is known to have no unresolved escalation (a
+        # session that does not exist has none), or -1: the claim then asks the store.
+        self._no_escalation_at = 0
 
     def load(self) -> StoredSession | None:
         """Read the session and remember its version (0 if there is none)."""
         stored = self.store.load(self.id)
         with self._lock:
             self.version = 0 if stored is None else stored.version
+            self._no_escalation_at = 0 if stored is None else -1
             self.unfinished = stored is not None and stored.lease is not None
             # The agent adopts the loaded messages themselves and may change them in place.
             self._stored = [] if stored is None else copy.deepcopy(stored.snapshot["messages"])
+            self._sources = []
         return stored
 
     async def claim(self, core: AgentCore, *, new_input: Messages | None) -> None:
@@ -159,17 +190,21 @@ class AgentSession:
                 version on: one recorded after this agent loaded the session makes the
                 claim a conflict instead, so the check needs no lock around it.
         """
-        # A session this agent found empty has no escalation: one recorded since would
-        # come with a save, and the claim's save at version 0 is then a conflict.
-        if self.version > 0:
+        # Asked only when not known: one recorded since this agent's last save (or since
+        # it found no session) came with a save, and makes the claim's save a conflict.
+        if self.version != self._no_escalation_at:
             escalation = await anyio.to_thread.run_sync(self.store.open_escalation, self.id)
             if escalation is not None:
                 raise SessionEscalatedError(escalation)
+            # A human resolving one does not change the version; recording one does.
+            self._no_escalation_at = self.version
         if self.unfinished and new_input is not None:
             await anyio.to_thread.run_sync(self._renew, 0.0)
             raise SessionUnfinishedError(self.id)
-        await self._save(core, lease=True, held_input=new_input)
-        self._heartbeat = _Heartbeat(self, core.cancel)
+        await self._save(core, lease=True, held_input=new_input, by_identity=True)
+        self._leased = True
+        self._renewal = _Renewal(self, core.cancel)
+        _lease_renewer.hold(self.store, self._renewal)
 
     async def checkpoint(self, core: AgentCore) -> None:
         """Save progress made under the lease, keeping the lease.
@@ -178,7 +213,7 @@ class AgentSession:
         record, or a finished tool call could run again after a crash.
         """
         with anyio.CancelScope(shield=True):
-            await self._save(core, lease=True)
+            await self._save(core, lease=True, by_identity=True)
 
     async def release(self, core: AgentCore) -> None:
         """Save the invocation's outcome and release the lease.
@@ -192,9 +227,10 @@ class AgentSession:
         in place, a store failure), the lease is still let go, so that the session is not
         blocked for the rest of its length; the error is raised.
         """
-        heartbeat, self._heartbeat = self._heartbeat, None
-        if heartbeat is not None:
-            await anyio.to_thread.run_sync(heartbeat.stop)
+        self._leased = False
+        renewal, self._renewal = self._renewal, None
+        if renewal is not None:
+            _lease_renewer.drop(self.store, renewal)
         escalation, core.pending_escalation = core.pending_escalation, None
         # Whatever the final save does, this agent's memory holds the run's outcome now:
         # nothing is left for it to continue.
@@ -214,14 +250,20 @@ class AgentSession:
         lease: bool,
         escalation: Escalation | None = None,
         held_input: Messages | None = None,
+        by_identity: bool = False,
     ) -> None:
         # Compared and copied here, in the loop's thread, so the worker thread never reads
         # live objects.
         base = self._stored
-        kept = common_prefix(base, core.messages)
+        live = list(core.messages)
+        sources = self._sources
+        if by_identity and _starts_with(live, sources) and len(sources) == len(base):
+            kept = len(base)
+        else:
+            kept = common_prefix(base, live)
         snapshot: SessionSnapshot = {
             "version": SNAPSHOT_VERSION,
-            "messages": copy_payload(core.messages[kept:]),
+            "messages": copy_payload(live[kept:]),
             "state": core.state.to_dict(),
             "model_state": copy.deepcopy(core.model_state),
             "interrupt_state": _interrupt_state(core, held_input),
@@ -234,7 +276,7 @@ class AgentSession:
 
         def write() -> None:
             try:
-                self._write(snapshot, number, base, kept, lease_seconds, escalation)
+                self._write(snapshot, number, base, kept, lease_seconds, escalation, live)
                 committed.append(True)
             finally:
                 written.set()
@@ -273,8 +315,11 @@ class AgentSession:
         kept: int,
         lease_seconds: float | None,
         escalation: Escalation | None,
+        live: list[Message],
     ) -> None:
         """Save *snapshot*, the *number*th taken, whose messages follow the first *kept* of *base*.
+
+        *live* is the history (its message objects) that the snapshot was taken of.
 
         A checkpoint whose thread reaches the lock after a later snapshot was written is
         skipped: the later one holds everything it held (a finished call's result stays
@@ -290,6 +335,7 @@ class AgentSession:
                 # taken: compare with what that one stored. All of these are copies.
                 kept = common_prefix(self._stored, history)
                 snapshot = {**snapshot, "messages": history[kept:]}
+            before = self.version
             if self._appends:
                 self.version = self.store.save(
                     self.id,
@@ -311,6 +357,11 @@ class AgentSession:
                     escalation=escalation,
                 )
             self._stored = history
+            self._sources = live
+            # A save that records no escalation leaves the session without one if it had
+            # none; a save that records one is why the next claim must ask.
+            clear = escalation is None and self._no_escalation_at == before
+            self._no_escalation_at = self.version if clear else -1
 
     def _release_unchanged(self, snapshot: SessionSnapshot, number: int) -> None:
         """Release the lease of a claim that was cut short, saving nothing new; best effort.
@@ -320,7 +371,7 @@ class AgentSession:
         """
         with contextlib.suppress(SessionError):
             stored = self._stored
-            self._write(snapshot, number, stored, len(stored), None, None)
+            self._write(snapshot, number, stored, len(stored), None, None, self._sources)
 
     def _let_go(self, tries: int = 1 + len(LET_GO_PAUSES)) -> None:
         """Let the lease lapse now, if this agent still holds it; tried while the store fails.
@@ -347,14 +398,28 @@ class AgentSession:
             time.sleep(pause)
 
     def renew(self) -> None:
-        """Extend the lease (the heartbeat's call)."""
-        self._renew(self._lease_seconds)
+        """Extend the lease the running invocation holds (the renewer's call).
+
+        Once the final save has begun, this does nothing. Nor does it while another write
+        holds the lock: a checkpoint under way renews the lease as it commits, and the
+        store's renewer, which serves every session of the store, never waits on one.
+        """
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._leased:
+                self._renew_locked(self._lease_seconds)
+        finally:
+            self._lock.release()
 
     def _renew(self, lease_seconds: float) -> None:
         with self._lock:
-            self.store.renew(
-                self.id, version=self.version, owner=self._owner, lease_seconds=lease_seconds
-            )
+            self._renew_locked(lease_seconds)
+
+    def _renew_locked(self, lease_seconds: float) -> None:
+        self.store.renew(
+            self.id, version=self.version, owner=self._owner, lease_seconds=lease_seconds
+        )
 
     @property
     def lease_seconds(self) -> float:
@@ -365,43 +430,32 @@ class AgentSession:
 
 
 @final
-class _Heartbeat:
-    """A thread that keeps a claimed session's lease alive while the invocation runs.
+class _Renewal:
+    """A claimed session's lease as the store's renewer holds it, for one invocation."""
 
-    A thread rather than a task: it renews even while a synchronous tool or hook holds the
-    event loop, and it needs no task group around the invocation's stream.
-    """
-
-    __slots__ = ("_cancel", "_session", "_stopped", "_thread")
+    __slots__ = ("_cancel", "_session")
 
     def __init__(self, session: AgentSession, cancel: CancelToken) -> None:
         self._session = session
         self._cancel = cancel
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"stageware-lease-{session.id}", daemon=True
-        )
-        self._thread.start()
 
-    def _run(self) -> None:
-        interval = self._session.lease_seconds / 3
-        while not self._stopped.wait(interval):
-            try:
-                self._session.renew()
-            except SessionConflictError:
-                # Another worker owns the session now: whatever this run does next would
-                # be refused at its save (which reports the conflict), so stop it rather
-                # than let it act.
-                self._cancel.set()
-                return
-            except SessionError:
-                # A passing store failure (a dropped connection): the lease still has two
-                # thirds of its length to run, and the next tick tries again.
-                continue
+    @property
+    def renew_every(self) -> float:
+        return self._session.lease_seconds / 3
 
-    def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join()
+    def renew(self) -> None:
+        self._session.renew()
+
+    def lost(self) -> None:
+        # Another worker owns the session now: whatever this run does next would be
+        # refused at its save (which reports the conflict), so stop it rather than let
+        # it act.
+        self._cancel.set()
+
+
+def _starts_with(history: list[Message], sources: list[Message]) -> bool:
+    """Whether *history* starts with the very objects of *sources* (a check of pointers)."""
+    return len(sources) <= len(history) and all(map(operator.is_, sources, history))
 
 
 def _interrupt_state(core: AgentCore, held_input: Messages | None) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from stageware import (
 )
 from stageware._host._interrupt_state import InterruptState
 from stageware._host.sessions import SNAPSHOT_VERSION, Escalation
+from tests.host.agent_helpers import calls
 
 from .stores import DelegatingStore
 
@@ -187,11 +188,12 @@ def test_a_checkpoint_that_reaches_the_lock_late_does_not_undo_a_later_one() -> 
     stored = store.load(SESSION)
     assert stored is not None
     base = session._stored  # pyright: ignore[reportPrivateUsage]
+    live = session._sources  # pyright: ignore[reportPrivateUsage]
     taken = session._taken  # pyright: ignore[reportPrivateUsage]
 
     def checkpoint(step: int, number: int) -> None:
         snapshot: SessionSnapshot = {**stored.snapshot, "messages": [], "state": {"step": step}}
-        session._write(snapshot, number, base, len(base), 30.0, None)  # pyright: ignore[reportPrivateUsage]
+        session._write(snapshot, number, base, len(base), 30.0, None, live)  # pyright: ignore[reportPrivateUsage]
 
     checkpoint(2, taken + 2)  # the later snapshot reaches the lock first
     checkpoint(1, taken + 1)
@@ -327,3 +329,44 @@ def test_a_prompt_while_the_crashed_resume_still_holds_its_lease_is_refused_as_l
         agent("hello?")
 
     assert raised.value.lease.owner == "dead-worker"
+
+
+@pytest.mark.parametrize("edit", ["replaced", "in place"])
+def test_an_earlier_message_changed_during_the_run_is_saved(edit: str) -> None:
+    """A checkpoint finds a replaced message by identity and saves from it on; a change
+    made in place inside a stored message is saved by the final save, which compares
+    every message."""
+    store = RecordingStore()
+
+    @tool
+    def fast() -> str:
+        """Answer at once."""
+        return "fast"
+
+    def redact(event: AfterToolCallEvent) -> None:
+        if edit == "replaced":
+            agent.messages[0] = {"role": "user", "content": [{"text": "[redacted]"}]}
+        else:
+            agent.messages[0]["content"][0] = {"text": "[redacted]"}
+
+    agent = Agent(
+        ScriptedModel([calls(("fast", {}, "t1")), "done"]),
+        tools=[fast],
+        session_store=cast("SessionStore", store),
+        session_id=SESSION,
+    )
+    agent.add_hook(redact, AfterToolCallEvent)
+    agent("go")
+
+    result_record = store.saves[2]
+    if edit == "replaced":
+        # The result's checkpoint rewrites the history from the replaced message.
+        assert result_record == (0, ["user:text", "assistant:toolUse"], ["t1"], 0, True)
+    else:
+        assert result_record == (2, [], ["t1"], 0, True)
+        # The release brings the history from the edited message.
+        assert store.saves[-1][0] == 0
+    stored = store.inner.load(SESSION)
+    assert stored is not None
+    assert stored.snapshot["messages"][0]["content"] == [{"text": "[redacted]"}]
+    assert stored.snapshot["messages"] == agent.messages

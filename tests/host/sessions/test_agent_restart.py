@@ -166,7 +166,7 @@ async def test_released_answers_are_not_persisted(tmp_path: Path) -> None:
 
     snapshot = stored_snapshot(store, SESSION)
     assert "SECRET-APPROVAL-TOKEN" not in json.dumps(snapshot)
-    assert b"SECRET-APPROVAL-TOKEN" not in _database_bytes(path)
+    assert b"SECRET-APPROVAL-TOKEN" not in _database_bytes(store)
     # A new process is not waiting for anything, and its gate asks again.
     restarted, recorder = _process(SQLiteSessionStore(path), ScriptedModel([]), gate=True)
     assert restarted.pending_interrupts == []
@@ -187,7 +187,7 @@ async def test_invocation_state_is_not_persisted(tmp_path: Path) -> None:
 
     snapshot = stored_snapshot(store, SESSION)
     assert "INVOCATION-ONLY-VALUE" not in json.dumps(snapshot)
-    assert b"INVOCATION-ONLY-VALUE" not in _database_bytes(path)
+    assert b"INVOCATION-ONLY-VALUE" not in _database_bytes(store)
 
 
 @pytest.mark.anyio
@@ -333,8 +333,12 @@ def test_a_damaged_stored_interrupt_is_named_by_its_position(tmp_path: Path) -> 
         Agent(ScriptedModel([]), session_store=store, session_id=SESSION)
 
 
-def _database_bytes(path: Path) -> bytes:
-    """The database file and any WAL/journal beside it."""
+def _database_bytes(store: SQLiteSessionStore) -> bytes:
+    """The database file and any WAL/journal beside it, once *store* has closed its
+    connections (the last to close writes the log back into the file and deletes it;
+    until then the log's older frames may still hold what later saves replaced)."""
+    store.close()
+    path = store.path
     data = b""
     for candidate in path.parent.iterdir():
         if candidate.name.startswith(path.name):

@@ -6,6 +6,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -568,3 +569,58 @@ def test_a_damaged_escalation_row_names_the_escalation_and_column(
     message = str(caught.value)
     assert f"escalation {recorded.id!r} in {path} is damaged" in message
     assert expected in message
+
+
+# --- Open connections ------------------------------------------------------------------------
+
+
+def _synchronous(store: SQLiteSessionStore) -> list[int]:
+    """The ``synchronous`` setting of each connection the store keeps open."""
+    idle = store._idle  # pyright: ignore[reportPrivateUsage]
+    return [connection.execute("PRAGMA synchronous").fetchone()[0] for connection in idle]
+
+
+def test_calls_reuse_an_open_connection_until_the_store_closes(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteSessionStore(path)
+    save(store, "s1", 0)  # creates the tables, on a connection of its own
+    opened: list[object] = []
+    connect = sqlite3.connect
+
+    def counting_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(args[0])
+        connection: sqlite3.Connection = connect(*args, **kwargs)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", counting_connect)
+    version = 1
+    for turn in range(1, 10):
+        version = store.save(
+            "s1", make_snapshot(turn), expected_version=version, owner="w", lease_seconds=30
+        )
+        store.renew("s1", version=version, owner="w", lease_seconds=30)
+    stored = store.load("s1")
+    assert stored is not None
+    assert (stored.snapshot, stored.version) == (make_snapshot(9), 10)
+    assert opened == []  # every call above ran on the connection the first save left open
+
+    store.close()
+    assert _synchronous(store) == []
+    # Still usable: a call opens a connection again.
+    assert store.session_ids() == ["s1"]
+    assert len(opened) == 1
+
+
+def test_a_wal_file_commits_with_synchronous_normal_and_another_keeps_full(
+    tmp_path: Path,
+) -> None:
+    created = SQLiteSessionStore(tmp_path / "created.db")
+    save(created, "s1", 0)
+    assert _synchronous(created) == [1]  # NORMAL: the file is the store's, in WAL mode
+
+    other = tmp_path / "other.db"
+    sql(other, "PRAGMA journal_mode = DELETE", "CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    shared = SQLiteSessionStore(other)
+    save(shared, "s1", 0)
+    assert _synchronous(shared) == [2]  # FULL, SQLite's default, unsafe to lower there

@@ -8,6 +8,8 @@
 - ``_escalations``: ``Escalation`` (a run handed to a human queue), its errors and the
   rule of a claim and a resolution; ``_escalation_rows``: escalations as table rows,
   shared by the stores.
+- ``_lease_renewer``: one thread per store that renews every lease held on it in this
+  process, for as long as any is held.
 - ``_memory``: ``MemorySessionStore``.
 - ``_sqlite``: ``SQLiteSessionStore``, with ``_sqlite_clash`` (telling its tables from an
   application's of the same names).

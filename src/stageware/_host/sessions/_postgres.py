@@ -36,6 +36,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from . import _lease_renewer
 from ._encoding import EncodedSnapshot, decode_snapshot, encode_snapshot
 from ._escalation_rows import COLUMNS, from_row, to_row
 from ._escalations import (
@@ -433,7 +434,11 @@ class PostgresSessionStore:
         return self._run(what, attempt, resend=False)
 
     def close(self) -> None:
-        """Close the store, and its pool if the store made it; later calls fail."""
+        """Close the store, and its pool if the store made it; later calls fail.
+
+        The leases held on the store are no longer renewed (its renewer ends first).
+        """
+        _lease_renewer.stop(self)
         with self._lock:
             self._closed = True
         if self._owns_pool:

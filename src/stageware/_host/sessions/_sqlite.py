@@ -16,10 +16,21 @@ The store keeps to its own four tables, so the file may belong to another applic
 A table of one of those names that is not the store's is refused when the store opens
 (``_sqlite_clash``). A file the store creates is put in WAL mode, which lets readers and
 one writer work side by side; a file that already held other tables keeps the journal
-mode its owner chose. Each call opens its own connection (calls arrive on worker threads,
-and an SQLite connection is not something to share between them), and each write runs in
-one ``BEGIN IMMEDIATE`` transaction: read the version and lease, check them
-(``check_write``), write.
+mode its owner chose. Each write runs in one ``BEGIN IMMEDIATE`` transaction: read the
+version and lease, check them (``check_write``), write.
+
+What a call costs. Calls arrive on worker threads, and an SQLite connection serves one
+thread at a time, so the store keeps its open connections in a small pool: a call takes
+one, or opens one if none is idle, and gives it back. A kept connection keeps its prepared
+statements (the ``sqlite3`` module's statement cache) and the settings made once when it
+opened, and the file is not closed after every call, which in WAL mode would checkpoint
+the log and sync the file each time. On a file in WAL mode, a connection commits with
+``synchronous=NORMAL``: a commit is in the log, in the operating system's hands, when it
+returns, so a process killed at any point (``kill -9``) loses nothing committed; only a
+power cut or an operating-system crash may lose the last commits (never leaving a torn
+one), since the log is synced at checkpoints, not at each commit. A file in another
+journal mode keeps SQLite's default (``FULL``), which ``NORMAL`` would make unsafe there.
+A process forked from one that used the store does not use the parent's connections.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, TypeVar, final
 
+from . import _lease_renewer
 from ._encoding import decode_snapshot, encode_snapshot, split_document
 from ._escalation_rows import COLUMNS, EscalationRow, from_row, to_row
 from ._escalations import (
@@ -185,6 +197,9 @@ _UPDATE_ESCALATION: Final = (
 
 _Row = tuple[int, object, str | None, str | None, int]
 
+_IDLE_CONNECTIONS: Final = 4
+"""Open connections a store keeps for its next calls; more are closed when given back."""
+
 
 @final
 class SQLiteSessionStore:
@@ -202,7 +217,7 @@ class SQLiteSessionStore:
             ``SessionError``.
     """
 
-    __slots__ = ("_lock", "_path", "_ready", "_timeout")
+    __slots__ = ("_forked_from", "_idle", "_lock", "_path", "_pid", "_ready", "_timeout")
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 10.0) -> None:
         raw = os.fspath(path)
@@ -217,6 +232,12 @@ class SQLiteSessionStore:
         self._timeout = timeout
         self._lock = threading.Lock()
         self._ready = False
+        # Open connections no call is using, and the process they belong to.
+        self._idle: list[sqlite3.Connection] = []
+        self._pid = os.getpid()
+        # The connections a forked child found idle: its parent's, never used nor closed
+        # here (closing them would act on the parent's open file).
+        self._forked_from: list[sqlite3.Connection] = []
 
     @property
     def path(self) -> Path:
@@ -435,6 +456,26 @@ class SQLiteSessionStore:
 
         return self._run(f"resolve escalation {escalation_id!r}", write, write=True)
 
+    def close(self) -> None:
+        """Stop renewing the leases held on the store, and close its idle connections.
+
+        The store stays usable: a later call opens a connection again. Calls under way
+        keep theirs until they finish; a connection given back after this is kept. An
+        invocation still running on the store keeps running, but its lease is no longer
+        renewed: close a store once its agents are done.
+        """
+        _lease_renewer.stop(self)
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def __enter__(self) -> SQLiteSessionStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return f"SQLiteSessionStore({str(self._path)!r})"
 
@@ -494,7 +535,7 @@ class SQLiteSessionStore:
         ``sqlite3`` failure becomes a ``SessionError`` that names it and the file.
         """
         self._ensure_tables(what)
-        connection = self._connect(what)
+        connection = self._take(what)
         try:
             # IMMEDIATE takes the write lock up front, so a writer waits (up to the
             # timeout) at BEGIN instead of failing halfway through with SQLITE_BUSY, and
@@ -505,12 +546,41 @@ class SQLiteSessionStore:
             self._check_format(connection, what)
             result = action(connection)
             connection.execute("COMMIT")
-            return result
-        except sqlite3.Error as exc:
-            raise self._failure(what, exc) from exc
-        finally:
-            # Closing with a transaction still open rolls it back.
+        except BaseException as exc:
+            # Closing with a transaction still open rolls it back; a connection whose
+            # call failed is not trusted with another.
             connection.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._failure(what, exc) from exc
+            raise
+        self._give_back(connection)
+        return result
+
+    def _take(self, what: str) -> sqlite3.Connection:
+        """An idle connection of this process, or a new one."""
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._forked_from += self._idle
+                self._idle = []
+            if self._idle:
+                return self._idle.pop()
+        connection = self._connect(what)
+        try:
+            mode: tuple[str] = connection.execute("PRAGMA journal_mode").fetchone()
+            if mode[0].lower() == "wal":
+                connection.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            connection.close()
+            raise self._failure(what, exc) from exc
+        return connection
+
+    def _give_back(self, connection: sqlite3.Connection) -> None:
+        with self._lock:
+            if self._pid == os.getpid() and len(self._idle) < _IDLE_CONNECTIONS:
+                self._idle.append(connection)
+                return
+        connection.close()
 
     # --- The file and its tables ------------------------------------------------------
 
@@ -605,7 +675,14 @@ class SQLiteSessionStore:
         try:
             # isolation_level=None: transactions are begun and committed explicitly above,
             # not implicitly by the sqlite3 module. timeout sets SQLite's busy timeout.
-            return sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None)
+            # check_same_thread=False: a pooled connection serves one call at a time, but
+            # not always on the thread that opened it.
+            return sqlite3.connect(
+                self._path,
+                timeout=self._timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
         except sqlite3.Error as exc:
             raise self._failure(what, exc) from exc
 
