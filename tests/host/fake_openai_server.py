@@ -193,7 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
         body: dict[str, Any] = json.loads(raw_body or b"{}")
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = RecordedRequest(self.path, headers, body, raw_body)
-        if self.path != "/v1/chat/completions":
+        if self.path.partition("?")[0] != "/v1/chat/completions":
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         reply = fake.take_reply(request)
