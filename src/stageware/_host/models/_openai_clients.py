@@ -170,7 +170,7 @@ def _build(settings: ClientSettings) -> openai.AsyncOpenAI:
         if credentials is None
         else openai.DefaultAsyncHttpxClient(auth=(credentials.username, credentials.password))
     )
-    # What the settings recorded, not what the environment says by now.
+    # The key, organization and project the settings recorded, where they recorded one.
     return openai.AsyncOpenAI(
         base_url=bare_url,
         api_key=environment.get("OPENAI_API_KEY") if settings.api_key is None else settings.api_key,
