@@ -19,12 +19,13 @@ import openai
 import pytest
 
 from stageware import Agent
+from stageware._generated.payloads import Messages
 from stageware.openai import OpenAIModel
 
 from .fake_openai_server import FakeOpenAIServer, SSEReply, chunk
 
 BACKENDS = ["asyncio", "trio"]
-HELLO = [{"role": "user", "content": [{"text": "Hello"}]}]
+HELLO: Messages = [{"role": "user", "content": [{"text": "Hello"}]}]
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def ok() -> SSEReply:
 async def clients_used(*models: OpenAIModel) -> list[openai.AsyncOpenAI]:
     """Each model's client on this loop, after a request made with it."""
     for model in models:
-        async for _ in model.stream(HELLO):  # type: ignore[arg-type]
+        async for _ in model.stream(HELLO):
             pass
     return [model.client for model in models]
 
@@ -157,6 +158,7 @@ _EXIT_SCRIPT = """
 import asyncio, sys, gc
 import anyio, trio
 from stageware import Agent
+from stageware._generated.payloads import Messages
 from stageware.openai import OpenAIModel
 from tests.host.fake_openai_server import FakeOpenAIServer, SSEReply, chunk
 

@@ -95,7 +95,6 @@ class OpenAIModel:
         """The model name sent with every request."""
         self._params: Mapping[str, Any] = MappingProxyType(dict(params or {}))
         self._request = RequestEncoder(model_id, self._params)
-        self._given_client = client
         # The URL as given, credentials included, to hide them in error messages; the
         # client itself never sees them in its URL.
         self._base_url = (
@@ -106,7 +105,8 @@ class OpenAIModel:
             if base_url is not None
             else os.environ.get("OPENAI_BASE_URL")
         )
-        self._settings = None if client is not None else ClientSettings.of(self._base_url, api_key)
+        # The caller's client, or what to share one by.
+        self._client_source = client or ClientSettings.of(self._base_url, api_key)
 
     @property
     def client(self) -> openai.AsyncOpenAI:
@@ -114,10 +114,8 @@ class OpenAIModel:
 
         A shared one unless the model was given its own: do not close it.
         """
-        if self._settings is None:
-            assert self._given_client is not None
-            return self._given_client
-        return shared_clients.peek(self._settings)
+        source = self._client_source
+        return source if isinstance(source, openai.AsyncOpenAI) else shared_clients.peek(source)
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -152,10 +150,11 @@ class OpenAIModel:
             tool_specs,
             None if tool_choice is None else convert_tool_choice(tool_choice),
         )
+        source = self._client_source
         client = (
-            self._given_client
-            if self._settings is None
-            else await shared_clients.for_running_loop(self._settings)
+            source
+            if isinstance(source, openai.AsyncOpenAI)
+            else await shared_clients.for_running_loop(source)
         )
         started = time.monotonic()
         try:
