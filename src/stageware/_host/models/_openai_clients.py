@@ -18,10 +18,12 @@ outside one) is adopted by the first loop that sends a request with it.
 from __future__ import annotations
 
 import os
+import ssl
 import threading
 from collections.abc import AsyncGenerator
 from typing import NamedTuple, final
 
+import httpx2
 import openai
 
 from stageware._host._running_loop import running_loop
@@ -80,13 +82,16 @@ class _LoopClients:
 class SharedClients:
     """The clients of a process, by settings and event loop. Safe to use from any thread."""
 
-    __slots__ = ("_by_loop", "_lock", "_unbound")
+    __slots__ = ("_by_loop", "_lock", "_ssl_context", "_unbound")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_loop: dict[object, _LoopClients] = {}
         # Clients built outside any loop, waiting for the first loop that uses them.
         self._unbound: dict[ClientSettings, openai.AsyncOpenAI] = {}
+        # Loading the CA certificates is nearly all of a client's cost (about 40 ms); the
+        # context holds no connection, so every client on every loop can use one.
+        self._ssl_context: ssl.SSLContext | None = None
 
     def peek(self, settings: ClientSettings) -> openai.AsyncOpenAI:
         """The client a request with *settings* would use now, built if there is none.
@@ -101,7 +106,7 @@ class SharedClients:
                 return entry.clients[settings]
             client = self._unbound.get(settings)
             if client is None:
-                client = self._unbound[settings] = _build(settings)
+                client = self._unbound[settings] = self._build(settings)
             return client
 
     async def for_running_loop(self, settings: ClientSettings) -> openai.AsyncOpenAI:
@@ -124,7 +129,7 @@ class SharedClients:
                 entry = self._by_loop[loop] = _LoopClients()
             client = entry.clients.get(settings) or self._unbound.pop(settings, None)
             if client is None:
-                client = _build(settings)
+                client = self._build(settings)
             entry.clients[settings] = client
         if entry.closer is None:
             entry.closer = self._close_at_loop_end(loop, entry)
@@ -144,37 +149,39 @@ class SharedClients:
             for client in clients:
                 await client.close()
 
+    def _build(self, settings: ClientSettings) -> openai.AsyncOpenAI:
+        """A client for *settings*.
+
+        Its HTTP client is a plain one, not ``openai``'s default wrapper: that wrapper
+        closes itself on garbage collection by scheduling the close on whatever event loop
+        is running then, which for a client left behind on a finished loop is the wrong
+        one and fails there, in somebody else's code.
+
+        Credentials in the base URL become the HTTP client's basic auth, which is what
+        ``httpx`` makes of them in a URL anyway, so that no request URL (logged whole by
+        ``httpx``) carries them. Called with the lock held.
+        """
+        environment = dict(settings.environment)
+        bare_url, credentials = (
+            (None, None) if settings.base_url is None else split_credentials(settings.base_url)
+        )
+        if self._ssl_context is None:
+            # As `httpx` builds it for `verify=True`, reading SSL_CERT_FILE/SSL_CERT_DIR.
+            self._ssl_context = httpx2.create_ssl_context()
+        auth = None if credentials is None else (credentials.username, credentials.password)
+        http_client = openai.DefaultAsyncHttpxClient(verify=self._ssl_context, auth=auth)
+        api_key = (
+            environment.get("OPENAI_API_KEY") if settings.api_key is None else settings.api_key
+        )
+        # The key, organization and project the settings recorded, where they recorded one.
+        return openai.AsyncOpenAI(
+            base_url=bare_url,
+            api_key=api_key,
+            organization=environment.get("OPENAI_ORG_ID"),
+            project=environment.get("OPENAI_PROJECT_ID"),
+            http_client=http_client,
+        )
+
 
 shared_clients = SharedClients()
 """The process's shared clients."""
-
-
-def _build(settings: ClientSettings) -> openai.AsyncOpenAI:
-    """A client for *settings*.
-
-    Its HTTP client is a plain one, not ``openai``'s default wrapper: that wrapper closes
-    itself on garbage collection by scheduling the close on whatever event loop is running
-    then, which for a client left behind on a finished loop is the wrong one and fails
-    there, in somebody else's code.
-
-    Credentials in the base URL become the HTTP client's basic auth, which is what
-    ``httpx`` makes of them in a URL anyway, so that no request URL (logged whole by
-    ``httpx``) carries them.
-    """
-    environment = dict(settings.environment)
-    bare_url, credentials = (
-        (None, None) if settings.base_url is None else split_credentials(settings.base_url)
-    )
-    http_client = (
-        openai.DefaultAsyncHttpxClient()
-        if credentials is None
-        else openai.DefaultAsyncHttpxClient(auth=(credentials.username, credentials.password))
-    )
-    # The key, organization and project the settings recorded, where they recorded one.
-    return openai.AsyncOpenAI(
-        base_url=bare_url,
-        api_key=environment.get("OPENAI_API_KEY") if settings.api_key is None else settings.api_key,
-        organization=environment.get("OPENAI_ORG_ID"),
-        project=environment.get("OPENAI_PROJECT_ID"),
-        http_client=http_client,
-    )
