@@ -21,7 +21,7 @@ from stageware._host.models._openai_convert import (
 )
 from stageware.openai import OpenAIModel
 
-from .fake_openai_server import FakeOpenAIServer, RecordedRequest, SSEReply, chunk
+from .fake_openai_server import ErrorReply, FakeOpenAIServer, RecordedRequest, SSEReply, chunk
 
 pytestmark = pytest.mark.anyio
 
@@ -178,3 +178,21 @@ def test_params_that_are_not_json_are_refused_naming_the_field() -> None:
         OpenAIModel("m", api_key="test", params={"metadata": {"when": object()}})
     with pytest.raises(ValueError, match=r"extra_body field 'top_k' is not JSON data"):
         OpenAIModel("m", api_key="test", params={"extra_body": {"top_k": float("nan")}})
+
+
+async def test_openai_s_own_retries_send_the_same_body_again(server: FakeOpenAIServer) -> None:
+    throttled = ErrorReply(429, {"error": {"message": "slow down"}}, {"retry-after-ms": "1"})
+    server.reply(throttled, ok())
+    async with openai.AsyncOpenAI(
+        base_url=server.base_url, api_key="test", max_retries=1, timeout=30.0
+    ) as client:
+        model = OpenAIModel("test-model", client=client)
+        async for _ in model.stream(CONVERSATION, [weather_spec()], SYSTEM):
+            pass
+
+    first, retry = server.requests
+    assert retry.raw_body == first.raw_body
+    assert [first.headers["x-stainless-retry-count"], retry.headers["x-stainless-retry-count"]] == [
+        "0",
+        "1",
+    ]

@@ -40,6 +40,8 @@ _BODY_ORDER: Final = (
     *(name for name in CompletionCreateParamsStreaming.__annotations__ if name not in _LEADING),
 )
 _BODY_FIELDS: Final = frozenset(_BODY_ORDER)
+# As `openai` encodes a body: UTF-8 rather than escapes, no spaces, no NaN.
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 # The fields each call sets; the rest are the same on every call.
 _PER_CALL: Final = frozenset({"messages", "tools", "tool_choice"})
 
@@ -124,7 +126,7 @@ class RequestEncoder:
 def _field(name: str, value: object, what: str) -> bytes:
     """``"name":value`` as ``openai`` encodes a JSON body; *what* names the field in errors."""
     try:
-        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        encoded = _ENCODER.encode(value)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{what} {name!r} is not JSON data: {error}") from None
     return f"{json.dumps(name)}:{encoded}".encode()
