@@ -3,7 +3,8 @@
 ``OpenAIModel`` sends the conversation with ``openai.AsyncOpenAI`` (OpenAI itself, or a
 local server that speaks the same API: vLLM, llama.cpp, Ollama, LM Studio) and streams the
 answer back as Converse ``StreamEvent`` dicts. The payload conversion lives in
-``_openai_convert``; this module owns the client, the request and error reporting.
+``_openai_convert``, the encoding of the request body in ``_openai_request``, the clients
+models share in ``_openai_clients``; this module makes the call and reports its errors.
 
 The client runs on asyncio and on trio: its HTTP stack (httpx2/httpcore2) picks a trio or
 an AnyIO network backend for the running loop.
@@ -237,7 +238,10 @@ class OpenAIModel:
         await self.aclose()
 
     def __repr__(self) -> str:
-        base_url = redact_url(str(self.client.base_url))
+        source = self._client_source
+        base_url = redact_url(
+            str(source.base_url) if isinstance(source, openai.AsyncOpenAI) else source.endpoint
+        )
         return f"OpenAIModel(model_id={self.model_id!r}, base_url={base_url!r})"
 
     def _model_error(self, client: openai.AsyncOpenAI, failure: Failure) -> ModelError:

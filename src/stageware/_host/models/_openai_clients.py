@@ -32,6 +32,9 @@ from ._credentials import split_credentials
 
 __all__ = ["ClientSettings", "SharedClients", "shared_clients"]
 
+# Where `openai` sends requests when given no base URL.
+_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
 
 class ClientSettings(NamedTuple):
     """What makes two models' clients interchangeable.
@@ -65,6 +68,15 @@ class ClientSettings(NamedTuple):
                 "client or by setting the OPENAI_API_KEY environment variable"
             )
         return cls(base_url, api_key, environment)
+
+    @property
+    def endpoint(self) -> str:
+        """The URL requests go to, without credentials, as ``openai`` writes it (with ``/``).
+
+        For ``repr()``, without building a client.
+        """
+        url = _OPENAI_BASE_URL if self.base_url is None else split_credentials(self.base_url)[0]
+        return url if url.endswith("/") else f"{url}/"
 
 
 @final
