@@ -11,8 +11,10 @@ the models of a process share a client per loop, and each synchronous ``agent(..
 the first request on a loop parks an async generator there, and asyncio (``asyncio.run``,
 ``anyio.run``) and trio both close the async generators still suspended when their run
 ends, while the loop can still run the close. So no socket outlives its loop and nothing
-warns "unclosed" at exit. A client built before any loop ran (``model.client`` read
-outside one) is adopted by the first loop that sends a request with it.
+warns "unclosed" at exit. (A loop closed without that step, by hand and without
+``shutdown_asyncgens()``, keeps its clients until the process ends.) A client built before
+any loop ran (``model.client`` read outside one) is adopted by the first loop that sends
+a request with it. All clients use one SSL context, built with the first.
 """
 
 from __future__ import annotations
