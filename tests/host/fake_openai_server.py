@@ -39,6 +39,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    raw_body: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -188,9 +189,11 @@ class _Handler(BaseHTTPRequestHandler):
         assert isinstance(self.server, _HTTPServer)
         fake = self.server.fake
         length = int(self.headers.get("Content-Length", "0"))
-        body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
-        request = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-        if self.path != "/v1/chat/completions":
+        raw_body = self.rfile.read(length)
+        body: dict[str, Any] = json.loads(raw_body or b"{}")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        request = RecordedRequest(self.path, headers, body, raw_body)
+        if self.path.partition("?")[0] != "/v1/chat/completions":
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         reply = fake.take_reply(request)

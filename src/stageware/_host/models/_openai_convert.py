@@ -55,6 +55,11 @@ __all__ = [
 # have no status field, only text.
 TOOL_ERROR_PREFIX = "Error: "
 
+# `json.dumps(value, ensure_ascii=False)`, without building an encoder on every call (which
+# costs as much as encoding a tool call's arguments); it runs for every tool call and
+# result of the history on every request.
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
+
 # Blocks with no counterpart in chat completions. Reasoning is the provider's own record of
 # an earlier turn (OpenAI-compatible servers neither need nor accept it back); cache points
 # are a Converse prompt-caching hint with no equivalent here.
@@ -192,7 +197,7 @@ def _tool_arguments(tool_input: Any) -> str:
     """
     if isinstance(tool_input, str):
         return tool_input
-    return json.dumps(tool_input, ensure_ascii=False)
+    return _to_json(tool_input)
 
 
 def _tool_message(result: ToolResult) -> ChatCompletionToolMessageParam:
@@ -201,7 +206,7 @@ def _tool_message(result: ToolResult) -> ChatCompletionToolMessageParam:
         if "text" in item:
             pieces.append(item["text"])
         elif "json" in item:
-            pieces.append(json.dumps(item["json"], ensure_ascii=False))
+            pieces.append(_to_json(item["json"]))
         elif "image" in item:
             # Tool messages carry text only. Say so rather than drop the image silently.
             pieces.append(f"[{item['image']['format']} image omitted: not supported here]")
@@ -213,10 +218,9 @@ def _tool_message(result: ToolResult) -> ChatCompletionToolMessageParam:
 
 
 def _block_kind(block: ContentBlock) -> str:
-    keys = list(block)
-    if len(keys) != 1:
-        raise ValueError(f"a content block must have exactly one key, got {keys}")
-    return keys[0]
+    if len(block) != 1:
+        raise ValueError(f"a content block must have exactly one key, got {list(block)}")
+    return next(iter(block))
 
 
 # --- response: OpenAI stream -> Converse events ------------------------------------------
