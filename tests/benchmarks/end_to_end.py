@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -166,6 +167,11 @@ def sample(rounds: int, sizes: Sizes) -> dict[str, list[dict[str, float]]]:
     return samples
 
 
+def _ratio(ours: float, theirs: float) -> float:
+    # A resident set that did not grow (a page-sized figure over few agents) has no ratio.
+    return ours / theirs if theirs > 0 else math.nan
+
+
 def summarise(samples: dict[str, list[dict[str, float]]]) -> dict[str, float]:
     """Medians of every figure, and stageware's ratios paired by round (module docstring)."""
     result: dict[str, float] = {}
@@ -177,7 +183,7 @@ def summarise(samples: dict[str, list[dict[str, float]]]) -> dict[str, float]:
             if label == STAGEWARE:
                 continue
             result[f"{figure}/{label}"] = statistics.median(
-                ours[figure] / theirs[figure]
+                _ratio(ours[figure], theirs[figure])
                 for ours, theirs in zip(samples[STAGEWARE], rounds, strict=True)
             )
     return result
