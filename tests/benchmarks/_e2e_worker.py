@@ -8,17 +8,17 @@ server's work and other processes on the machine are not counted. Before the fir
 one agent runs one turn that is not counted, so imports, lazy initialisation and the first
 connection are paid before any clock starts. The tasks:
 
-- ``--rss N``: make N agents as shipped, ready to answer, and keep them all; ``rss_kib`` is
-  how much the resident set grew (``/proc/self/statm``, after a garbage collection). The
-  warm-up turn has loaded what every agent shares. The agents are dropped afterwards.
-- ``--build N``: make N agents as shipped; ``build_cpu_s`` for all of them.
+- ``--agents N``: make N agents as shipped, ready to answer, and keep them all;
+  ``build_cpu_s`` is the CPU it took and ``rss_kib`` how much the resident set grew
+  (``/proc/self/statm``, after a garbage collection). The warm-up turn has loaded what
+  every agent shares. The agents are dropped afterwards.
 - ``--conversation N``: one agent on a shared client, N turns in a row, each adding a
   tool round (four messages) to its history; ``conversation_cpu_s`` and
   ``conversation_wall_s`` for all turns.
 - ``--concurrent N``: N agents on one shared client, made first, then one turn on each,
   all at once; ``concurrent_cpu_s`` and ``concurrent_wall_s`` for the turns.
 
-The memory task runs first, before the others have grown the heap.
+The agents task runs first, before the others have grown the heap.
 """
 
 from __future__ import annotations
@@ -40,22 +40,16 @@ def resident_kib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 1024
 
 
-async def rss(framework: str, base_url: str, size: int) -> dict[str, float]:
+async def agents(framework: str, base_url: str, size: int) -> dict[str, float]:
     gc.collect()
     before = resident_kib()
-    agents = [make_agent(framework, base_url) for _ in range(size)]
+    start = time.process_time()
+    built = [make_agent(framework, base_url) for _ in range(size)]
+    cpu = time.process_time() - start
     gc.collect()
     grown = resident_kib() - before
-    del agents
-    return {"rss_kib": grown}
-
-
-async def build(framework: str, base_url: str, size: int) -> dict[str, float]:
-    start = time.process_time()
-    agents = [make_agent(framework, base_url) for _ in range(size)]
-    cpu = time.process_time() - start
-    del agents  # kept until the clock stopped, so no destructor ran inside it
-    return {"build_cpu_s": cpu}
+    del built  # kept until both were measured, so no destructor ran before
+    return {"build_cpu_s": cpu, "rss_kib": grown}
 
 
 async def conversation(framework: str, base_url: str, size: int) -> dict[str, float]:
@@ -80,7 +74,7 @@ async def concurrent(framework: str, base_url: str, size: int) -> dict[str, floa
     }
 
 
-TASKS = {"rss": rss, "build": build, "conversation": conversation, "concurrent": concurrent}
+TASKS = {"agents": agents, "conversation": conversation, "concurrent": concurrent}
 
 
 async def run(framework: str, base_url: str, sizes: dict[str, int]) -> dict[str, float]:

@@ -123,6 +123,10 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass  # The client closed its pooled connection: the normal end.
+    except asyncio.CancelledError:
+        # The server is stopping with the connection still open. Ending quietly: on
+        # Python 3.11 a cancelled connection task is otherwise logged as an error.
+        pass
     finally:
         writer.close()
 

@@ -15,14 +15,14 @@ measured where they are installed (the ``benchmarks`` extra).
 What each worker measures (CPU is the worker's own, not the server's):
 
 - **a growing conversation**: one agent on a client shared with nothing else, a run of
-  turns from an empty history (0 to 160 messages at the default size, each turn adding
+  turns from an empty history (0 to 120 messages at the default size, each turn adding
   four); CPU per turn;
 - **200 agents at once**: 200 agents on one shared client, one turn each, all started
   together; CPU and wall time of the turns;
 - **RSS of live agents**: agents made as shipped (each framework's default way to make an
   OpenAI-compatible model from a URL and a key), ready to answer, all kept; the resident
   set's growth, per 100 agents;
-- **building an agent** as shipped: CPU ms per agent.
+- **building an agent** as shipped: CPU ms per agent, timed while the live agents are made.
 
 ``measure()`` returns these figures by key (``<fw>`` is ``stageware``, ``strands`` or
 ``pydantic_ai``; a framework that is not installed has no keys):
@@ -61,19 +61,17 @@ AA = "A-A"
 class Sizes:
     """How much each worker does per round (see ``_e2e_worker``'s tasks)."""
 
-    rss: int
-    build: int
+    agents: int
     conversation: int
     concurrent: int
 
 
-DEFAULT_SIZES = Sizes(rss=100, build=20, conversation=40, concurrent=200)
-QUICK_SIZES = Sizes(rss=20, build=10, conversation=10, concurrent=50)
+DEFAULT_SIZES = Sizes(agents=100, conversation=30, concurrent=200)
+QUICK_SIZES = Sizes(agents=20, conversation=10, concurrent=50)
 DEFAULT_ROUNDS = 3
 QUICK_ROUNDS = 1
 
-# Each figure: its key prefix, how to compute it from one worker's JSON and the sizes,
-# and its unit for the table.
+# Each figure (see figures_of): the prefix of its keys in measure()'s result, and its unit.
 FIGURES = {
     "conversation_cpu": ("conversation_cpu_ms_per_turn", "ms"),
     "concurrent_cpu": ("concurrent_cpu_ms_per_agent", "ms"),
@@ -89,8 +87,8 @@ def figures_of(raw: dict[str, float], sizes: Sizes) -> dict[str, float]:
         "conversation_cpu": raw["conversation_cpu_s"] * 1e3 / sizes.conversation,
         "concurrent_cpu": raw["concurrent_cpu_s"] * 1e3 / sizes.concurrent,
         "concurrent_wall": raw["concurrent_wall_s"],
-        "rss": raw["rss_kib"] * 100 / sizes.rss,
-        "build": raw["build_cpu_s"] * 1e3 / sizes.build,
+        "rss": raw["rss_kib"] * 100 / sizes.agents,
+        "build": raw["build_cpu_s"] * 1e3 / sizes.agents,
     }
 
 

@@ -98,7 +98,7 @@ def test_the_server_answers_a_request_that_does_not_stream(base_url: str) -> Non
 
 
 def test_one_round_of_the_stageware_worker_gives_every_figure(base_url: str) -> None:
-    sizes = Sizes(rss=2, build=2, conversation=2, concurrent=2)
+    sizes = Sizes(agents=2, conversation=2, concurrent=2)
 
     figures = figures_of(run_worker(STAGEWARE, base_url, sizes), sizes)
 
@@ -107,7 +107,7 @@ def test_one_round_of_the_stageware_worker_gives_every_figure(base_url: str) -> 
 
 
 def test_a_failing_worker_is_reported_with_its_error(base_url: str) -> None:
-    sizes = Sizes(rss=1, build=1, conversation=1, concurrent=1)
+    sizes = Sizes(agents=1, conversation=1, concurrent=1)
 
     with pytest.raises(
         RuntimeError, match=r"(?s)the langchain worker failed \(exit 2\).*invalid choice"
