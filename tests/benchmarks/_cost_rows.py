@@ -124,50 +124,50 @@ def module_rows(quick: bool) -> list[Row]:
     return rows
 
 
-def end_to_end_rows(figures: dict[str, float]) -> list[Row]:
-    """The rows of ``end_to_end.measure()``'s *figures* (see its docstring for the keys)."""
-    conversation = "a growing conversation (each invocation one tool round), CPU"
-    memory = "RSS per 100 live agents as shipped"
+_CONVERSATION = "a growing conversation (each invocation one tool round), CPU"
+_MEMORY = "RSS per 100 live agents as shipped"
+
+
+def end_to_end_targets(figures: dict[str, float]) -> list[Row]:
+    """The targets among ``end_to_end.measure()``'s *figures* (its docstring lists the keys)."""
+    conversation = f"{_CONVERSATION}, stageware / Strands 1.62 on a shared client"
+    memory = f"{_MEMORY}, stageware / Strands 1.62"
+    if "conversation_cpu/strands" not in figures:
+        return [
+            not_measured(conversation, "≤ 0.25x", STRANDS_MISSING),
+            not_measured(memory, "≤ 1x", STRANDS_MISSING),
+        ]
+    per_agent = figures["rss_kib_per_100_agents.stageware"] / 100
+    return [
+        at_most(conversation, figures["conversation_cpu/strands"], 0.25),
+        at_most(memory, figures["rss/strands"], 1.0, note=f" ({per_agent:.0f} KiB per agent)"),
+    ]
+
+
+def end_to_end_references(figures: dict[str, float]) -> list[Row]:
+    """The rest of the end-to-end *figures*, for reference, and the A/A noise line."""
     rows: list[Row] = []
-    if "conversation_cpu/strands" in figures:
-        per_agent = figures["rss_kib_per_100_agents.stageware"] / 100
-        rows += [
-            at_most(
-                f"{conversation}, stageware / Strands 1.62 on a shared client",
-                figures["conversation_cpu/strands"],
-                0.25,
-            ),
-            at_most(
-                f"{memory}, stageware / Strands 1.62",
-                figures["rss/strands"],
-                1.0,
-                note=f" ({per_agent:.0f} KiB per agent)",
-            ),
+    for name, label in (("strands", "Strands"), ("pydantic_ai", "Pydantic AI")):
+        if f"conversation_cpu/{name}" not in figures:
+            continue
+        if name != "strands":  # Strands' are the targets above
+            rows.append(
+                reference(
+                    f"{_CONVERSATION}, stageware / {label}", figures[f"conversation_cpu/{name}"]
+                )
+            )
+            rows.append(reference(f"{_MEMORY}, stageware / {label}", figures[f"rss/{name}"]))
+        rows.append(
             reference(
-                "200 agents at once, CPU, stageware / Strands", figures["concurrent_cpu/strands"]
-            ),
+                f"200 agents at once, CPU, stageware / {label}", figures[f"concurrent_cpu/{name}"]
+            )
+        )
+        rows.append(
             reference(
-                "200 agents at once, wall time, stageware / Strands",
-                figures["concurrent_wall/strands"],
-            ),
-        ]
-    else:
-        rows += [
-            not_measured(f"{conversation}, stageware / Strands 1.62", "≤ 0.25x", STRANDS_MISSING),
-            not_measured(f"{memory}, stageware / Strands 1.62", "≤ 1x", STRANDS_MISSING),
-        ]
-    if "conversation_cpu/pydantic_ai" in figures:
-        rows += [
-            reference(
-                f"{conversation}, stageware / Pydantic AI 2.68",
-                figures["conversation_cpu/pydantic_ai"],
-            ),
-            reference(
-                "200 agents at once, CPU, stageware / Pydantic AI",
-                figures["concurrent_cpu/pydantic_ai"],
-            ),
-            reference(f"{memory}, stageware / Pydantic AI", figures["rss/pydantic_ai"]),
-        ]
+                f"200 agents at once, wall time, stageware / {label}",
+                figures[f"concurrent_wall/{name}"],
+            )
+        )
     names = {"stageware": "stageware", "strands": "Strands", "pydantic_ai": "Pydantic AI"}
     builds = ", ".join(
         f"{label} {figures[f'build_cpu_ms.{name}']:.1f}"
@@ -177,6 +177,15 @@ def end_to_end_rows(figures: dict[str, float]) -> list[Row]:
     rows.append(Row("for reference: building an agent as shipped, CPU ms", "", builds, None))
     rows.append(aa_row(figures))
     return rows
+
+
+def cost_rows(end_to_end_figures: dict[str, float], quick: bool) -> list[Row]:
+    """Issue 17's rows in the order of its table, then the references and the A/A line."""
+    return (
+        end_to_end_targets(end_to_end_figures)
+        + module_rows(quick)
+        + end_to_end_references(end_to_end_figures)
+    )
 
 
 def aa_row(figures: dict[str, float]) -> Row:

@@ -24,7 +24,7 @@ from tests.benchmarks import (
     session_save,
     tracing_overhead,
 )
-from tests.benchmarks._cost_rows import end_to_end_rows, module_rows
+from tests.benchmarks._cost_rows import cost_rows
 from tests.benchmarks._rows import Row, at_least, at_most, print_table, reference
 from tests.benchmarks.plot import redraw_plot
 
@@ -126,8 +126,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds: a rough check")
     args = parser.parse_args()
     rounds = 3 if args.quick else 7
-    rows = end_to_end_rows(end_to_end.measure(quick=args.quick))
-    rows += module_rows(args.quick)
+    rows = cost_rows(end_to_end.measure(quick=args.quick), args.quick)
     scaling = agent_scaling.run_benchmark(rounds=rounds, calls=5)
     rows += agent_rows(scaling)
     rows += session_rows(

@@ -13,7 +13,8 @@ from tests.benchmarks._cost_rows import (
     STRANDS_MISSING,
     Target,
     aa_row,
-    end_to_end_rows,
+    end_to_end_references,
+    end_to_end_targets,
     module_rows,
     summary_figures,
 )
@@ -102,20 +103,27 @@ def _end_to_end_figures(*frameworks: str) -> dict[str, float]:
 
 
 def test_without_strands_its_targets_are_not_measured() -> None:
-    rows = end_to_end_rows(_end_to_end_figures())
+    figures = _end_to_end_figures()
 
-    missing = [row for row in rows if row.measured == f"not measured: {STRANDS_MISSING}"]
-    assert [row.target for row in missing] == ["≤ 0.25x", "≤ 1x"]
-    assert rows[-2].measured == "stageware 1.2"
+    rows = end_to_end_targets(figures)
+
+    assert [(row.target, row.measured) for row in rows] == [
+        ("≤ 0.25x", f"not measured: {STRANDS_MISSING}"),
+        ("≤ 1x", f"not measured: {STRANDS_MISSING}"),
+    ]
+    assert end_to_end_references(figures)[-2].measured == "stageware 1.2"
 
 
 def test_with_strands_the_targets_are_judged() -> None:
-    rows = end_to_end_rows(_end_to_end_figures("strands", "pydantic_ai"))
+    figures = _end_to_end_figures("strands", "pydantic_ai")
 
-    conversation, memory = rows[0], rows[1]
+    conversation, memory = end_to_end_targets(figures)
+
     assert (conversation.measured, conversation.met) == ("0.20x", True)
     assert (memory.measured, memory.met) == ("1.10x (80 KiB per agent)", False)
-    assert rows[-2].measured == "stageware 1.2, Strands 4.0, Pydantic AI 4.0"
+    references = end_to_end_references(figures)
+    assert references[-2].measured == "stageware 1.2, Strands 4.0, Pydantic AI 4.0"
+    assert all(row.met is None for row in references)
 
 
 def test_the_aa_line_shows_the_figure_furthest_from_one_and_skips_missing_ratios() -> None:
