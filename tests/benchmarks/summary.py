@@ -1,51 +1,32 @@
-"""Every performance target of issue 10, measured, with the README's table and plot.
+"""Every performance target of issues 10 and 17, measured, with the README's table and plot.
 
 Run with ``python -m tests.benchmarks.summary`` (``--quick`` for fewer rounds). It runs the
 benchmarks one after the other, each as ratios within its own run (see each module for
 how), prints one markdown table of target against measurement, and redraws
-``docs/agent_scaling.png``. Strands is measured where ``strands-agents`` is installed (the
-``benchmarks`` extra, which also brings matplotlib); PostgreSQL where
-``STAGEWARE_TEST_POSTGRES_URL`` is set. The machine is shared, so expect a few per cent of
-noise between runs.
+``docs/agent_scaling.png``. Issue 17's rows come first: the end-to-end comparison against
+Strands 1.62 and Pydantic AI 2.68 (``end_to_end``), with its A/A noise line, and the
+targets of the modules that measure one cost each (see ``_cost_rows``). Strands and
+Pydantic AI are measured where they are installed (the ``benchmarks`` extra, which also
+brings matplotlib); PostgreSQL where ``STAGEWARE_TEST_POSTGRES_URL`` is set. The machine is
+shared, so expect a few per cent of noise between runs: the A/A line shows how much.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
 
 from tests.benchmarks import (
     agent_scaling,
-    chain_overhead,
+    end_to_end,
     import_time,
     scripted_memory,
     session_save,
     tracing_overhead,
 )
+from tests.benchmarks._cost_rows import cost_rows
+from tests.benchmarks._rows import Row, at_least, at_most, print_table, reference
 from tests.benchmarks.plot import redraw_plot
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the table: what was measured, its target, and the measurement."""
-
-    what: str
-    target: str
-    measured: str
-    met: bool | None  # None: no target, shown for reference
-
-
-def at_most(what: str, value: float, limit: float) -> Row:
-    return Row(what, f"≤ {limit:g}x", f"{value:.2f}x", value <= limit)
-
-
-def at_least(what: str, value: float, limit: float) -> Row:
-    return Row(what, f"≥ {limit:g}x", f"{value:.2f}x", value >= limit)
-
-
-def reference(what: str, value: float) -> Row:
-    return Row(f"for reference: {what}", "", f"{value:.2f}x", None)
 
 
 def agent_rows(results: list[agent_scaling.Scaling]) -> list[Row]:
@@ -97,31 +78,6 @@ def session_rows(results: list[session_save.StoreScaling]) -> list[Row]:
     return rows
 
 
-def chain_rows(figures: dict[str, float]) -> list[Row]:
-    return [
-        at_most(
-            "registry.invoke() on a stage without handlers / the bare terminal",
-            figures["invoke_no_handlers"],
-            1.05,
-        ),
-        at_most(
-            "registry.invoke() on a stage without handlers / a 2.5 µs terminal",
-            figures["invoke_no_handlers_short"],
-            1.10,
-        ),
-        at_most(
-            "per Wrap layer / per hand-nested async generator layer",
-            figures["wrap_layer_9_vs_1"],
-            1.15,
-        ),
-        at_most(
-            "per Wrap layer / per hand-nested async generator layer, 20 layers against 0",
-            figures["wrap_layer_20_vs_0"],
-            1.15,
-        ),
-    ]
-
-
 def import_rows(timings: dict[str, list[float]]) -> list[Row]:
     ratios = import_time.ratios_to_strands(timings)
     if ratios is None:
@@ -165,27 +121,19 @@ def tracing_rows(ratios: dict[str, float]) -> list[Row]:
     ]
 
 
-def print_table(rows: list[Row]) -> None:
-    print("| what | target | measured | |")
-    print("| --- | --- | --- | --- |")
-    for row in rows:
-        verdict = "" if row.met is None else ("met" if row.met else "**missed**")
-        print(f"| {row.what} | {row.target} | {row.measured} | {verdict} |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds: a rough check")
     args = parser.parse_args()
     rounds = 3 if args.quick else 7
+    rows = cost_rows(end_to_end.measure(quick=args.quick), args.quick)
     scaling = agent_scaling.run_benchmark(rounds=rounds, calls=5)
-    rows = agent_rows(scaling)
+    rows += agent_rows(scaling)
     rows += session_rows(
         session_save.measure(
             rounds=rounds * 3, postgres_url=os.environ.get(session_save.POSTGRES_URL_VARIABLE)
         )
     )
-    rows += chain_rows(chain_overhead.measure(quick=args.quick))
     rows += import_rows(import_time.measure(rounds * 2))
     rows += memory_rows()
     rows += tracing_rows(tracing_overhead.tracing_overhead(rounds=rounds * 4))
