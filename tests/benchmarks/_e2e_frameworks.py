@@ -74,6 +74,7 @@ def _stageware_agent(base_url: str, client: openai.AsyncOpenAI | None) -> Turn:
 def _strands_agent(base_url: str, client: openai.AsyncOpenAI | None) -> Turn:
     strands: Any = importlib.import_module("strands")
     strands_openai: Any = importlib.import_module("strands.models.openai")
+    managers: Any = importlib.import_module("strands.agent.conversation_manager")
 
     @strands.tool  # type: ignore[untyped-decorator]
     def echo(text: str) -> str:
@@ -94,8 +95,14 @@ def _strands_agent(base_url: str, client: openai.AsyncOpenAI | None) -> Turn:
         if client is None
         else strands_openai.OpenAIModel(client=client, model_id=MODEL_ID, params=params)
     )
+    # Every framework sends the whole conversation: Strands' default manager would cut it to
+    # its last 40 messages, so its requests would not be the ones the others send.
     agent = strands.Agent(
-        model=model, tools=[echo], system_prompt=SYSTEM_PROMPT, callback_handler=None
+        model=model,
+        tools=[echo],
+        system_prompt=SYSTEM_PROMPT,
+        callback_handler=None,
+        conversation_manager=managers.NullConversationManager(),
     )
 
     async def turn(prompt: str) -> None:

@@ -15,8 +15,10 @@ measured where they are installed (the ``benchmarks`` extra).
 What each worker measures (CPU is the worker's own, not the server's):
 
 - **a growing conversation**: one agent on a client shared with nothing else, a run of
-  turns from an empty history (0 to 120 messages at the default size, each turn adding
-  four); CPU per turn;
+  turns from an empty history (0 to 240 messages at the default size, each turn adding
+  four), every framework sending the whole conversation (Strands with its
+  ``NullConversationManager``, since its default one keeps only the last 40 messages); CPU
+  per turn;
 - **200 agents at once**: 200 agents on one shared client, one turn each, all started
   together; CPU and wall time of the turns;
 - **RSS of live agents**: agents made as shipped (each framework's default way to make an
@@ -66,7 +68,7 @@ class Sizes:
     concurrent: int
 
 
-DEFAULT_SIZES = Sizes(agents=100, conversation=30, concurrent=200)
+DEFAULT_SIZES = Sizes(agents=100, conversation=60, concurrent=200)
 QUICK_SIZES = Sizes(agents=20, conversation=10, concurrent=50)
 DEFAULT_ROUNDS = 3
 QUICK_ROUNDS = 1
