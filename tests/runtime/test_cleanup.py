@@ -8,7 +8,9 @@ handlers' own generators, with nothing of the runtime's around each of them.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import cast
 
 import anyio
 import pytest
@@ -424,8 +426,9 @@ def _wraps_only(log: list[str], body: Callable[[], AsyncIterator[EchoEvent]]) ->
 
 async def test_a_chain_of_wrap_handlers_only_closes_every_layer_on_an_early_aclose() -> None:
     log: list[str] = []
-    events = _wraps_only(log, _endless)(EchoContext(text=""))
-    assert isinstance(events, AsyncGenerator)
+    stream = _wraps_only(log, _endless)(EchoContext(text=""))
+    assert inspect.isasyncgen(stream)
+    events = cast("AsyncGenerator[EchoEvent, None]", stream)
 
     assert await anext(events) == Chunk("first")
     await events.aclose()
