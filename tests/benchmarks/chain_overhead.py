@@ -32,8 +32,8 @@ times every configuration in short slices, several per configuration, the slices
 configurations interleaved in a rotating order, so a configuration's time for the round is
 spread over the whole round as its reference's is; before, each configuration was timed in
 one block, so a ratio compared two blocks up to a second apart, and a busy spell of the
-machine landed on one side only (the two figures issue 17 targets moved by 0.10 between
-runs). The garbage collector is run before each round and kept off while it is timed, as
+machine landed on one side only (the two figures issue 17 targets moved by up to 0.14
+between runs). The garbage collector is run before each round and kept off while it is timed, as
 ``timeit`` does, so a collection triggered by the heap of whatever ran before (the
 summary runs other benchmarks in the same process) does not land in one configuration's
 slice only; every call here frees what it made, so nothing piles up meanwhile. One round
@@ -45,9 +45,10 @@ all configurations' loops shared one site, so each was timed on a site the other
 despecialised. The short terminal's two configurations make five times the calls of the
 others: with as many calls as the rest, a round timed them for 4 ms, and the short terminal
 timed against itself read anywhere from 0.87 to 1.11 round by round. A slice is a few
-hundred calls, a millisecond or more of CPU time, which the
-process clock (nanoseconds) resolves well; the timing loop's own cost is the same on both
-sides of every ratio, and cancels in the per-layer differences.
+hundred calls, a millisecond or more of CPU time, which the process clock (nanoseconds)
+resolves well; the timing loop's own cost is the same on both sides of every ratio, and
+cancels in the per-layer differences. What each ratio compares is unchanged: the same
+terminal on both sides, each stream read to its end the same way.
 """
 
 from __future__ import annotations
