@@ -26,14 +26,40 @@ measures ``invoke()`` around.
 - ``noise``: the long terminal against itself, timed as two configurations: how far it
   reads from 1.00 is the noise of the run.
 - ``terminal_us``, ``short_terminal_us``: the two terminals' CPU time per call, in µs.
+
+How a round is timed, and what an earlier version of this module got wrong. Each round
+times every configuration in short slices, several per configuration, the slices of all
+configurations interleaved in a rotating order, so a configuration's time for the round is
+spread over the whole round as its reference's is; before, each configuration was timed in
+one block, so a ratio compared two blocks up to a second apart, and a busy spell of the
+machine landed on one side only (the two figures issue 17 targets moved by up to 0.14
+between runs). The garbage collector is run before each round and kept off while it is timed, as
+``timeit`` does, so a collection triggered by the heap of whatever ran before (the
+summary runs other benchmarks in the same process) does not land in one configuration's
+slice only; every call here frees what it made, so nothing piles up meanwhile. One round
+runs first, untimed, so that first calls (a chain's ``next_fn``s are made then, and the
+interpreter specialises its bytecode) are not counted; before, they were counted in the
+first round. Each configuration's timing loop has a code object of its own
+(``own_code``): the interpreter specialises a call site for the callable it meets, and
+all configurations' loops shared one site, so each was timed on a site the others had just
+despecialised. The short terminal's two configurations make five times the calls of the
+others: with as many calls as the rest, a round timed them for 4 ms, and the short terminal
+timed against itself read anywhere from 0.87 to 1.11 round by round. A slice is a few
+hundred calls, a millisecond or more of CPU time, which the process clock (nanoseconds)
+resolves well; the timing loop's own cost is the same on both sides of every ratio, and
+cancels in the per-layer differences. What each ratio compares is unchanged: the same
+terminal on both sides, each stream read to its end the same way.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
+import types
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import cast
 
 import anyio
 
@@ -48,6 +74,7 @@ Timer = Callable[[EchoContext, int], Awaitable[float]]
 TERMINAL = "terminal"
 AGAIN = "terminal again (noise)"
 SHORT = "short terminal"
+INVOKE_SHORT = "invoke(), no handlers, short terminal"
 
 
 async def terminal(context: EchoContext) -> AsyncIterator[EchoEvent]:
@@ -100,7 +127,24 @@ def every_phase() -> MiddlewareRegistry:
     return registry
 
 
+def own_code(timer: Timer) -> Timer:
+    """*timer* with a code object of its own, so that its call sites are its own.
+
+    The interpreter specialises a call site for what it calls, in the code object; timers
+    made by one factory share theirs, so each configuration's calls went through a site
+    that the other configurations' calls had just despecialised, the reference's as well.
+    """
+    code = timer.__code__.replace()
+    return cast(
+        "Timer",
+        types.FunctionType(
+            code, timer.__globals__, timer.__name__, timer.__defaults__, timer.__closure__
+        ),
+    )
+
+
 def timing_chain(chain: Chain) -> Timer:
+    @own_code
     async def time_calls(context: EchoContext, calls: int) -> float:
         start = time.process_time()
         for _ in range(calls):
@@ -114,6 +158,7 @@ def timing_chain(chain: Chain) -> Timer:
 def timing_invoke(registry: MiddlewareRegistry, stage_terminal: Chain) -> Timer:
     """``registry.invoke()`` called where ``timing_chain`` calls the chain, and nothing else."""
 
+    @own_code
     async def time_calls(context: EchoContext, calls: int) -> float:
         start = time.process_time()
         for _ in range(calls):
@@ -132,7 +177,7 @@ def configurations() -> dict[str, Timer]:
         AGAIN: timing_chain(terminal),
         SHORT: timing_chain(short_terminal),
         "invoke(), no handlers": timing_invoke(empty, terminal),
-        "invoke(), no handlers, short terminal": timing_invoke(empty, short_terminal),
+        INVOKE_SHORT: timing_invoke(empty, short_terminal),
     }
     for layers in (1, 9, 20):
         timers[f"hand-nested x{layers}"] = timing_chain(hand_nested(layers))
@@ -150,12 +195,35 @@ async def collect(rounds: int, calls: int) -> dict[str, list[float]]:
     timers = configurations()
     timings: dict[str, list[float]] = {name: [] for name in timers}
     order = list(timers)
-    for round_ in range(rounds):
-        # A different order each round, so no configuration always follows the same one.
-        shift = round_ % len(order)
-        for name in order[shift:] + order[:shift]:
-            timings[name].append(await timers[name](context, calls))
+    slice_calls = max(1, calls // SLICES)
+    # The short terminal's configurations make more calls, each counted as 1/SHORT_CALLS.
+    weights = {name: SHORT_CALLS if name in SHORT_CONFIGURATIONS else 1 for name in order}
+    for round_ in range(-1, rounds):  # Round -1 warms up, and is not kept.
+        totals = dict.fromkeys(order, 0.0)
+        gc.collect()
+        gc.disable()
+        try:
+            for slice_ in range(SLICES):
+                # A different order each slice, so no configuration always follows the same one.
+                shift = (round_ * SLICES + slice_) % len(order)
+                for name in order[shift:] + order[:shift]:
+                    weight = weights[name]
+                    totals[name] += await timers[name](context, slice_calls * weight) / weight
+        finally:
+            gc.enable()
+        if round_ >= 0:
+            for name, total in totals.items():
+                timings[name].append(total)
     return timings
+
+
+# Slices per configuration per round: each is a millisecond or more of CPU time.
+SLICES = 6
+
+# The short terminal's configurations make this many times the calls of the others, so
+# that their samples are as long (about 20 ms a round) and as steady as the terminal's.
+SHORT_CALLS = 5
+SHORT_CONFIGURATIONS = frozenset({SHORT, INVOKE_SHORT})
 
 
 def paired_ratio(timings: dict[str, list[float]], name: str, reference: str) -> float:
@@ -188,9 +256,7 @@ def figures(timings: dict[str, list[float]], calls: int) -> dict[str, float]:
     hand_20 = ("hand-nested x20", TERMINAL)
     return {
         "invoke_no_handlers": paired_ratio(timings, "invoke(), no handlers", TERMINAL),
-        "invoke_no_handlers_short": paired_ratio(
-            timings, "invoke(), no handlers, short terminal", SHORT
-        ),
+        "invoke_no_handlers_short": paired_ratio(timings, INVOKE_SHORT, SHORT),
         "wrap_layer_20_vs_0": per_layer(timings, ("wraps x20", TERMINAL), hand_20),
         "wrap_layer_9_vs_1": per_layer(
             timings, ("wraps x9", "wraps x1"), ("hand-nested x9", "hand-nested x1")
@@ -203,8 +269,11 @@ def figures(timings: dict[str, list[float]], calls: int) -> dict[str, float]:
 
 
 def settings(*, quick: bool) -> tuple[int, int]:
-    """Rounds and calls per round: about 40 s by default, 8 s quick, on a shared machine."""
-    return (9, 1000) if quick else (31, 1500)
+    """Rounds and calls per round: about 40 s by default, 8 s quick, on a shared machine.
+
+    *calls* is a multiple of ``SLICES``, so every round times exactly *calls* calls.
+    """
+    return (9, 1020) if quick else (31, 1500)
 
 
 def measure(*, quick: bool = False) -> dict[str, float]:

@@ -8,7 +8,9 @@ handlers' own generators, with nothing of the runtime's around each of them.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import cast
 
 import anyio
 import pytest
@@ -412,3 +414,73 @@ async def test_overlapping_calls_of_one_chain_each_close_only_their_own_streams(
     peeked = 1
     assert await collect(chain(EchoContext(text="c"))) == [Done("enough c")]
     assert log == ["outer: inner layer finished", "closed terminal"]
+
+
+def _wraps_only(log: list[str], body: Callable[[], AsyncIterator[EchoEvent]]) -> Terminal:
+    """A composed chain of two Wrap layers and nothing else: the chain's lightest layer."""
+    registry = MiddlewareRegistry()
+    registry.add_middleware(EchoStage.Wrap, _layer(log, "outer"))
+    registry.add_middleware(EchoStage.Wrap, _layer(log, "inner"))
+    return registry.compose(EchoStage, _terminal(log, body))
+
+
+async def test_a_chain_of_wrap_handlers_only_closes_every_layer_on_an_early_aclose() -> None:
+    log: list[str] = []
+    stream = _wraps_only(log, _endless)(EchoContext(text=""))
+    assert inspect.isasyncgen(stream)
+    events = cast("AsyncGenerator[EchoEvent, None]", stream)
+
+    assert await anext(events) == Chunk("first")
+    await events.aclose()
+
+    assert log == ["closed terminal", "closed inner", "closed outer"]
+
+
+async def test_a_chain_of_wrap_handlers_only_closes_every_layer_on_cancellation() -> None:
+    log: list[str] = []
+    chain = _wraps_only(log, _endless)
+
+    with anyio.move_on_after(0.05) as scope:
+        async for _event in chain(EchoContext(text="")):
+            pass
+
+    assert scope.cancelled_caught
+    assert log == ["closed terminal", "closed inner", "closed outer"]
+
+
+async def test_a_chain_of_wrap_handlers_only_closes_what_a_failing_handler_left_open() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def failing(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        yield await anext(next_fn(context))
+        raise ValueError("handler exploded")
+
+    registry.add_middleware(EchoStage.Wrap, failing)
+    registry.add_middleware(EchoStage.Wrap, _layer(log, "inner"))
+    chain = registry.compose(EchoStage, _terminal(log, _endless))
+
+    with pytest.raises(ValueError, match="handler exploded"):
+        await collect(chain(EchoContext(text="")))
+
+    assert log == ["closed terminal", "closed inner"]
+
+
+async def test_a_chain_of_wrap_handlers_only_closes_leftovers_when_it_finishes_each_call() -> None:
+    log: list[str] = []
+    registry = MiddlewareRegistry()
+
+    async def peek(context: EchoContext, next_fn: Next) -> AsyncIterator[EchoEvent]:
+        await anext(next_fn(context))
+        log.append("peek answered")
+        yield Done("enough")
+
+    registry.add_middleware(EchoStage, peek)
+    registry.add_middleware(EchoStage.Wrap, _layer(log, "inner"))
+    chain = registry.compose(EchoStage, _terminal(log, _endless))
+
+    # Twice: the second call runs on the next_fns the first one handed back.
+    for _ in range(2):
+        assert await collect(chain(EchoContext(text=""))) == [Done("enough")]
+    once = ["peek answered", "closed terminal", "closed inner"]
+    assert log == once + once

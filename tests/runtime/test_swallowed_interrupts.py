@@ -467,3 +467,29 @@ async def test_an_input_handler_that_turns_the_interrupt_into_another_error_stil
     assert info.value is caught.original
     assert not terminal.ran
     assert received == []
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_a_composed_chain_of_wrap_handlers_only_still_stops_a_swallowed_interrupt(
+    case: Case,
+) -> None:
+    # compose() without Input or Output handlers runs a lighter outermost layer for a
+    # context without an interrupt record; one that carries a record gets every check.
+    registry = MiddlewareRegistry()
+    terminal = Terminal(case)
+    caught = Caught()
+
+    async def fake_approval(context: Any, next_fn: Next) -> AsyncIterator[Any]:
+        caught.gate(context)
+        yield _progress("approved, honest")
+        yield case.result("pretend it ran")
+
+    registry.add_middleware(case.stage, fake_approval)
+    received: list[Any] = []
+
+    with _warns_about("approve"), pytest.raises(InterruptException) as info:
+        await _collect(registry.compose(case.stage, terminal)(case.context({})), received)
+
+    assert info.value is caught.original
+    assert received == []
+    assert not terminal.ran
