@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 
 from stageware import Agent
 from stageware._generated.payloads import Messages
+from stageware._host.models._openai_clients import ClientSettings
 from stageware.openai import OpenAIModel
 
 from .fake_openai_server import FakeOpenAIServer, SSEReply, chunk
@@ -203,3 +205,24 @@ def test_no_connection_is_left_unclosed_at_exit(tmp_path: Path) -> None:
     # (trio also warns about async generators inside `openai`'s stream that it leaves
     # unexhausted after `[DONE]`; those hold no connection.)
     assert "ResourceWarning: unclosed" not in done.stderr, done.stderr
+
+
+def test_client_settings_show_no_secret_in_their_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A traceback that shows locals (``capture_locals``, pytest's ``--showlocals``, error
+    trackers) prints them with ``repr()``."""
+    monkeypatch.setenv("OPENAI_API_KEY", "env-secret")
+    settings = ClientSettings.of("https://user:url-secret@proxy.example/v1", "key-secret")
+
+    def fail(settings: ClientSettings) -> None:
+        raise RuntimeError("failed")
+
+    with pytest.raises(RuntimeError) as raised:
+        fail(settings)
+    shown = "".join(
+        traceback.TracebackException.from_exception(raised.value, capture_locals=True).format()
+    )
+
+    assert "ClientSettings(endpoint='https://proxy.example/v1/')" in shown
+    for secret in ("env-secret", "url-secret", "key-secret"):
+        assert secret not in shown
+        assert secret not in str(settings)

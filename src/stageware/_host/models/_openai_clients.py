@@ -80,6 +80,10 @@ class ClientSettings(NamedTuple):
         url = _OPENAI_BASE_URL if self.base_url is None else split_credentials(self.base_url)[0]
         return url if url.endswith("/") else f"{url}/"
 
+    def __repr__(self) -> str:
+        # Not the fields: a traceback that shows locals would print the key and password.
+        return f"ClientSettings(endpoint={self.endpoint!r})"
+
 
 @final
 class _LoopClients:
