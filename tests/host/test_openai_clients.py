@@ -226,3 +226,26 @@ def test_client_settings_show_no_secret_in_their_repr(monkeypatch: pytest.Monkey
     for secret in ("env-secret", "url-secret", "key-secret"):
         assert secret not in shown
         assert secret not in str(settings)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_client_used_by_hand_in_a_loop_is_closed_with_it_not_adopted_by_the_next(
+    server: FakeOpenAIServer, backend: str
+) -> None:
+    model = OpenAIModel("a", base_url=server.base_url, api_key="k")
+    server.reply(ok(), ok())
+
+    async def by_hand() -> openai.AsyncOpenAI:
+        # Before any request of the model's own on this loop.
+        client = model.client
+        stream = await client.chat.completions.create(model="a", messages=[], stream=True)
+        async for _ in stream:
+            pass
+        return client
+
+    used_by_hand = anyio.run(by_hand, backend=backend)
+    [next_loops] = anyio.run(clients_used, model, backend=backend)
+
+    assert used_by_hand.is_closed()
+    assert next_loops is not used_by_hand
+    assert len(server.requests) == 2
