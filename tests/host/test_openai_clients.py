@@ -7,6 +7,7 @@ Real ``openai`` clients against the fake server on loopback; loops run to their 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -249,3 +250,31 @@ def test_a_client_used_by_hand_in_a_loop_is_closed_with_it_not_adopted_by_the_ne
     assert used_by_hand.is_closed()
     assert next_loops is not used_by_hand
     assert len(server.requests) == 2
+
+
+def test_a_client_that_fails_to_close_leaves_no_other_open(server: FakeOpenAIServer) -> None:
+    first = OpenAIModel("a", base_url=server.base_url, api_key="k1")
+    second = OpenAIModel("a", base_url=server.base_url, api_key="k2")
+    server.reply(ok(), ok())
+    reported: list[BaseException | None] = []
+
+    async def run() -> list[openai.AsyncOpenAI]:
+        asyncio.get_running_loop().set_exception_handler(
+            lambda loop, context: reported.append(context.get("exception"))
+        )
+        clients = await clients_used(first, second)
+        close = clients[0].close
+
+        async def close_and_fail() -> None:
+            await close()
+            raise OSError("closing failed")
+
+        clients[0].close = close_and_fail  # type: ignore[method-assign]
+        return clients
+
+    failing, other = asyncio.run(run())
+
+    assert failing.is_closed()
+    assert other.is_closed()
+    # Still reported, where asyncio reports what fails as a loop ends.
+    assert [str(error) for error in reported] == ["closing failed"]

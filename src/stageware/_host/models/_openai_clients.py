@@ -171,8 +171,17 @@ class SharedClients:
                     del self._by_loop[loop]
                 clients = list(entry.clients.values())
                 entry.clients.clear()
+            # Each in its own try: one that fails to close must not leave the rest open.
+            errors: list[Exception] = []
             for client in clients:
-                await client.close()
+                try:
+                    await client.close()
+                except Exception as error:
+                    errors.append(error)
+            if errors:
+                for other in errors[1:]:
+                    errors[0].add_note(f"closing another client failed too: {other!r}")
+                raise errors[0]
 
     def _build(self, settings: ClientSettings) -> openai.AsyncOpenAI:
         """A client for *settings*.
