@@ -66,7 +66,9 @@ class OpenAIModel:
     it (``openai``'s fallback close on garbage collection works only on asyncio, so on
     trio an unclosed client leaks its sockets) and uses it within one event loop: its
     pooled connections belong to the loop that opened them (trio, having no loop object,
-    tolerates a new ``trio.run``). ``aclose()`` (or ``async with``) closes neither.
+    tolerates a new ``trio.run``). ``aclose()`` (or ``async with``) closes neither: a
+    shared client lives as long as its loop, even after no model uses it (on a
+    long-lived loop, models with a key per user want clients of their own).
 
     Every failure is a ``ModelError`` naming the model, the endpoint and what went wrong,
     never an answer that looks complete: an HTTP error, a refused or reset connection, a

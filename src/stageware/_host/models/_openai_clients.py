@@ -16,6 +16,10 @@ closed without that step, by hand and without ``shutdown_asyncgens()``, keeps it
 clients until the process ends.) A client built before any loop ran (``model.client``
 read outside one) is adopted by the first loop that uses it. All clients use one SSL
 context, built with the first.
+
+Nothing counts the models that use a client, so a loop keeps every client it made until
+it ends: on a long-lived loop, each distinct key or endpoint costs a client for good (the
+README says so, and to pass a client of one's own there).
 """
 
 from __future__ import annotations
