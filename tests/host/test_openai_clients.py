@@ -7,10 +7,12 @@ Real ``openai`` clients against the fake server on loopback; loops run to their 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import textwrap
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 
 from stageware import Agent
 from stageware._generated.payloads import Messages
+from stageware._host.models._openai_clients import ClientSettings
 from stageware.openai import OpenAIModel
 
 from .fake_openai_server import FakeOpenAIServer, SSEReply, chunk
@@ -203,3 +206,75 @@ def test_no_connection_is_left_unclosed_at_exit(tmp_path: Path) -> None:
     # (trio also warns about async generators inside `openai`'s stream that it leaves
     # unexhausted after `[DONE]`; those hold no connection.)
     assert "ResourceWarning: unclosed" not in done.stderr, done.stderr
+
+
+def test_client_settings_show_no_secret_in_their_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A traceback that shows locals (``capture_locals``, pytest's ``--showlocals``, error
+    trackers) prints them with ``repr()``."""
+    monkeypatch.setenv("OPENAI_API_KEY", "env-secret")
+    settings = ClientSettings.of("https://user:url-secret@proxy.example/v1", "key-secret")
+
+    def fail(settings: ClientSettings) -> None:
+        raise RuntimeError("failed")
+
+    with pytest.raises(RuntimeError) as raised:
+        fail(settings)
+    shown = "".join(
+        traceback.TracebackException.from_exception(raised.value, capture_locals=True).format()
+    )
+
+    assert "ClientSettings(endpoint='https://proxy.example/v1/')" in shown
+    for secret in ("env-secret", "url-secret", "key-secret"):
+        assert secret not in shown
+        assert secret not in str(settings)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_client_used_by_hand_in_a_loop_is_closed_with_it_not_adopted_by_the_next(
+    server: FakeOpenAIServer, backend: str
+) -> None:
+    model = OpenAIModel("a", base_url=server.base_url, api_key="k")
+    server.reply(ok(), ok())
+
+    async def by_hand() -> openai.AsyncOpenAI:
+        # Before any request of the model's own on this loop.
+        client = model.client
+        stream = await client.chat.completions.create(model="a", messages=[], stream=True)
+        async for _ in stream:
+            pass
+        return client
+
+    used_by_hand = anyio.run(by_hand, backend=backend)
+    [next_loops] = anyio.run(clients_used, model, backend=backend)
+
+    assert used_by_hand.is_closed()
+    assert next_loops is not used_by_hand
+    assert len(server.requests) == 2
+
+
+def test_a_client_that_fails_to_close_leaves_no_other_open(server: FakeOpenAIServer) -> None:
+    first = OpenAIModel("a", base_url=server.base_url, api_key="k1")
+    second = OpenAIModel("a", base_url=server.base_url, api_key="k2")
+    server.reply(ok(), ok())
+    reported: list[BaseException | None] = []
+
+    async def run() -> list[openai.AsyncOpenAI]:
+        asyncio.get_running_loop().set_exception_handler(
+            lambda loop, context: reported.append(context.get("exception"))
+        )
+        clients = await clients_used(first, second)
+        close = clients[0].close
+
+        async def close_and_fail() -> None:
+            await close()
+            raise OSError("closing failed")
+
+        clients[0].close = close_and_fail  # type: ignore[method-assign]
+        return clients
+
+    failing, other = asyncio.run(run())
+
+    assert failing.is_closed()
+    assert other.is_closed()
+    # Still reported, where asyncio reports what fails as a loop ends.
+    assert [str(error) for error in reported] == ["closing failed"]

@@ -13,12 +13,14 @@ import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from email.utils import format_datetime
+from pathlib import Path
 
 import openai
 import pytest
 
 from stageware import Agent, ModelError, ModelThrottledError
-from stageware._generated.payloads import Messages, StreamEvent
+from stageware._generated.payloads import Messages, StreamEvent, ToolSpec
+from stageware._host.models._openai_clients import shared_clients
 from stageware.openai import OpenAIModel
 
 from .fake_openai_server import (
@@ -284,3 +286,40 @@ async def test_a_password_in_a_passed_clients_url_is_redacted(server: FakeOpenAI
     assert error.base_url == redacted
     assert str(error).startswith(f"model 'test-model' at {redacted}: HTTP 400")
     assert repr(model) == f"OpenAIModel(model_id='test-model', base_url='{redacted}')"
+
+
+async def test_a_tool_spec_that_is_not_json_data_is_a_model_error_before_any_request(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    spec: ToolSpec = {
+        "name": "weather",
+        "description": "The weather.",
+        "inputSchema": {"json": {"type": "object", "maximum": float("nan")}},
+    }
+
+    with pytest.raises(ModelError) as caught:
+        await collect_into([], model.stream(HELLO, [spec]))
+
+    assert str(caught.value).startswith(
+        f"model 'test-model' at {server.base_url}/: could not prepare the request: "
+        "ValueError: request field 'tools' is not JSON data"
+    )
+    assert server.requests == []
+
+
+async def test_a_shared_client_that_cannot_be_built_is_a_model_error_naming_why(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SSL context is built with the first client and kept; this model's client is
+    # the first with its key, so it builds one, from a certificate file that is not there.
+    monkeypatch.setattr(shared_clients, "_ssl_context", None)
+    monkeypatch.setenv("SSL_CERT_FILE", str(Path(__file__).parent / "no-such-file.pem"))
+    model = OpenAIModel("test-model", base_url=server.base_url, api_key="unbuildable")
+
+    error, _ = await failing_call(model)
+
+    assert str(error).startswith(
+        f"model 'test-model' at {server.base_url}/: could not prepare the request: "
+        "FileNotFoundError"
+    )
+    assert (error.model_id, error.base_url) == ("test-model", f"{server.base_url}/")

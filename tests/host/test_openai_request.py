@@ -7,7 +7,10 @@ to the fake server and compare what arrived.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import openai
@@ -19,6 +22,7 @@ from stageware._host.models._openai_convert import (
     convert_tool_choice,
     convert_tool_specs,
 )
+from stageware._host.models._openai_request import RequestEncoder
 from stageware.openai import OpenAIModel
 
 from .fake_openai_server import ErrorReply, FakeOpenAIServer, RecordedRequest, SSEReply, chunk
@@ -196,3 +200,36 @@ async def test_openai_s_own_retries_send_the_same_body_again(server: FakeOpenAIS
         "0",
         "1",
     ]
+
+
+def test_a_model_shared_by_agents_in_two_threads_sends_each_its_own_tools(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two agents with different tools call one model from two threads (``agent(...)``
+    from a thread pool). The second thread's call is run at the worst moment for the
+    first: while the first stores the tool list it has just encoded."""
+    encoder = RequestEncoder("test-model", {})
+    first: list[ToolSpec] = [weather_spec()]
+    second: list[ToolSpec] = [{**weather_spec(), "name": "time"}]
+    real_deepcopy = copy.deepcopy
+    interleaved: list[bytes] = []
+
+    def deepcopy_after_the_other_thread(value: Any, *args: Any) -> Any:
+        if value == first and not interleaved:
+            with ThreadPoolExecutor(1) as pool:
+                interleaved.append(pool.submit(encoder.encode, [], second, None).result())
+        return real_deepcopy(value, *args)
+
+    # Wraps the real one, which the module calls through `copy`.
+    monkeypatch.setattr(copy, "deepcopy", deepcopy_after_the_other_thread)
+    sent_first = encoder.encode([], first, None)
+    monkeypatch.undo()
+
+    def tool_names(body: bytes) -> list[str]:
+        return [tool["function"]["name"] for tool in json.loads(body)["tools"]]
+
+    assert tool_names(interleaved[0]) == ["time"]
+    assert tool_names(sent_first) == ["weather"]
+    # The cache pairs each list with its own encoding.
+    assert tool_names(encoder.encode([], first, None)) == ["weather"]
+    assert tool_names(encoder.encode([], second, None)) == ["time"]

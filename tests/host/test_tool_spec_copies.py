@@ -133,11 +133,45 @@ async def test_without_a_handler_the_model_gets_the_tools_own_specs() -> None:
     await agent.invoke_async("two")
 
     first, second = model.received
-    # Not copies: the very objects the tools hold, and one list for every call.
+    # Not copies: the very objects the tools hold, in a list of each call's own.
     assert first[0] is own_spec(lookup)
     assert first[1] is own_spec(ping)
-    assert second is first
+    assert second[0] is own_spec(lookup)
+    assert second[1] is own_spec(ping)
+    assert second is not first
     assert first == pristine()
+
+
+class ListChangingModel(RecordingModel):
+    """Adds to and removes from the list it is given (the specs themselves are left alone,
+    as the Model protocol asks), as a model that filters or extends tools might."""
+
+    def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        assert tool_specs is not None
+        self.received.append(list(tool_specs))
+        tool_specs.pop(0)
+        tool_specs.append({"name": "extra", "description": "Added.", "inputSchema": {"json": {}}})
+        return self._events()
+
+
+async def test_a_model_that_changes_its_tool_list_changes_nothing_of_the_agent() -> None:
+    model = ListChangingModel()
+    agent = Agent(model, tools=[lookup, ping])
+    other_model = RecordingModel()
+    other = Agent(other_model, tools=[lookup, ping])
+
+    await agent.invoke_async("one")
+    await agent.invoke_async("two")
+    await other.invoke_async("three")
+
+    assert model.received == [pristine(), pristine()]
+    assert other_model.received == [pristine()]
 
 
 async def test_with_only_an_output_handler_the_model_gets_the_tools_own_specs() -> None:

@@ -6,7 +6,8 @@ spec for each call was most of an invocation's cost with 200 tools. The rules ke
 
 - A ``@tool``'s spec is fixed when its function is decorated: the agent reads it once,
   when it is built, and a model call no handler sees gets the tool's own spec object, not
-  a copy (as the model gets the agent's own history). Nothing in the host changes it;
+  a copy (as the model gets the agent's own history), in a list of its own. Nothing in
+  the host changes it, and a model must not either (the ``Model`` protocol says so);
   ``FunctionTool.tool_spec`` gives anyone else a copy.
 - Any other ``AgentTool`` may describe itself differently from one call to the next, so
   its ``tool_spec`` is read on every model call, as Strands reads it.
@@ -51,12 +52,12 @@ class ToolSpecs:
             self._specs.append(spec)
 
     def current(self) -> list[ToolSpec]:
-        """The specs to offer the next model call; the caller must not change them.
+        """The specs to offer the next model call, in a list of its own.
 
-        With only ``@tool`` tools, the same list every time.
+        The list is new (copying pointers is cheap), so a model that adds to it or
+        removes from it changes nothing of the agent's; the specs in it are the tools'
+        own, which the caller must not change.
         """
-        if not self._read_per_call:
-            return self._specs
         specs = list(self._specs)
         for position, tool in self._read_per_call:
             specs[position] = tool.tool_spec

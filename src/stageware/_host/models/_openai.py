@@ -66,7 +66,9 @@ class OpenAIModel:
     it (``openai``'s fallback close on garbage collection works only on asyncio, so on
     trio an unclosed client leaks its sockets) and uses it within one event loop: its
     pooled connections belong to the loop that opened them (trio, having no loop object,
-    tolerates a new ``trio.run``). ``aclose()`` (or ``async with``) closes neither.
+    tolerates a new ``trio.run``). ``aclose()`` (or ``async with``) closes neither: a
+    shared client lives as long as its loop, even after no model uses it (on a
+    long-lived loop, models with a key per user want clients of their own).
 
     Every failure is a ``ModelError`` naming the model, the endpoint and what went wrong,
     never an answer that looks complete: an HTTP error, a refused or reset connection, a
@@ -141,22 +143,28 @@ class OpenAIModel:
         Raises:
             ModelThrottledError: The server answered 429 (other than for an exhausted
                 quota).
-            ModelError: The call failed, or the response was not a complete stream.
+            ModelError: The request could not be prepared (a value in it that is not JSON
+                data, a client that cannot be built), the call failed, or the response
+                was not a complete stream.
             ValueError: Before any request, when the conversation holds a block chat
                 completions cannot carry.
         """
         del kwargs  # Part of the Model protocol; nothing here uses them.
-        body = self._request.encode(
-            convert_messages(messages, system_prompt, system_prompt_content),
-            tool_specs,
-            None if tool_choice is None else convert_tool_choice(tool_choice),
-        )
+        converted = convert_messages(messages, system_prompt, system_prompt_content)
+        choice = None if tool_choice is None else convert_tool_choice(tool_choice)
         source = self._client_source
-        client = (
-            source
-            if isinstance(source, openai.AsyncOpenAI)
-            else await shared_clients.for_running_loop(source)
-        )
+        try:
+            body = self._request.encode(converted, tool_specs, choice)
+            client = (
+                source
+                if isinstance(source, openai.AsyncOpenAI)
+                else await shared_clients.for_running_loop(source)
+            )
+        # A value that is not JSON data, or a client that cannot be built (its SSL
+        # context, say): failures of this call, reported as the ones after it are.
+        except Exception as error:
+            failure = Failure(f"could not prepare the request: {type(error).__name__}: {error}")
+            raise self._model_error(None, failure) from error
         started = time.monotonic()
         try:
             # What `chat.completions.create` posts, without its transform of the body
@@ -238,14 +246,18 @@ class OpenAIModel:
         await self.aclose()
 
     def __repr__(self) -> str:
+        return f"OpenAIModel(model_id={self.model_id!r}, base_url={self._shown_url()!r})"
+
+    def _shown_url(self) -> str:
+        """The endpoint without its password, without building a client."""
         source = self._client_source
-        base_url = redact_url(
+        return redact_url(
             str(source.base_url) if isinstance(source, openai.AsyncOpenAI) else source.endpoint
         )
-        return f"OpenAIModel(model_id={self.model_id!r}, base_url={base_url!r})"
 
-    def _model_error(self, client: openai.AsyncOpenAI, failure: Failure) -> ModelError:
-        base_url = redact_url(str(client.base_url))
+    def _model_error(self, client: openai.AsyncOpenAI | None, failure: Failure) -> ModelError:
+        """*failure* as the error to raise; *client* is ``None`` when none was got yet."""
+        base_url = self._shown_url() if client is None else redact_url(str(client.base_url))
         message = f"model {self.model_id!r} at {base_url}: {failure.what}"
         # The URL above is redacted; this catches a library's text that quotes it whole.
         for secret in hidden_texts(self._base_url or ""):

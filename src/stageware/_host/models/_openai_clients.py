@@ -8,13 +8,18 @@ their pooled connections.
 Pooled connections belong to the event loop that opened them, so a client serves one loop:
 the models of a process share a client per loop, and each synchronous ``agent(...)`` call
 (which runs a loop of its own) gets a fresh one. A client is closed when its loop ends:
-the first request on a loop parks an async generator there, and asyncio (``asyncio.run``,
-``anyio.run``) and trio both close the async generators still suspended when their run
-ends, while the loop can still run the close. So no socket outlives its loop and nothing
-warns "unclosed" at exit. (A loop closed without that step, by hand and without
-``shutdown_asyncgens()``, keeps its clients until the process ends.) A client built before
-any loop ran (``model.client`` read outside one) is adopted by the first loop that sends
-a request with it. All clients use one SSL context, built with the first.
+the first client a loop uses (for a request, or read as ``model.client`` in it) parks an
+async generator there, and asyncio (``asyncio.run``, ``anyio.run``) and trio both close
+the async generators still suspended when their run ends, while the loop can still run
+the close. So no socket outlives its loop and nothing warns "unclosed" at exit. (A loop
+closed without that step, by hand and without ``shutdown_asyncgens()``, keeps its
+clients until the process ends.) A client built before any loop ran (``model.client``
+read outside one) is adopted by the first loop that uses it. All clients use one SSL
+context, built with the first.
+
+Nothing counts the models that use a client, so a loop keeps every client it made until
+it ends: on a long-lived loop, each distinct key or endpoint costs a client for good (the
+README says so, and to pass a client of one's own there).
 """
 
 from __future__ import annotations
@@ -80,6 +85,10 @@ class ClientSettings(NamedTuple):
         url = _OPENAI_BASE_URL if self.base_url is None else split_credentials(self.base_url)[0]
         return url if url.endswith("/") else f"{url}/"
 
+    def __repr__(self) -> str:
+        # Not the fields: a traceback that shows locals would print the key and password.
+        return f"ClientSettings(endpoint={self.endpoint!r})"
+
 
 @final
 class _LoopClients:
@@ -110,18 +119,19 @@ class SharedClients:
     def peek(self, settings: ClientSettings) -> openai.AsyncOpenAI:
         """The client a request with *settings* would use now, built if there is none.
 
-        Inside a loop it is that loop's client, if a request already made one; otherwise
-        a client no loop has used yet. Either way it is shared: do not close it.
+        Inside a loop it is that loop's client, made now if no request made one: a client
+        used by hand on a loop (``await model.client.models.list()``) holds connections of
+        that loop, so it must be closed with it, never adopted by another. Outside any
+        loop it is a client no loop has used yet. Either way it is shared: do not close it.
         """
         loop = running_loop()
         with self._lock:
-            entry = self._by_loop.get(loop) if loop is not None else None
-            if entry is not None and settings in entry.clients:
-                return entry.clients[settings]
-            client = self._unbound.get(settings)
-            if client is None:
-                client = self._unbound[settings] = self._build(settings)
-            return client
+            if loop is None:
+                client = self._unbound.get(settings)
+                if client is None:
+                    client = self._unbound[settings] = self._build(settings)
+                return client
+            return self._bound_client(loop, settings)
 
     async def for_running_loop(self, settings: ClientSettings) -> openai.AsyncOpenAI:
         """The client for requests with *settings* on the running loop.
@@ -138,17 +148,22 @@ class SharedClients:
             if client is not None:
                 return client
         with self._lock:
-            entry = self._by_loop.get(loop)
-            if entry is None:
-                entry = self._by_loop[loop] = _LoopClients()
-            client = entry.clients.get(settings) or self._unbound.pop(settings, None)
-            if client is None:
-                client = self._build(settings)
-            entry.clients[settings] = client
-        if entry.closer is None:
+            return self._bound_client(loop, settings)
+
+    def _bound_client(self, loop: object, settings: ClientSettings) -> openai.AsyncOpenAI:
+        """The client of *loop* (the running one) for *settings*; called with the lock held.
+
+        A loop's first client starts the generator that closes its clients when it ends.
+        """
+        entry = self._by_loop.get(loop)
+        if entry is None:
+            entry = self._by_loop[loop] = _LoopClients()
             entry.closer = self._close_at_loop_end(loop, entry)
-            # Runs to its `yield` at once: from here the loop knows it.
-            await anext(entry.closer)
+            _run_to_first_yield(entry.closer)
+        client = entry.clients.get(settings) or self._unbound.pop(settings, None)
+        if client is None:
+            client = self._build(settings)
+        entry.clients[settings] = client
         return client
 
     async def _close_at_loop_end(self, loop: object, entry: _LoopClients) -> AsyncGenerator[None]:
@@ -160,8 +175,17 @@ class SharedClients:
                     del self._by_loop[loop]
                 clients = list(entry.clients.values())
                 entry.clients.clear()
+            # Each in its own try: one that fails to close must not leave the rest open.
+            errors: list[Exception] = []
             for client in clients:
-                await client.close()
+                try:
+                    await client.close()
+                except Exception as error:
+                    errors.append(error)
+            if errors:
+                for other in errors[1:]:
+                    errors[0].add_note(f"closing another client failed too: {other!r}")
+                raise errors[0]
 
     def _build(self, settings: ClientSettings) -> openai.AsyncOpenAI:
         """A client for *settings*.
@@ -195,6 +219,21 @@ class SharedClients:
             project=environment.get("OPENAI_PROJECT_ID"),
             http_client=http_client,
         )
+
+
+def _run_to_first_yield(closer: AsyncGenerator[None, None]) -> None:
+    """Start *closer* without awaiting it (``peek`` cannot): from here the loop knows it.
+
+    Asking for its first step is what registers it with the running loop (asyncio's and
+    trio's async-generator hooks); its body reaches ``yield`` without awaiting anything,
+    so one ``send`` runs the step to its end.
+    """
+    step = closer.asend(None)
+    try:
+        step.send(None)
+    except StopIteration:
+        return
+    raise AssertionError("the closer awaited before its first yield")
 
 
 shared_clients = SharedClients()

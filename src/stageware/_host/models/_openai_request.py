@@ -54,7 +54,7 @@ class RequestEncoder:
     are not JSON data, naming the parameter.
     """
 
-    __slots__ = ("_extra", "_fixed", "_layout", "_tool_specs", "_tools", "options")
+    __slots__ = ("_extra", "_fixed", "_layout", "_tools", "options")
 
     def __init__(self, model_id: str, params: Mapping[str, Any]) -> None:
         unknown = sorted(set(params) - _BODY_FIELDS - _OPTION_PARAMS)
@@ -84,9 +84,10 @@ class RequestEncoder:
         self.options = _request_options(given)
         """The request options (``extra_headers``, ``extra_query``, ``timeout``) for ``post()``."""
         # The last tool list encoded, as it was then (a copy: a list changed in place
-        # must not match itself), and its encoding.
-        self._tool_specs: list[ToolSpec] | None = None
-        self._tools = b""
+        # must not match itself), and its encoding. One attribute, replaced whole: a
+        # model serving agents in several threads must never pair one list with
+        # another's encoding.
+        self._tools: tuple[list[ToolSpec], bytes] | None = None
 
     def encode(
         self,
@@ -117,10 +118,12 @@ class RequestEncoder:
     def _encoded_tools(self, tool_specs: list[ToolSpec]) -> bytes:
         # Comparing with the copy costs a fraction of converting and encoding the list
         # again, which with a few hundred tools would dominate the request.
-        if tool_specs != self._tool_specs:
-            self._tools = _field("tools", convert_tool_specs(tool_specs), "request field")
-            self._tool_specs = copy.deepcopy(tool_specs)
-        return self._tools
+        cached = self._tools
+        if cached is not None and cached[0] == tool_specs:
+            return cached[1]
+        encoded = _field("tools", convert_tool_specs(tool_specs), "request field")
+        self._tools = (copy.deepcopy(tool_specs), encoded)
+        return encoded
 
 
 def _field(name: str, value: object, what: str) -> bytes:

@@ -189,7 +189,8 @@ def fixed_tool_spec(agent_tool: object) -> ToolSpec | None:
 
     A ``@tool``'s spec is fixed when the function is decorated, so an agent reads it once
     and hands this one object to every model call no handler sees (a handler gets a
-    copy). The host never changes it; FunctionTool's public surface only hands out copies.
+    copy). The host never changes it, and a model must not (the ``Model`` protocol says
+    so); FunctionTool's public surface only hands out copies.
     """
     if not isinstance(agent_tool, FunctionTool):
         return None
