@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from stageware.policy import Continue, PolicyEnv
+from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
+from stageware.policy import Continue, PolicyEngine, PolicyEnv
 
 from .policy_helpers import deciding, refund_agent
 
@@ -43,3 +44,35 @@ async def test_changing_a_model_call_event_in_place_leaves_the_history_alone(poi
     [result] = [b["toolResult"] for b in agent.messages[2]["content"] if "toolResult" in b]
     assert result["content"] == [{"text": "refunded 50"}]
     assert "changed" not in ledger.tool.tool_spec["inputSchema"]["json"]
+
+
+async def test_changing_a_tool_call_event_in_place_leaves_the_call_and_history_alone() -> None:
+    seen: list[dict[str, Any]] = []
+
+    @tool
+    async def ship(order: dict[str, Any]) -> str:
+        """Ship an order.
+
+        Args:
+            order: The order.
+        """
+        seen.append(order)
+        return "shipped"
+
+    def change_input(event: Any, env: PolicyEnv) -> Continue:
+        # Nested: a shallow copy of the input would let this through to the tool.
+        event.input["order"]["items"].append("extra")
+        event.input["order"]["id"] = 999
+        return Continue()
+
+    call = ScriptedToolCall("ship", {"order": {"id": 1, "items": ["book"]}})
+    agent = Agent(
+        ScriptedModel([ScriptedTurn(tool_calls=[call]), "done"]),
+        tools=[ship],
+        policy=PolicyEngine([deciding("tool.before", change_input)]),
+    )
+    await agent.invoke_async("ship it")
+
+    assert seen == [{"id": 1, "items": ["book"]}]
+    [used] = [block["toolUse"] for block in agent.messages[1]["content"] if "toolUse" in block]
+    assert used["input"] == {"order": {"id": 1, "items": ["book"]}}

@@ -21,7 +21,8 @@ import pytest
 from stageware import Agent, ScriptedModel
 from stageware._generated.policy_points import Band, HookPoint
 from stageware._host._halt import Decision
-from stageware._policy._records import decision_record, policy_env
+from stageware._policy._attached import Attached
+from stageware._policy._records import continue_record, decision_record, policy_env
 from stageware.policy import (
     Block,
     Continue,
@@ -40,8 +41,17 @@ pytestmark = pytest.mark.anyio
 TOOL_AND_MODEL = ["tool.before", "tool.after", "model.request", "model.response"]
 
 
+def _sample(point: HookPoint = HookPoint.TOOL_BEFORE) -> Attached:
+    declared = middleware(hooks=[point.value], fail_mode="open", name="sample")(_let_through)
+    return Attached.at(point, PolicyEntry(declared, band=Band.GUARDRAIL))
+
+
+async def _let_through(event: Any, env: PolicyEnv) -> Continue:
+    return Continue()
+
+
 def test_a_built_env_is_the_one_the_constructor_makes() -> None:
-    logger = logging.getLogger("stageware.policy.sample")
+    sample = _sample()
     fields: dict[str, Any] = {
         "run_id": "run-1",
         "session_id": "session-1",
@@ -50,16 +60,38 @@ def test_a_built_env_is_the_one_the_constructor_makes() -> None:
         "middleware": "sample",
         "band": Band.GUARDRAIL,
         "attempt": 2,
-        "logger": logger,
+        "logger": logging.getLogger("stageware.policy.sample"),
     }
-    built = policy_env(*fields.values())
+    built = policy_env(sample, "run-1", "session-1", "desk", 2)
     # Every field, in order: a field PolicyEnv gains and the builder does not set fails here.
     assert [field.name for field in dataclasses.fields(PolicyEnv)] == [*fields, "notes"]
+    assert type(built) is PolicyEnv
     assert built == PolicyEnv(**fields)
     assert built.notes == []
-    assert built.notes is not policy_env(*fields.values()).notes
+    assert built.notes is not policy_env(sample, "run-1", "session-1", "desk", 2).notes
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(built, "attempt", 3)  # noqa: B010 - the checkers refuse it as written
+
+
+def test_a_continue_record_is_the_one_the_constructor_makes() -> None:
+    notes = ["looked"]
+    built = continue_record(_sample(HookPoint.TOOL_AFTER), "run-1", 0.012, 2, notes)
+    assert type(built) is Decision
+    assert built == Decision(
+        run_id="run-1",
+        hook="tool.after",
+        middleware="sample",
+        band="guardrail",
+        outcome="continue",
+        duration_ms=0.012,
+        attempt=2,
+        notes=("looked",),
+    )
+    notes.append("later")  # the record keeps what was noted by the end of the call
+    assert built.notes == ("looked",)
+    assert continue_record(_sample(), "run-1", 0.0, 1, []).notes == ()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(built, "outcome", "block")  # noqa: B010 - the checkers refuse it as written
 
 
 def test_a_built_decision_is_the_one_the_constructor_makes() -> None:
@@ -78,6 +110,7 @@ def test_a_built_decision_is_the_one_the_constructor_makes() -> None:
         "notes": ("looked",),
     }
     built = decision_record(*fields.values())
+    assert type(built) is Decision
     assert [field.name for field in dataclasses.fields(Decision)] == [*fields, "approver"]
     assert built == Decision(**fields)
     assert built.approver is None

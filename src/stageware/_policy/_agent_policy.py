@@ -21,7 +21,6 @@ step's fingerprint, and a reason that shows the approver the step (``_approval``
 
 from __future__ import annotations
 
-import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -65,7 +64,7 @@ from stageware._host._halt import Halt, HaltRun, RedoStep
 from stageware._host._hook_events import AfterInvocationEvent
 from stageware._host.models import Model, ResponseAssembler
 from stageware._host.sessions import Escalation
-from stageware._runtime import Interrupt, InterruptException
+from stageware._runtime import Interrupt, InterruptException, copy_payload
 
 from ._approval import (
     ApprovalCheck,
@@ -538,7 +537,7 @@ class AgentPolicy:
                 tool_name=tool_use["name"],
                 tool_use_id=tool_use["toolUseId"],
                 # A copy: changing the event in place must not rewrite the model's call.
-                input=copy.deepcopy(tool_use["input"]),
+                input=copy_payload(tool_use["input"]),
             ),
             tool_use["toolUseId"],
         )

@@ -44,7 +44,7 @@ from ._outcomes import (
     Suspend,
     outcome_name,
 )
-from ._records import decision_record, policy_env
+from ._records import continue_record, decision_record, policy_env
 from ._rules import allowed_names, is_allowed
 
 if TYPE_CHECKING:
@@ -139,31 +139,22 @@ async def decide(
     # Read once per hook point, not per call: Continue is logged at DEBUG only.
     log_continue = logger.isEnabledFor(logging.DEBUG)
     for middleware in attached:
-        entry = middleware.entry
-        answered = (
-            answers.get(interrupt_key(point.value, entry.name, step_key)) if answers else None
-        )
-        found = (
-            None
-            if answered is None
-            else _bound(answered, point, entry, step_key, event, cycle, position)
-        )
-        if found is not None:
-            outcome = _from_answer(point, entry, *found, run)
-            if outcome is None:
-                approved_by = entry.name
-                continue
-            return Verdict(event, modified, outcome, entry)
-        env = policy_env(
-            run_id,
-            session_id,
-            agent_name,
-            point,
-            middleware.name,
-            middleware.band,
-            attempt,
-            middleware.logger,
-        )
+        # Only a resumed run has answers: the common pass skips the lookup altogether.
+        if answers:
+            entry = middleware.entry
+            answered = answers.get(interrupt_key(point.value, entry.name, step_key))
+            found = (
+                None
+                if answered is None
+                else _bound(answered, point, entry, step_key, event, cycle, position)
+            )
+            if found is not None:
+                outcome = _from_answer(point, entry, *found, run)
+                if outcome is None:
+                    approved_by = entry.name
+                    continue
+                return Verdict(event, modified, outcome, entry)
+        env = policy_env(middleware, run_id, session_id, agent_name, attempt)
         began = 0 if trace is None else time.time_ns()
         started = time.perf_counter()
         failure: str | None = None
@@ -185,20 +176,7 @@ async def decide(
             returned is None or (type(returned) is Continue and returned.modified is None)
         ):
             notes = env.notes
-            record = decision_record(
-                run_id,
-                middleware.hook,
-                middleware.name,
-                middleware.band_name,
-                "continue",
-                None,
-                False,
-                duration,
-                attempt,
-                None,
-                False,
-                tuple(notes) if notes else (),
-            )
+            record = continue_record(middleware, run_id, duration, attempt, notes)
             # What _record does, inline for the common record.
             if log_continue:
                 _log(record)
@@ -213,7 +191,7 @@ async def decide(
         if changed is not None:
             event, modified = changed, True
         if type(outcome) is not Continue:
-            return Verdict(event, modified, outcome, entry)
+            return Verdict(event, modified, outcome, middleware.entry)
     return Verdict(event, modified)
 
 

@@ -2,112 +2,85 @@
 ``Decision`` record.
 
 Both are frozen dataclasses, and a frozen dataclass's ``__init__`` sets each field
-through ``object.__setattr__``, looking the attribute up on every field of every call:
-with 50 middleware that is most of what a call costs. These builders set the slots
-through their descriptors, looked up once, here. The objects are the very ones the
-constructors make (``tests/policy/test_policy_cost.py`` compares them field by field, and
-fails when either class gains a field these do not set); only the policy engine's hot
-path uses them.
+through ``object.__setattr__``; with 50 middleware, building them is most of what a call
+costs. These builders fill an instance of a private class with the same slots and no
+frozen ``__setattr__`` (plain attribute stores, which the interpreter specialises to a
+direct slot write), then make it the real class by assigning ``__class__``: CPython allows
+that between classes of the same layout, and checks the layout on every assignment, so a
+class that gains, loses or reorders a slot makes every build fail loudly (``TypeError``)
+rather than produce a wrong object. The result is an
+ordinary ``PolicyEnv`` or ``Decision`` (``type(x) is Decision``, frozen, equal to what the
+constructor makes: ``tests/policy/test_policy_cost.py`` compares them field by field); only
+the policy engine's hot path uses these builders.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from typing import Any, Final
 
-from stageware._generated.policy_points import Band, HookPoint
 from stageware._host._halt import Decision
 
+from ._attached import Attached
 from ._env import PolicyEnv
 
-__all__ = ["decision_record", "policy_env"]
+__all__ = ["continue_record", "decision_record", "policy_env"]
 
 _new: Final = object.__new__
 
 
-def _setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
-    return tuple(cls.__dict__[name].__set__ for name in names)
+class _EnvSlots:
+    """``PolicyEnv``'s layout without its frozen ``__setattr__``."""
+
+    __slots__ = PolicyEnv.__slots__
 
 
-(
-    _env_run_id,
-    _env_session_id,
-    _env_agent_name,
-    _env_hook,
-    _env_middleware,
-    _env_band,
-    _env_attempt,
-    _env_logger,
-    _env_notes,
-) = _setters(
-    PolicyEnv,
-    "run_id",
-    "session_id",
-    "agent_name",
-    "hook",
-    "middleware",
-    "band",
-    "attempt",
-    "logger",
-    "notes",
-)
+class _DecisionSlots:
+    """``Decision``'s layout without its frozen ``__setattr__``."""
+
+    __slots__ = Decision.__slots__
 
 
 def policy_env(
-    run_id: str,
-    session_id: str | None,
-    agent_name: str,
-    hook: HookPoint,
-    middleware: str,
-    band: Band,
-    attempt: int,
-    logger: logging.Logger,
+    middleware: Attached, run_id: str, session_id: str | None, agent_name: str, attempt: int
 ) -> PolicyEnv:
-    """``PolicyEnv(...)`` with these fields and no notes yet."""
-    env: PolicyEnv = _new(PolicyEnv)
-    _env_run_id(env, run_id)
-    _env_session_id(env, session_id)
-    _env_agent_name(env, agent_name)
-    _env_hook(env, hook)
-    _env_middleware(env, middleware)
-    _env_band(env, band)
-    _env_attempt(env, attempt)
-    _env_logger(env, logger)
-    _env_notes(env, [])
-    return env
+    """``PolicyEnv(...)`` of a call of *middleware* in this run, with no notes yet."""
+    env: Any = _new(_EnvSlots)
+    env.run_id = run_id
+    env.session_id = session_id
+    env.agent_name = agent_name
+    env.hook = middleware.point
+    env.middleware = middleware.name
+    env.band = middleware.band
+    env.attempt = attempt
+    env.logger = middleware.logger
+    env.notes = []
+    env.__class__ = PolicyEnv
+    built: PolicyEnv = env
+    return built
 
 
-(
-    _run_id,
-    _hook,
-    _middleware,
-    _band,
-    _outcome,
-    _reason,
-    _modified,
-    _duration_ms,
-    _attempt,
-    _error,
-    _timed_out,
-    _notes,
-    _approver,
-) = _setters(
-    Decision,
-    "run_id",
-    "hook",
-    "middleware",
-    "band",
-    "outcome",
-    "reason",
-    "modified",
-    "duration_ms",
-    "attempt",
-    "error",
-    "timed_out",
-    "notes",
-    "approver",
-)
+def continue_record(
+    middleware: Attached, run_id: str, duration_ms: float, attempt: int, notes: list[str]
+) -> Decision:
+    """The ``Decision`` of a call of *middleware* that returned a plain ``Continue``, the
+    common record: what the middleware's ``Attached`` resolved, and no error."""
+    record: Any = _new(_DecisionSlots)
+    record.run_id = run_id
+    record.hook = middleware.hook
+    record.middleware = middleware.name
+    record.band = middleware.band_name
+    record.outcome = "continue"
+    record.reason = None
+    record.modified = False
+    record.duration_ms = duration_ms
+    record.attempt = attempt
+    record.error = None
+    record.timed_out = False
+    record.notes = tuple(notes) if notes else ()
+    record.approver = None
+    record.__class__ = Decision
+    built: Decision = record
+    return built
 
 
 def decision_record(
@@ -125,18 +98,20 @@ def decision_record(
     notes: tuple[str, ...],
 ) -> Decision:
     """``Decision(...)`` of a middleware call (one that carries out no approver's answer)."""
-    record: Decision = _new(Decision)
-    _run_id(record, run_id)
-    _hook(record, hook)
-    _middleware(record, middleware)
-    _band(record, band)
-    _outcome(record, outcome)
-    _reason(record, reason)
-    _modified(record, modified)
-    _duration_ms(record, duration_ms)
-    _attempt(record, attempt)
-    _error(record, error)
-    _timed_out(record, timed_out)
-    _notes(record, notes)
-    _approver(record, None)
-    return record
+    record: Any = _new(_DecisionSlots)
+    record.run_id = run_id
+    record.hook = hook
+    record.middleware = middleware
+    record.band = band
+    record.outcome = outcome
+    record.reason = reason
+    record.modified = modified
+    record.duration_ms = duration_ms
+    record.attempt = attempt
+    record.error = error
+    record.timed_out = timed_out
+    record.notes = notes
+    record.approver = None
+    record.__class__ = Decision
+    built: Decision = record
+    return built
