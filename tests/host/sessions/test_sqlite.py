@@ -624,3 +624,15 @@ def test_a_wal_file_commits_with_synchronous_normal_and_another_keeps_full(
     shared = SQLiteSessionStore(other)
     save(shared, "s1", 0)
     assert _synchronous(shared) == [2]  # FULL, SQLite's default, unsafe to lower there
+
+
+def test_a_store_made_with_synchronous_full_syncs_each_commit(path: Path) -> None:
+    store = SQLiteSessionStore(path, synchronous="full")
+    save(store, "s1", 0)
+    assert sql(path, "PRAGMA journal_mode") == [("wal",)]
+    assert _synchronous(store) == [2]  # FULL: the log is synced at each commit, in WAL mode too
+
+
+def test_an_unknown_synchronous_setting_is_refused(path: Path) -> None:
+    with pytest.raises(ValueError, match="synchronous must be 'full' or 'normal', not 'off'"):
+        SQLiteSessionStore(path, synchronous="off")  # type: ignore[arg-type]

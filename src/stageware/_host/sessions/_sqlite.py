@@ -25,10 +25,12 @@ one, or opens one if none is idle, and gives it back. A kept connection keeps it
 statements (the ``sqlite3`` module's statement cache) and the settings made once when it
 opened, and the file is not closed after every call, which in WAL mode would checkpoint
 the log and sync the file each time. On a file in WAL mode, a connection commits with
-``synchronous=NORMAL``: a commit is in the log, in the operating system's hands, when it
-returns, so a process killed at any point (``kill -9``) loses nothing committed; only a
-power cut or an operating-system crash may lose the last commits (never leaving a torn
-one), since the log is synced at checkpoints, not at each commit. A file in another
+``synchronous=NORMAL`` unless the store was made with ``synchronous="full"``: a commit is
+in the log, in the operating system's hands, when it returns, so a process killed at any
+point (``kill -9``) loses nothing committed; only a power cut or an operating-system crash
+may lose the last commits (never leaving a torn one), since the log is synced at
+checkpoints, not at each commit. ``FULL`` syncs the log at each commit, which made an
+invocation with the store cost 4.1 to 4.9 times one without (against 2.8 to 3.0). A file in another
 journal mode keeps SQLite's default (``FULL``), which ``NORMAL`` would make unsafe there.
 A process forked from one that used the store does not use the parent's connections.
 """
@@ -42,7 +44,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final, TypeVar, final
+from typing import Final, Literal, TypeVar, final
 
 from . import _lease_renewer
 from ._encoding import decode_snapshot, encode_snapshot, split_document
@@ -215,11 +217,32 @@ class SQLiteSessionStore:
             directory now, so a later ``chdir`` does not move the store.
         timeout: Seconds to wait for another connection's lock before giving up with a
             ``SessionError``.
+        synchronous: ``"normal"`` (the default): on a file in WAL mode, a save is in the
+            operating system's hands when it returns; it survives the process being
+            killed, but a power cut or an operating-system crash may lose the last saves.
+            ``"full"``: a save is on the disk when it returns, and survives a power cut;
+            each save then waits for the disk (about 1.6 times the cost of a save). A file
+            in another journal mode always commits with ``FULL``.
     """
 
-    __slots__ = ("_forked_from", "_idle", "_lock", "_path", "_pid", "_ready", "_timeout")
+    __slots__ = (
+        "_forked_from",
+        "_idle",
+        "_lock",
+        "_path",
+        "_pid",
+        "_ready",
+        "_synchronous",
+        "_timeout",
+    )
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 10.0,
+        synchronous: Literal["full", "normal"] = "normal",
+    ) -> None:
         raw = os.fspath(path)
         # Every call opens a new connection, and each one would see its own empty
         # in-memory database.
@@ -228,8 +251,13 @@ class SQLiteSessionStore:
                 f"SQLiteSessionStore needs a database file, not {raw!r}; "
                 "use MemorySessionStore for sessions kept in memory"
             )
+        if synchronous not in ("full", "normal"):
+            raise ValueError(
+                f"SQLiteSessionStore: synchronous must be 'full' or 'normal', not {synchronous!r}"
+            )
         self._path = Path(os.path.abspath(raw))
         self._timeout = timeout
+        self._synchronous: Final = synchronous
         self._lock = threading.Lock()
         self._ready = False
         # Open connections no call is using, and the process they belong to.
@@ -568,7 +596,8 @@ class SQLiteSessionStore:
         connection = self._connect(what)
         try:
             mode: tuple[str] = connection.execute("PRAGMA journal_mode").fetchone()
-            if mode[0].lower() == "wal":
+            # FULL is SQLite's default; NORMAL is safe only in WAL mode.
+            if self._synchronous == "normal" and mode[0].lower() == "wal":
                 connection.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
             connection.close()
