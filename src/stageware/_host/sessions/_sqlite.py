@@ -24,14 +24,18 @@ thread at a time, so the store keeps its open connections in a small pool: a cal
 one, or opens one if none is idle, and gives it back. A kept connection keeps its prepared
 statements (the ``sqlite3`` module's statement cache) and the settings made once when it
 opened, and the file is not closed after every call, which in WAL mode would checkpoint
-the log and sync the file each time. On a file in WAL mode, a connection commits with
-``synchronous=NORMAL`` unless the store was made with ``synchronous="full"``: a commit is
-in the log, in the operating system's hands, when it returns, so a process killed at any
-point (``kill -9``) loses nothing committed; only a power cut or an operating-system crash
-may lose the last commits (never leaving a torn one), since the log is synced at
-checkpoints, not at each commit. ``FULL`` syncs the log at each commit, which made an
-invocation with the store cost 4.1 to 4.9 times one without (against 2.8 to 3.0). A file in another
-journal mode keeps SQLite's default (``FULL``), which ``NORMAL`` would make unsafe there.
+the log and sync the file each time. A kept connection is used only while the file at the
+path is the one it opened (same device and inode): one deleted or replaced meanwhile is
+opened anew, so a call never writes into a file no one else can see.
+
+On a file in WAL mode, a connection commits with ``synchronous=NORMAL`` unless the store
+was made with ``synchronous="full"``: a commit is in the log, in the operating system's
+hands, when it returns, so a process killed at any point (``kill -9``) loses nothing
+committed; only a power cut or an operating-system crash may lose the last commits (never
+leaving a torn one), since the log is synced at checkpoints, not at each commit. ``FULL``
+syncs the log at each commit, which made an invocation with the store cost 4.1 to 4.9
+times one without (against 2.8 to 3.0 with ``NORMAL``). A file in another journal mode
+keeps SQLite's default (``FULL``), which ``NORMAL`` would make unsafe there.
 A process forked from one that used the store does not use the parent's connections.
 """
 
@@ -202,6 +206,18 @@ _Row = tuple[int, object, str | None, str | None, int]
 _IDLE_CONNECTIONS: Final = 4
 """Open connections a store keeps for its next calls; more are closed when given back."""
 
+_Pooled = tuple[sqlite3.Connection, tuple[int, int] | None]
+"""A connection and the file it opened (``_file_id``; ``None``: the path was missing)."""
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """The device and inode of the file at *path*, or ``None`` if there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
 
 @final
 class SQLiteSessionStore:
@@ -261,11 +277,11 @@ class SQLiteSessionStore:
         self._lock = threading.Lock()
         self._ready = False
         # Open connections no call is using, and the process they belong to.
-        self._idle: list[sqlite3.Connection] = []
+        self._idle: list[_Pooled] = []
         self._pid = os.getpid()
         # The connections a forked child found idle: its parent's, never used nor closed
         # here (closing them would act on the parent's open file).
-        self._forked_from: list[sqlite3.Connection] = []
+        self._forked_from: list[_Pooled] = []
 
     @property
     def path(self) -> Path:
@@ -495,7 +511,7 @@ class SQLiteSessionStore:
         _lease_renewer.stop(self)
         with self._lock:
             idle, self._idle = self._idle, []
-        for connection in idle:
+        for connection, _ in idle:
             connection.close()
 
     def __enter__(self) -> SQLiteSessionStore:
@@ -563,7 +579,7 @@ class SQLiteSessionStore:
         ``sqlite3`` failure becomes a ``SessionError`` that names it and the file.
         """
         self._ensure_tables(what)
-        connection = self._take(what)
+        connection, file = self._take(what)
         try:
             # IMMEDIATE takes the write lock up front, so a writer waits (up to the
             # timeout) at BEGIN instead of failing halfway through with SQLITE_BUSY, and
@@ -581,18 +597,28 @@ class SQLiteSessionStore:
             if isinstance(exc, sqlite3.Error):
                 raise self._failure(what, exc) from exc
             raise
-        self._give_back(connection)
+        self._give_back((connection, file))
         return result
 
-    def _take(self, what: str) -> sqlite3.Connection:
-        """An idle connection of this process, or a new one."""
+    def _take(self, what: str) -> _Pooled:
+        """An idle connection of this process to the file now at the path, or a new one."""
         with self._lock:
             if self._pid != os.getpid():
                 self._pid = os.getpid()
                 self._forked_from += self._idle
                 self._idle = []
-            if self._idle:
-                return self._idle.pop()
+            idle = self._idle.pop() if self._idle else None
+        if idle is not None:
+            if idle[1] is not None and idle[1] == _file_id(self._path):
+                return idle
+            # The file was deleted or replaced since this connection opened it, which
+            # would keep reading and writing the old one: open the path anew, as a store
+            # that opened a connection per call did (a missing file is then created empty,
+            # and the call fails on its missing tables).
+            idle[0].close()
+        # Read before opening: a file replaced in between costs a needless reopen later,
+        # never a connection kept on a file that is no longer at the path.
+        file = _file_id(self._path)
         connection = self._connect(what)
         try:
             mode: tuple[str] = connection.execute("PRAGMA journal_mode").fetchone()
@@ -602,14 +628,14 @@ class SQLiteSessionStore:
         except sqlite3.Error as exc:
             connection.close()
             raise self._failure(what, exc) from exc
-        return connection
+        return connection, file
 
-    def _give_back(self, connection: sqlite3.Connection) -> None:
+    def _give_back(self, pooled: _Pooled) -> None:
         with self._lock:
             if self._pid == os.getpid() and len(self._idle) < _IDLE_CONNECTIONS:
-                self._idle.append(connection)
+                self._idle.append(pooled)
                 return
-        connection.close()
+        pooled[0].close()
 
     # --- The file and its tables ------------------------------------------------------
 
