@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from stageware import Agent, ScriptedModel, SessionLeasedError, ToolContext, tool
+from stageware._host._session import AgentSession
 from stageware._host.sessions import (
     Escalation,
     MemorySessionStore,
@@ -215,16 +216,20 @@ def test_a_reused_agent_claims_with_one_write() -> None:
 class Held:
     """A lease that counts its renewals and can be made to fail."""
 
-    def __init__(self, every: float = 0.02, failure: Exception | None = None) -> None:
+    def __init__(
+        self, every: float = 0.02, failure: Exception | None = None, skips: int = 0
+    ) -> None:
         self.renew_every = every
         self.failure = failure
+        self.skips = skips  # the first renewals find the holder busy (a save under way)
         self.renewals = 0
         self.losses = 0
 
-    def renew(self) -> None:
+    def renew(self) -> bool:
         self.renewals += 1
         if self.failure is not None:
             raise self.failure
+        return self.renewals > self.skips
 
     def lost(self) -> None:
         self.losses += 1
@@ -262,6 +267,28 @@ def test_a_lost_lease_is_told_once_and_the_others_go_on() -> None:
         for held in (failing, broken, healthy):
             _lease_renewer.drop(store, held)
     assert wait_until(lambda: not renewer_threads())
+
+
+def test_a_skipped_renewal_is_tried_again_soon_not_a_third_of_the_lease_later() -> None:
+    store = object()
+    held = Held(every=0.6, skips=2)  # two slow saves in a row hold the session
+    _lease_renewer.hold(store, held)
+    try:
+        # Due at 0.6 s, skipped; tried again 0.06 s later, skipped; then renewed, near
+        # 0.72 s. Without the retry, the third try came at 1.8 s, with the lease lapsed.
+        assert wait_until(lambda: held.renewals >= 3, seconds=1.0)
+        time.sleep(0.2)
+        assert held.renewals == 3  # renewed: back to a third of the lease
+    finally:
+        _lease_renewer.drop(store, held)
+    assert wait_until(lambda: not renewer_threads())
+
+
+def test_an_agent_session_reports_a_renewal_skipped_while_it_writes() -> None:
+    session = AgentSession(MemorySessionStore(), "s", lease_seconds=30)
+    with session._lock:  # pyright: ignore[reportPrivateUsage]  (a save under way)
+        assert session.renew() is False
+    assert session.renew() is True  # no invocation holds a lease: nothing to renew
 
 
 def test_closing_a_store_ends_its_renewer_before_close_returns(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ writes), so a drop is cheap enough for the event loop's thread.
 
 The renewals of one store run one after the other on its thread, so a lease's renewal
 must not wait on its holder (the agent's session skips a renewal while one of its own
-saves, which renews the lease too, is under way). A lease whose renewal
+saves, which renews the lease too, is under way). A skipped renewal is tried again soon
+(``_retry_after``), not a third of the lease later: a save that fails, or two slow saves
+in a row, must not let the lease lapse untried. A lease whose renewal
 is refused (``SessionConflictError``: another worker took the session over) is told so
 (``HeldLease.lost``) and no longer renewed; one whose renewal fails (a passing store
 failure) is tried again at its next turn, when two thirds of its length are still left.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Final, Protocol, final
+from typing import Final, Literal, Protocol, final
 
 from ._store import SessionConflictError, SessionError
 
@@ -39,6 +41,11 @@ THREAD_NAME: Final = "stageware-lease-renewer"
 """The start of every renewer thread's name; the rest names its store."""
 
 
+def _retry_after(lease: HeldLease) -> float:
+    """Seconds until a skipped renewal of *lease* is tried again: soon, yet not a busy loop."""
+    return min(1.0, lease.renew_every / 10)
+
+
 class HeldLease(Protocol):
     """A lease this process holds, as its renewer sees it."""
 
@@ -47,8 +54,12 @@ class HeldLease(Protocol):
         """Seconds between two renewals."""
         ...
 
-    def renew(self) -> None:
+    def renew(self) -> bool:
         """Renew the lease; a lease that was let go meanwhile renews nothing.
+
+        Returns:
+            ``False`` if the renewal could not run now (its holder is busy writing), to
+            be tried again soon (``_retry_after``); ``True`` otherwise.
 
         Raises:
             SessionConflictError: Another worker holds the session now.
@@ -113,11 +124,14 @@ class _Renewer:
                     self._due[lease] = now + lease.renew_every
                 _lock.release()
                 try:
-                    lost = [lease for lease in ready if not _renewed(lease)]
+                    outcomes = [(lease, _renew(lease)) for lease in ready]
                 finally:
                     _lock.acquire()
-                for lease in lost:
-                    self._due.pop(lease, None)
+                for lease, outcome in outcomes:
+                    if outcome == "lost":
+                        self._due.pop(lease, None)
+                    elif outcome == "skipped" and lease in self._due:
+                        self._due[lease] = time.monotonic() + _retry_after(lease)
             self._thread = None
             if _renewers.get(id(self._store)) is self:
                 del _renewers[id(self._store)]
@@ -127,19 +141,20 @@ _renewers: dict[int, _Renewer] = {}
 """The renewer of each store (by its id) that holds a lease, or is closing."""
 
 
-def _renewed(lease: HeldLease) -> bool:
-    """Renew *lease*; ``False`` if it is lost (and has been told so)."""
+def _renew(lease: HeldLease) -> Literal["renewed", "skipped", "lost"]:
+    """Renew *lease*; ``"lost"`` if it is lost (and has been told so)."""
     try:
-        lease.renew()
+        if not lease.renew():
+            return "skipped"
     except SessionConflictError:
         lease.lost()
-        return False
+        return "lost"
     except SessionError:
         pass  # a passing store failure: the lease has two thirds of its length left
     except Exception:
         # A store's own bug must not end the renewals of the other leases.
         _log.exception("renewing a session lease failed; the next turn tries again")
-    return True
+    return "renewed"
 
 
 def hold(store: object, lease: HeldLease) -> None:
