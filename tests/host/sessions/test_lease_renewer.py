@@ -7,6 +7,8 @@ others, a closing store ends its renewer) are checked with leases of the test's 
 
 from __future__ import annotations
 
+import os
+import signal
 import textwrap
 import threading
 import time
@@ -289,6 +291,38 @@ def test_an_agent_session_reports_a_renewal_skipped_while_it_writes() -> None:
     with session._lock:  # pyright: ignore[reportPrivateUsage]  (a save under way)
         assert session.renew() is False
     assert session.renew() is True  # no invocation holds a lease: nothing to renew
+
+
+def test_a_forked_child_renews_its_own_leases() -> None:
+    """Forked while the parent renews a lease on the store and holds the renewers' lock."""
+    store = object()
+    parents = Held()
+    _lease_renewer.hold(store, parents)
+    assert wait_until(lambda: parents.renewals >= 1)
+    with _lease_renewer._lock:  # pyright: ignore[reportPrivateUsage]
+        pid = os.fork()
+        if pid == 0:  # the child: a copy of a held lock, and of a renewer with no thread
+            code = 1
+            try:
+                childs = Held()
+                _lease_renewer.hold(store, childs)
+                code = 0 if wait_until(lambda: childs.renewals >= 3, seconds=3.0) else 2
+            finally:
+                os._exit(code)
+    try:
+        deadline = time.monotonic() + 10.0
+        while (found := os.waitpid(pid, os.WNOHANG)) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung holding a lease")
+            time.sleep(0.02)
+        assert os.waitstatus_to_exitcode(found[1]) == 0  # 2: its lease was never renewed
+        renewals = parents.renewals
+        assert wait_until(lambda: parents.renewals > renewals)  # the parent's go on
+    finally:
+        _lease_renewer.drop(store, parents)
+    assert wait_until(lambda: not renewer_threads())
 
 
 def test_closing_a_store_ends_its_renewer_before_close_returns(tmp_path: Path) -> None:

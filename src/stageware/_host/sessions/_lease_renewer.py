@@ -22,11 +22,15 @@ in a row, must not let the lease lapse untried. A lease whose renewal
 is refused (``SessionConflictError``: another worker took the session over) is told so
 (``HeldLease.lost``) and no longer renewed; one whose renewal fails (a passing store
 failure) is tried again at its next turn, when two thirds of its length are still left.
+
+A process forked from one holding leases has none of the renewer threads: it forgets the
+parent's renewers and lock (``os.register_at_fork``), and a lease it holds starts its own.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import Final, Literal, Protocol, final
@@ -74,7 +78,8 @@ class HeldLease(Protocol):
 
 # One lock for every renewer and the table of them: holding a lease, a thread ending
 # because nothing is held and a store closing are then never half done for one another.
-_lock: Final = threading.Lock()
+# Replaced in a forked child (``_forget_after_fork``).
+_lock = threading.Lock()
 
 
 @final
@@ -155,6 +160,20 @@ def _renew(lease: HeldLease) -> Literal["renewed", "skipped", "lost"]:
         # A store's own bug must not end the renewals of the other leases.
         _log.exception("renewing a session lease failed; the next turn tries again")
     return "renewed"
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: no renewer thread was copied, and the lock may have been held.
+
+    The parent's leases are the parent's to renew; a lease the child holds starts a
+    renewer of its own.
+    """
+    global _lock
+    _lock = threading.Lock()
+    _renewers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def hold(store: object, lease: HeldLease) -> None:
