@@ -7,6 +7,7 @@ others, a closing store ends its renewer) are checked with leases of the test's 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import textwrap
@@ -323,6 +324,42 @@ def test_a_forked_child_renews_its_own_leases() -> None:
     finally:
         _lease_renewer.drop(store, parents)
     assert wait_until(lambda: not renewer_threads())
+
+
+class SlowHeld(Held):
+    """A lease whose renewal takes a while, like one on a busy database."""
+
+    def renew(self) -> bool:
+        time.sleep(0.3)
+        return super().renew()
+
+
+def test_a_renewal_delayed_by_a_slow_one_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    store = object()
+    slow, delayed = SlowHeld(every=0.05), Held(every=0.05)
+    with caplog.at_level(logging.WARNING, logger=_lease_renewer.__name__):
+        _lease_renewer.hold(store, slow)
+        _lease_renewer.hold(store, delayed)
+        try:
+            assert wait_until(lambda: delayed.renewals >= 2)
+        finally:
+            _lease_renewer.drop(store, slow)
+            _lease_renewer.drop(store, delayed)
+        assert wait_until(lambda: not renewer_threads())
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings
+    assert "after it was due, with less than a third of it left" in warnings[0]
+
+
+def test_renewals_on_time_log_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    store = object()
+    held = Held(every=0.2)  # a warning would take a renewal 0.2 s late
+    with caplog.at_level(logging.WARNING, logger=_lease_renewer.__name__):
+        _lease_renewer.hold(store, held)
+        assert wait_until(lambda: held.renewals >= 3)
+        _lease_renewer.drop(store, held)
+        assert wait_until(lambda: not renewer_threads())
+    assert caplog.records == []
 
 
 def test_closing_a_store_ends_its_renewer_before_close_returns(tmp_path: Path) -> None:

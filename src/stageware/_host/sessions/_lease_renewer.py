@@ -23,6 +23,12 @@ is refused (``SessionConflictError``: another worker took the session over) is t
 (``HeldLease.lost``) and no longer renewed; one whose renewal fails (a passing store
 failure) is tried again at its next turn, when two thirds of its length are still left.
 
+The renewals of a store run one after the other, so one that is slow (an SQLite file
+locked by another writer, up to the store's timeout; a slow PostgreSQL server) delays
+the others on the store; one renewal later than a third of its lease past its due time
+logs a warning (logger ``stageware._host.sessions._lease_renewer``), before the lease
+can lapse.
+
 A process forked from one holding leases has none of the renewer threads: it forgets the
 parent's renewers and lock (``os.register_at_fork``), and a lease it holds starts its own.
 """
@@ -121,15 +127,15 @@ class _Renewer:
         with _lock:
             while self._due:
                 now = time.monotonic()
-                ready = [lease for lease, due in self._due.items() if due <= now]
+                ready = [(lease, due) for lease, due in self._due.items() if due <= now]
                 if not ready:
                     self._wake.wait(min(self._due.values()) - now)
                     continue
-                for lease in ready:
+                for lease, _ in ready:
                     self._due[lease] = now + lease.renew_every
                 _lock.release()
                 try:
-                    outcomes = [(lease, _renew(lease)) for lease in ready]
+                    outcomes = [(lease, _renew(lease, due)) for lease, due in ready]
                 finally:
                     _lock.acquire()
                 for lease, outcome in outcomes:
@@ -146,8 +152,15 @@ _renewers: dict[int, _Renewer] = {}
 """The renewer of each store (by its id) that holds a lease, or is closing."""
 
 
-def _renew(lease: HeldLease) -> Literal["renewed", "skipped", "lost"]:
-    """Renew *lease*; ``"lost"`` if it is lost (and has been told so)."""
+def _renew(lease: HeldLease, due: float) -> Literal["renewed", "skipped", "lost"]:
+    """Renew *lease*, *due* then; ``"lost"`` if it is lost (and has been told so)."""
+    late = time.monotonic() - due
+    if late > lease.renew_every:
+        _log.warning(
+            "renewing a session lease %.1f s after it was due, with less than a third of "
+            "it left: a renewal before it on the same store was slow (a busy database?)",
+            late,
+        )
     try:
         if not lease.renew():
             return "skipped"
