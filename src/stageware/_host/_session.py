@@ -397,20 +397,22 @@ class AgentSession:
                     return
             time.sleep(pause)
 
-    def renew(self) -> None:
+    def renew(self) -> bool:
         """Extend the lease the running invocation holds (the renewer's call).
 
-        Once the final save has begun, this does nothing. Nor does it while another write
-        holds the lock: a checkpoint under way renews the lease as it commits, and the
-        store's renewer, which serves every session of the store, never waits on one.
+        Once the final save has begun, this does nothing. While another write holds the
+        lock, it returns ``False`` at once, and the renewer tries again soon: the store's
+        renewer, which serves every session of the store, never waits on one, and a
+        checkpoint under way renews the lease only if it commits.
         """
         if not self._lock.acquire(blocking=False):
-            return
+            return False
         try:
             if self._leased:
                 self._renew_locked(self._lease_seconds)
         finally:
             self._lock.release()
+        return True
 
     def _renew(self, lease_seconds: float) -> None:
         with self._lock:
@@ -443,8 +445,8 @@ class _Renewal:
     def renew_every(self) -> float:
         return self._session.lease_seconds / 3
 
-    def renew(self) -> None:
-        self._session.renew()
+    def renew(self) -> bool:
+        return self._session.renew()
 
     def lost(self) -> None:
         # Another worker owns the session now: whatever this run does next would be

@@ -208,6 +208,37 @@ def test_an_old_message_edited_in_place_is_saved(store: SessionStore) -> None:
     assert agent_on(store).messages[0]["content"] == [{"text": "first, edited"}]
 
 
+@pytest.mark.parametrize("how", ["in place", "replaced"])
+def test_an_edit_between_runs_is_stored_mid_run_only_if_the_message_was_replaced(
+    store: SessionStore, how: str
+) -> None:
+    """The README: an edit in place waits for the final save (lost if the worker dies)."""
+    mid_run: list[object] = []
+
+    @tool
+    def peek() -> str:
+        """Read what the store holds while the run is under way."""
+        stored = store.load(SESSION)
+        assert stored is not None
+        mid_run.append(stored.snapshot["messages"][0]["content"])
+        return "peeked"
+
+    agent = agent_on(store, "one", calls(("peek", {}, "t1")), "two", tools=[peek])
+    agent("first")
+    if how == "in place":
+        agent.messages[0]["content"][0] = {"text": "first, edited"}
+    else:
+        agent.messages[0] = text("user", "first, edited")
+    agent("second")
+
+    edited = [{"text": "first, edited"}]
+    # Checkpoints before the final save find the stored prefix by identity: a message
+    # changed in place is still "the same", and a worker dying here would lose the edit.
+    assert mid_run == ([[{"text": "first"}]] if how == "in place" else [edited])
+    assert_stored(store, agent)
+    assert agent_on(store).messages[0]["content"] == edited
+
+
 def test_of_two_agents_that_loaded_one_version_the_second_is_refused(
     store: SessionStore,
 ) -> None:

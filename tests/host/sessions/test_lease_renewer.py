@@ -7,6 +7,9 @@ others, a closing store ends its renewer) are checked with leases of the test's 
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 import textwrap
 import threading
 import time
@@ -18,6 +21,7 @@ import anyio
 import pytest
 
 from stageware import Agent, ScriptedModel, SessionLeasedError, ToolContext, tool
+from stageware._host._session import AgentSession
 from stageware._host.sessions import (
     Escalation,
     MemorySessionStore,
@@ -215,16 +219,20 @@ def test_a_reused_agent_claims_with_one_write() -> None:
 class Held:
     """A lease that counts its renewals and can be made to fail."""
 
-    def __init__(self, every: float = 0.02, failure: Exception | None = None) -> None:
+    def __init__(
+        self, every: float = 0.02, failure: Exception | None = None, skips: int = 0
+    ) -> None:
         self.renew_every = every
         self.failure = failure
+        self.skips = skips  # the first renewals find the holder busy (a save under way)
         self.renewals = 0
         self.losses = 0
 
-    def renew(self) -> None:
+    def renew(self) -> bool:
         self.renewals += 1
         if self.failure is not None:
             raise self.failure
+        return self.renewals > self.skips
 
     def lost(self) -> None:
         self.losses += 1
@@ -262,6 +270,96 @@ def test_a_lost_lease_is_told_once_and_the_others_go_on() -> None:
         for held in (failing, broken, healthy):
             _lease_renewer.drop(store, held)
     assert wait_until(lambda: not renewer_threads())
+
+
+def test_a_skipped_renewal_is_tried_again_soon_not_a_third_of_the_lease_later() -> None:
+    store = object()
+    held = Held(every=0.6, skips=2)  # two slow saves in a row hold the session
+    _lease_renewer.hold(store, held)
+    try:
+        # Due at 0.6 s, skipped; tried again 0.06 s later, skipped; then renewed, near
+        # 0.72 s. Without the retry, the third try came at 1.8 s, with the lease lapsed.
+        assert wait_until(lambda: held.renewals >= 3, seconds=1.0)
+        time.sleep(0.2)
+        assert held.renewals == 3  # renewed: back to a third of the lease
+    finally:
+        _lease_renewer.drop(store, held)
+    assert wait_until(lambda: not renewer_threads())
+
+
+def test_an_agent_session_reports_a_renewal_skipped_while_it_writes() -> None:
+    session = AgentSession(MemorySessionStore(), "s", lease_seconds=30)
+    with session._lock:  # pyright: ignore[reportPrivateUsage]  (a save under way)
+        assert session.renew() is False
+    assert session.renew() is True  # no invocation holds a lease: nothing to renew
+
+
+def test_a_forked_child_renews_its_own_leases() -> None:
+    """Forked while the parent renews a lease on the store and holds the renewers' lock."""
+    store = object()
+    parents = Held()
+    _lease_renewer.hold(store, parents)
+    assert wait_until(lambda: parents.renewals >= 1)
+    with _lease_renewer._lock:  # pyright: ignore[reportPrivateUsage]
+        pid = os.fork()
+        if pid == 0:  # the child: a copy of a held lock, and of a renewer with no thread
+            code = 1
+            try:
+                childs = Held()
+                _lease_renewer.hold(store, childs)
+                code = 0 if wait_until(lambda: childs.renewals >= 3, seconds=3.0) else 2
+            finally:
+                os._exit(code)
+    try:
+        deadline = time.monotonic() + 10.0
+        while (found := os.waitpid(pid, os.WNOHANG)) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung holding a lease")
+            time.sleep(0.02)
+        assert os.waitstatus_to_exitcode(found[1]) == 0  # 2: its lease was never renewed
+        renewals = parents.renewals
+        assert wait_until(lambda: parents.renewals > renewals)  # the parent's go on
+    finally:
+        _lease_renewer.drop(store, parents)
+    assert wait_until(lambda: not renewer_threads())
+
+
+class SlowHeld(Held):
+    """A lease whose renewal takes a while, like one on a busy database."""
+
+    def renew(self) -> bool:
+        time.sleep(0.3)
+        return super().renew()
+
+
+def test_a_renewal_delayed_by_a_slow_one_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    store = object()
+    slow, delayed = SlowHeld(every=0.05), Held(every=0.05)
+    with caplog.at_level(logging.WARNING, logger=_lease_renewer.__name__):
+        _lease_renewer.hold(store, slow)
+        _lease_renewer.hold(store, delayed)
+        try:
+            assert wait_until(lambda: delayed.renewals >= 2)
+        finally:
+            _lease_renewer.drop(store, slow)
+            _lease_renewer.drop(store, delayed)
+        assert wait_until(lambda: not renewer_threads())
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings
+    assert "after it was due, with less than a third of it left" in warnings[0]
+
+
+def test_renewals_on_time_log_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    store = object()
+    held = Held(every=0.2)  # a warning would take a renewal 0.2 s late
+    with caplog.at_level(logging.WARNING, logger=_lease_renewer.__name__):
+        _lease_renewer.hold(store, held)
+        assert wait_until(lambda: held.renewals >= 3)
+        _lease_renewer.drop(store, held)
+        assert wait_until(lambda: not renewer_threads())
+    assert caplog.records == []
 
 
 def test_closing_a_store_ends_its_renewer_before_close_returns(tmp_path: Path) -> None:

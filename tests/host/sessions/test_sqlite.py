@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -577,7 +578,7 @@ def test_a_damaged_escalation_row_names_the_escalation_and_column(
 def _synchronous(store: SQLiteSessionStore) -> list[int]:
     """The ``synchronous`` setting of each connection the store keeps open."""
     idle = store._idle  # pyright: ignore[reportPrivateUsage]
-    return [connection.execute("PRAGMA synchronous").fetchone()[0] for connection in idle]
+    return [connection.execute("PRAGMA synchronous").fetchone()[0] for connection, _ in idle]
 
 
 def test_calls_reuse_an_open_connection_until_the_store_closes(
@@ -624,3 +625,46 @@ def test_a_wal_file_commits_with_synchronous_normal_and_another_keeps_full(
     shared = SQLiteSessionStore(other)
     save(shared, "s1", 0)
     assert _synchronous(shared) == [2]  # FULL, SQLite's default, unsafe to lower there
+
+
+def test_a_store_made_with_synchronous_full_syncs_each_commit(path: Path) -> None:
+    store = SQLiteSessionStore(path, synchronous="full")
+    save(store, "s1", 0)
+    assert sql(path, "PRAGMA journal_mode") == [("wal",)]
+    assert _synchronous(store) == [2]  # FULL: the log is synced at each commit, in WAL mode too
+
+
+def test_an_unknown_synchronous_setting_is_refused(path: Path) -> None:
+    with pytest.raises(ValueError, match="synchronous must be 'full' or 'normal', not 'off'"):
+        SQLiteSessionStore(path, synchronous=cast(Any, "off"))
+
+
+def test_a_deleted_file_fails_the_next_call_as_before_connections_were_kept(path: Path) -> None:
+    store = SQLiteSessionStore(path)
+    assert save(store, "s1", 0) == 1
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        name.unlink(missing_ok=True)
+
+    # Not a save "into" the deleted file: the path is opened anew, and its new empty
+    # file has none of the store's tables.
+    with pytest.raises(SessionError, match="no such table"):
+        save(store, "s1", 1)
+
+
+def test_a_replaced_file_is_read_at_its_path(tmp_path: Path, path: Path) -> None:
+    store = SQLiteSessionStore(path)
+    save(store, "s1", 0)
+    other_path = tmp_path / "other.db"
+    other = SQLiteSessionStore(other_path)
+    save(other, "elsewhere", 0)
+    other.close()  # writes the log back: the file alone holds every save
+    os.replace(other_path, path)
+    Path(f"{path}-wal").unlink(missing_ok=True)
+    Path(f"{path}-shm").unlink(missing_ok=True)
+
+    assert store.session_ids() == ["elsewhere"]
+    assert save(store, "s2", 0) == 1
+    assert sql(path, "SELECT session_id FROM stageware_sessions ORDER BY 1") == [
+        ("elsewhere",),
+        ("s2",),
+    ]

@@ -16,18 +16,30 @@ writes), so a drop is cheap enough for the event loop's thread.
 
 The renewals of one store run one after the other on its thread, so a lease's renewal
 must not wait on its holder (the agent's session skips a renewal while one of its own
-saves, which renews the lease too, is under way). A lease whose renewal
+saves, which renews the lease too, is under way). A skipped renewal is tried again soon
+(``_retry_after``), not a third of the lease later: a save that fails, or two slow saves
+in a row, must not let the lease lapse untried. A lease whose renewal
 is refused (``SessionConflictError``: another worker took the session over) is told so
 (``HeldLease.lost``) and no longer renewed; one whose renewal fails (a passing store
 failure) is tried again at its next turn, when two thirds of its length are still left.
+
+The renewals of a store run one after the other, so one that is slow (an SQLite file
+locked by another writer, up to the store's timeout; a slow PostgreSQL server) delays
+the others on the store; one renewal later than a third of its lease past its due time
+logs a warning (logger ``stageware._host.sessions._lease_renewer``), before the lease
+can lapse.
+
+A process forked from one holding leases has none of the renewer threads: it forgets the
+parent's renewers and lock (``os.register_at_fork``), and a lease it holds starts its own.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from typing import Final, Protocol, final
+from typing import Final, Literal, Protocol, final
 
 from ._store import SessionConflictError, SessionError
 
@@ -39,6 +51,11 @@ THREAD_NAME: Final = "stageware-lease-renewer"
 """The start of every renewer thread's name; the rest names its store."""
 
 
+def _retry_after(lease: HeldLease) -> float:
+    """Seconds until a skipped renewal of *lease* is tried again: soon, yet not a busy loop."""
+    return min(1.0, lease.renew_every / 10)
+
+
 class HeldLease(Protocol):
     """A lease this process holds, as its renewer sees it."""
 
@@ -47,8 +64,12 @@ class HeldLease(Protocol):
         """Seconds between two renewals."""
         ...
 
-    def renew(self) -> None:
+    def renew(self) -> bool:
         """Renew the lease; a lease that was let go meanwhile renews nothing.
+
+        Returns:
+            ``False`` if the renewal could not run now (its holder is busy writing), to
+            be tried again soon (``_retry_after``); ``True`` otherwise.
 
         Raises:
             SessionConflictError: Another worker holds the session now.
@@ -63,7 +84,8 @@ class HeldLease(Protocol):
 
 # One lock for every renewer and the table of them: holding a lease, a thread ending
 # because nothing is held and a store closing are then never half done for one another.
-_lock: Final = threading.Lock()
+# Replaced in a forked child (``_forget_after_fork``).
+_lock = threading.Lock()
 
 
 @final
@@ -105,19 +127,22 @@ class _Renewer:
         with _lock:
             while self._due:
                 now = time.monotonic()
-                ready = [lease for lease, due in self._due.items() if due <= now]
+                ready = [(lease, due) for lease, due in self._due.items() if due <= now]
                 if not ready:
                     self._wake.wait(min(self._due.values()) - now)
                     continue
-                for lease in ready:
+                for lease, _ in ready:
                     self._due[lease] = now + lease.renew_every
                 _lock.release()
                 try:
-                    lost = [lease for lease in ready if not _renewed(lease)]
+                    outcomes = [(lease, _renew(lease, due)) for lease, due in ready]
                 finally:
                     _lock.acquire()
-                for lease in lost:
-                    self._due.pop(lease, None)
+                for lease, outcome in outcomes:
+                    if outcome == "lost":
+                        self._due.pop(lease, None)
+                    elif outcome == "skipped" and lease in self._due:
+                        self._due[lease] = time.monotonic() + _retry_after(lease)
             self._thread = None
             if _renewers.get(id(self._store)) is self:
                 del _renewers[id(self._store)]
@@ -127,19 +152,41 @@ _renewers: dict[int, _Renewer] = {}
 """The renewer of each store (by its id) that holds a lease, or is closing."""
 
 
-def _renewed(lease: HeldLease) -> bool:
-    """Renew *lease*; ``False`` if it is lost (and has been told so)."""
+def _renew(lease: HeldLease, due: float) -> Literal["renewed", "skipped", "lost"]:
+    """Renew *lease*, *due* then; ``"lost"`` if it is lost (and has been told so)."""
+    late = time.monotonic() - due
+    if late > lease.renew_every:
+        _log.warning(
+            "renewing a session lease %.1f s after it was due, with less than a third of "
+            "it left: a renewal before it on the same store was slow (a busy database?)",
+            late,
+        )
     try:
-        lease.renew()
+        if not lease.renew():
+            return "skipped"
     except SessionConflictError:
         lease.lost()
-        return False
+        return "lost"
     except SessionError:
         pass  # a passing store failure: the lease has two thirds of its length left
     except Exception:
         # A store's own bug must not end the renewals of the other leases.
         _log.exception("renewing a session lease failed; the next turn tries again")
-    return True
+    return "renewed"
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: no renewer thread was copied, and the lock may have been held.
+
+    The parent's leases are the parent's to renew; a lease the child holds starts a
+    renewer of its own.
+    """
+    global _lock
+    _lock = threading.Lock()
+    _renewers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def hold(store: object, lease: HeldLease) -> None:
