@@ -126,7 +126,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds: a rough check")
     args = parser.parse_args()
     rounds = 3 if args.quick else 7
-    rows = cost_rows(end_to_end.measure(quick=args.quick), args.quick)
+    compared = end_to_end.measure(quick=args.quick)
+    rows = cost_rows(compared, args.quick)
     scaling = agent_scaling.run_benchmark(rounds=rounds, calls=5)
     rows += agent_rows(scaling)
     rows += session_rows(
@@ -139,6 +140,8 @@ def main() -> None:
     rows += tracing_rows(tracing_overhead.tracing_overhead(rounds=rounds * 4))
     print()
     print_table(rows)
+    print()
+    end_to_end.print_table(compared)
     print()
     agent_scaling.print_scaling(scaling)
     print(f"\n{redraw_plot(scaling)}")
