@@ -42,7 +42,7 @@ import importlib
 import importlib.util
 import statistics
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import anyio
@@ -52,49 +52,14 @@ from stageware import (
     AgentTool,
     InvokeModelContext,
     InvokeModelStage,
-    Messages,
-    StreamEvent,
     tool,
 )
+from tests.benchmarks.agent_scaling import MinimalModel, response
 
 MANY_TOOLS = 200
 
 Runner = Callable[[int], Awaitable[float]]
 """Runs *calls* invocations and returns the CPU seconds they took."""
-
-
-def response(messages: Any) -> list[dict[str, Any]]:
-    """The Converse events of the answer to *messages*: a tool call, then a final answer."""
-    last = messages[-1]["content"]
-    if not any("toolResult" in block for block in last):
-        return [
-            {"messageStart": {"role": "assistant"}},
-            {
-                "contentBlockStart": {
-                    "start": {"toolUse": {"toolUseId": "call_1", "name": "lookup"}}
-                }
-            },
-            {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"query": "now"}'}}}},
-            {"contentBlockStop": {}},
-            {"messageStop": {"stopReason": "tool_use"}},
-        ]
-    return [
-        {"messageStart": {"role": "assistant"}},
-        {"contentBlockDelta": {"delta": {"text": "Done."}}},
-        {"contentBlockStop": {}},
-        {"messageStop": {"stopReason": "end_turn"}},
-    ]
-
-
-class MinimalModel:
-    """A model that answers at once and reads nothing: the agent's cost, not the model's."""
-
-    def stream(self, messages: Messages, *args: Any, **kwargs: Any) -> AsyncIterator[StreamEvent]:
-        return self._events(messages)
-
-    async def _events(self, messages: Messages) -> AsyncIterator[StreamEvent]:
-        for event in response(messages):
-            yield event  # type: ignore[misc]
 
 
 async def lookup(query: str) -> str:
