@@ -139,12 +139,11 @@ def stageware_runner(input_handler: bool, deepcopy: bool = False) -> Runner:
     return run
 
 
-def strands_runner() -> Runner:
+def strands_minimal_model() -> Any:
+    """Strands 1.62's counterpart of ``MinimalModel``: the same answers, no work of its own."""
     # Imported by name, as Any: the type checkers see the same code whether or not the
     # optional strands-agents is installed.
-    strands: Any = importlib.import_module("strands")
     strands_models: Any = importlib.import_module("strands.models")
-    strands_tool = strands.tool
 
     class StrandsMinimalModel(strands_models.Model):  # type: ignore[misc]
         def update_config(self, **model_config: Any) -> None:
@@ -161,6 +160,15 @@ def strands_runner() -> Runner:
             for event in response(messages):
                 yield event
 
+    return StrandsMinimalModel()
+
+
+def strands_runner() -> Runner:
+    # Imported by name, as Any: the type checkers see the same code whether or not the
+    # optional strands-agents is installed.
+    strands: Any = importlib.import_module("strands")
+    strands_tool = strands.tool
+
     @strands_tool(name="lookup")  # type: ignore[untyped-decorator]
     def strands_lookup(query: str) -> str:
         """Look something up.
@@ -171,7 +179,7 @@ def strands_runner() -> Runner:
         return TOOL_RESULT
 
     agent = strands.Agent(
-        model=StrandsMinimalModel(), tools=[strands_lookup], callback_handler=None
+        model=strands_minimal_model(), tools=[strands_lookup], callback_handler=None
     )
 
     async def run(messages: Messages) -> float:

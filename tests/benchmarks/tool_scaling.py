@@ -54,7 +54,7 @@ from stageware import (
     InvokeModelStage,
     tool,
 )
-from tests.benchmarks.agent_scaling import MinimalModel, response
+from tests.benchmarks.agent_scaling import MinimalModel, strands_minimal_model
 
 MANY_TOOLS = 200
 
@@ -122,26 +122,9 @@ def strands_runner(count: int) -> Runner:
     # Imported by name, as Any: the type checkers see the same code whether or not the
     # optional strands-agents is installed.
     strands: Any = importlib.import_module("strands")
-    strands_models: Any = importlib.import_module("strands.models")
-
-    class StrandsMinimalModel(strands_models.Model):  # type: ignore[misc]
-        def update_config(self, **model_config: Any) -> None:
-            pass
-
-        def get_config(self) -> Any:
-            return {}
-
-        async def structured_output(self, *args: Any, **kwargs: Any) -> Any:
-            raise NotImplementedError
-            yield  # pragma: no cover
-
-        async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
-            for event in response(messages):
-                yield event
-
     tools = [strands.tool(name="lookup")(lookup)]
     tools += [strands.tool(name=f"search_{index}")(other_tool(index)) for index in range(1, count)]
-    agent = strands.Agent(model=StrandsMinimalModel(), tools=tools, callback_handler=None)
+    agent = strands.Agent(model=strands_minimal_model(), tools=tools, callback_handler=None)
 
     async def run(calls: int) -> float:
         start = time.process_time()
