@@ -55,10 +55,12 @@ from ._interrupt_state import InterruptAnsweredError
 from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt
 from .models import (
+    ContextWindowOverflowError,
     Model,
     ModelError,
     ModelRequest,
     ModelThrottledError,
+    OutputSchema,
     ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
@@ -98,6 +100,7 @@ __all__ = [
     "BeforeToolCallEvent",
     "CancelToken",
     "ConcurrentInvocationError",
+    "ContextWindowOverflowError",
     "Escalation",
     "EscalationError",
     "EscalationStatus",
@@ -113,6 +116,7 @@ __all__ = [
     "ModelRetryStrategy",
     "ModelStopResponse",
     "ModelThrottledError",
+    "OutputSchema",
     "Prompt",
     "SQLiteSessionStore",
     "ScriptExhaustedError",

@@ -8,7 +8,13 @@ out of sight) needs the ``openai`` extra, so it is not imported here;
 ``stageware.openai`` is its public face.
 """
 
-from ._errors import ModelError, ModelThrottledError, StreamAssemblyError
+from ._errors import (
+    ContextWindowOverflowError,
+    ModelError,
+    ModelThrottledError,
+    StreamAssemblyError,
+)
+from ._output_schema import OutputSchema
 from ._protocol import Model
 from ._scripted import (
     ModelRequest,
@@ -22,10 +28,12 @@ from ._streaming import CollectedResponse, ResponseAssembler, collect_response
 
 __all__ = [
     "CollectedResponse",
+    "ContextWindowOverflowError",
     "Model",
     "ModelError",
     "ModelRequest",
     "ModelThrottledError",
+    "OutputSchema",
     "Respond",
     "ResponseAssembler",
     "ScriptExhaustedError",

@@ -6,7 +6,12 @@ They live apart from the adapters so that a custom model can raise
 
 from __future__ import annotations
 
-__all__ = ["ModelError", "ModelThrottledError", "StreamAssemblyError"]
+__all__ = [
+    "ContextWindowOverflowError",
+    "ModelError",
+    "ModelThrottledError",
+    "StreamAssemblyError",
+]
 
 
 class ModelError(Exception):
@@ -55,6 +60,17 @@ class ModelThrottledError(ModelError):
         super().__init__(message, model_id=model_id, base_url=base_url, status_code=status_code)
         self.retry_after = retry_after
         """Seconds the provider asked to wait before the next request (``Retry-After``)."""
+
+
+class ContextWindowOverflowError(ModelError):
+    """The request does not fit the model's context window: the conversation is too long.
+
+    Retrying the same request cannot help; a shorter history can. Adapters raise it for
+    the provider's own "too many tokens" answer (an HTTP 400 naming the context length,
+    Bedrock's validation error about the input length); a custom model raises it for the
+    same condition, so that context management (trimming, summarising) can act on one
+    error type whatever the provider.
+    """
 
 
 class StreamAssemblyError(ModelError, ValueError):

@@ -39,5 +39,12 @@ class Model(Protocol):
 
         Read *messages* and *tool_specs*, never change them: where no InvokeModel handler
         can see the call they are the agent's own history and its tools' own specs.
+
+        A model that can constrain its reply to a JSON schema itself (a provider's native
+        structured-output mode) says so with a true ``supports_structured_output``
+        attribute; in a structured run it is then called with ``output_schema=`` (an
+        ``OutputSchema``), and the text of its final reply must be that JSON object. Any
+        other model is never passed ``output_schema``: the host asks it for the object
+        through a tool instead.
         """
         ...
