@@ -138,6 +138,7 @@ if _typing.TYPE_CHECKING:
         SQLiteSessionStore,
         StoredSession,
         StreamAssemblyError,
+        StructuredOutputError,
         ToolContext,
         tool,
     )
@@ -290,6 +291,7 @@ __all__ = [
     "StopReason",
     "StoredSession",
     "StreamAssemblyError",
+    "StructuredOutputError",
     "StreamEvent",
     "SystemContentBlock",
     "ToolChoice",
