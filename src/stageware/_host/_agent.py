@@ -475,13 +475,13 @@ class Agent(MiddlewareHost):
     ) -> StructuredRun | None:
         """The structured state of one call, or ``None`` for a plain run; checked now."""
         retries = checked_output_retries(output_retries)
-        if output_type is not None and structured_output_model is not None:
-            if output_type is not structured_output_model:
-                raise ValueError(
-                    f"output_type={output_type!r} and structured_output_model="
-                    f"{structured_output_model!r} differ; pass one of them (the second is "
-                    "Strands' name for the first)"
-                )
+        both = output_type is not None and structured_output_model is not None
+        if both and output_type is not structured_output_model:
+            raise ValueError(
+                f"output_type={output_type!r} and structured_output_model="
+                f"{structured_output_model!r} differ; pass one of them (the second is "
+                "Strands' name for the first)"
+            )
         wanted = output_type if output_type is not None else structured_output_model
         if wanted is None:
             return None
