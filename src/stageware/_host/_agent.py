@@ -406,7 +406,7 @@ class Agent(MiddlewareHost):
         async with aclosing(events):
             async for event in events:
                 if isinstance(event, AgentResultEvent):
-                    result = cast("AgentResultEvent[Any]", event).result
+                    result = event.result
         assert result is not None  # an invocation always ends with its result or raises
         return result
 

@@ -61,14 +61,14 @@ REFUSALS: Final = frozenset({"content_filtered", "guardrail_intervened"})
 _MAX_ERRORS_SHOWN = 20
 
 
-def checked_output_retries(output_retries: int) -> int:
+def checked_output_retries(output_retries: object) -> int:
     """*output_retries* if it is a valid budget.
 
     Raises:
-        TypeError: If it is not an int.
+        TypeError: If it is not an int (a ``bool`` is refused too).
         ValueError: If it is negative.
     """
-    if not isinstance(output_retries, int) or isinstance(output_retries, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(output_retries, int) or isinstance(output_retries, bool):
         raise TypeError(f"output_retries must be an int, got {output_retries!r}")
     if output_retries < 0:
         raise ValueError(f"output_retries must be 0 or more, got {output_retries}")
@@ -100,7 +100,7 @@ def structured_run(output_type: type[Any], retries: int, tool_names: list[str]) 
         raise TypeError(
             f"output_type must be a class (a pydantic model or a TypedDict), got {output_type!r}"
         )
-    schema: OutputSchema[Any] = OutputSchema.of(output_type)
+    schema = OutputSchema[Any].of(output_type)
     if schema.name in tool_names:
         raise ValueError(
             f"output_type {output_type.__name__} asks for an output tool named "
@@ -270,7 +270,7 @@ def _result(tool_use_id: str, status: str, text: str) -> ToolResult:
 
 def _describe(errors: list[ErrorDetails]) -> str:
     """The validation errors as one line a model (and a person) can act on."""
-    parts = []
+    parts: list[str] = []
     for error in errors[:_MAX_ERRORS_SHOWN]:
         where = ".".join(str(part) for part in error["loc"]) or "(the object)"
         parts.append(f"{where}: {error['msg']}")

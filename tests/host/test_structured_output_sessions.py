@@ -1,0 +1,107 @@
+"""A structured run suspended by an interrupt resumes, in a fresh agent, to its typed output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from stageware import (
+    Agent,
+    AgentResult,
+    ScriptedModel,
+    ScriptedToolCall,
+    ScriptedTurn,
+    SQLiteSessionStore,
+    ToolContext,
+    tool,
+)
+
+
+class Transfer(BaseModel):
+    """A confirmed transfer."""
+
+    reference: str
+    amount: int
+
+
+class Other(BaseModel):
+    reference: str
+
+
+@tool
+def confirm(amount: int, context: ToolContext) -> str:
+    """Ask a person to confirm a transfer.
+
+    Args:
+        amount: The amount.
+    """
+    answer = context.interrupt("confirm", reason=f"transfer {amount}?")
+    return f"confirmed: {answer}"
+
+
+def script() -> list[ScriptedTurn]:
+    return [
+        ScriptedTurn(tool_calls=[ScriptedToolCall("confirm", {"amount": 40}, id="t1")]),
+        ScriptedTurn(tool_calls=[ScriptedToolCall("Transfer", {"reference": "T-1", "amount": 40})]),
+    ]
+
+
+def agent_on(path: Path, model: ScriptedModel) -> Agent:
+    return Agent(
+        model, tools=[confirm], session_store=SQLiteSessionStore(path), session_id="transfers"
+    )
+
+
+def answer(result: AgentResult[Any]) -> list[dict[str, object]]:
+    [interrupt] = result.interrupts
+    return [{"interruptResponse": {"interruptId": interrupt.id, "response": "yes"}}]
+
+
+def test_a_suspended_run_resumes_typed_in_a_fresh_agent(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    first = agent_on(path, ScriptedModel(script()[:1]))
+    suspended = first("Send 40 to T-1", output_type=Transfer)
+    assert suspended.stop_reason == "interrupt"
+
+    model = ScriptedModel(script()[1:])
+    resumed = agent_on(path, model)(answer(suspended), output_type=Transfer)
+
+    assert resumed.output == Transfer(reference="T-1", amount=40)
+    [block] = model.requests[0].messages[-1]["content"]
+    assert "toolResult" in block
+    assert block["toolResult"]["content"] == [{"text": "confirmed: yes"}]
+
+
+@pytest.mark.parametrize(
+    ("resume_type", "message"),
+    [
+        (None, "asked for output_type Transfer .* this resume asks for none"),
+        (Other, "asked for output_type Transfer .* this resume asks for Other"),
+    ],
+)
+def test_a_resume_must_ask_for_the_same_output(
+    tmp_path: Path, resume_type: type[BaseModel] | None, message: str
+) -> None:
+    path = tmp_path / "sessions.db"
+    suspended = agent_on(path, ScriptedModel(script()[:1]))("Send 40", output_type=Transfer)
+    model = ScriptedModel(script()[1:])
+    fresh = agent_on(path, model)
+
+    resume_with: dict[str, Any] = {} if resume_type is None else {"output_type": resume_type}
+    with pytest.raises(TypeError, match=message):
+        fresh(answer(suspended), **resume_with)
+
+    # Nothing was stored or run: the right resume still works.
+    assert model.requests == []
+    assert fresh(answer(suspended), output_type=Transfer).output.reference == "T-1"
+
+
+def test_a_plain_run_cannot_be_resumed_as_a_structured_one(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    suspended = agent_on(path, ScriptedModel(script()[:1]))("Send 40")
+
+    with pytest.raises(TypeError, match="asked for no output_type"):
+        agent_on(path, ScriptedModel([]))(answer(suspended), output_type=Transfer)
