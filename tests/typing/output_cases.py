@@ -1,4 +1,4 @@
-"""Structured output: ``agent(p, output_type=M)`` is ``AgentResult[M]``, and ``.output`` an ``M``."""
+"""Structured output: `agent(p, output_type=M)` is `AgentResult[M]`; `.output` is an `M`."""
 
 from __future__ import annotations
 
@@ -93,6 +93,8 @@ point.output["z"]  # type: ignore[typeddict-item]  # pyright: ignore[reportGener
 plain.output.city  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue,reportUnknownMemberType]
 agent("x", output_type="Weather")  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue,reportArgumentType]
 agent("x", output_retries="2")  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType]
+
+
 def not_replaceable(context: InvokeModelContext) -> None:
     context.replace(structured_output_model=Weather)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
 
