@@ -300,4 +300,5 @@ class OpenAIModel:
 
 def _output_schema(value: object) -> OutputSchema[Any] | None:
     """The ``output_schema=`` a structured run passed, if it is one."""
-    return value if isinstance(value, OutputSchema) else None
+    # The host passes an OutputSchema[Any]; isinstance cannot see its type argument.
+    return value if isinstance(value, OutputSchema) else None  # pyright: ignore[reportUnknownVariableType]
