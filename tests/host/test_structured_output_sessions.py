@@ -105,3 +105,28 @@ def test_a_plain_run_cannot_be_resumed_as_a_structured_one(tmp_path: Path) -> No
 
     with pytest.raises(TypeError, match="asked for no output_type"):
         agent_on(path, ScriptedModel([]))(answer(suspended), output_type=Transfer)
+
+
+def test_an_output_call_beside_an_interrupting_tool_ends_the_resumed_run(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    both = ScriptedTurn(
+        tool_calls=[
+            ScriptedToolCall("confirm", {"amount": 40}, id="t1"),
+            ScriptedToolCall("Transfer", {"reference": "T-1", "amount": 40}, id="o1"),
+        ]
+    )
+    suspended = agent_on(path, ScriptedModel([both]))("Send 40", output_type=Transfer)
+    assert suspended.stop_reason == "interrupt"
+
+    model = ScriptedModel([])
+    fresh = agent_on(path, model)
+    resumed = fresh(answer(suspended), output_type=Transfer)
+
+    # The replayed round runs the tool, and the output given beside it ends the run.
+    assert resumed.output == Transfer(reference="T-1", amount=40)
+    assert model.requests == []
+    [tool_result, output_result] = fresh.messages[-1]["content"]
+    assert "toolResult" in tool_result
+    assert "toolResult" in output_result
+    assert tool_result["toolResult"]["content"] == [{"text": "confirmed: yes"}]
+    assert output_result["toolResult"]["status"] == "success"
