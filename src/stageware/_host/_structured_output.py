@@ -139,14 +139,14 @@ class StructuredRun:
     __slots__ = ("fingerprint", "forced", "native", "retries", "schema", "spent")
 
     def __init__(self, schema: OutputSchema[Any], retries: int) -> None:
-        self.schema = schema
-        self.retries = retries
-        self.fingerprint = schema_fingerprint(schema)
-        self.spent = 0
+        self.schema: OutputSchema[Any] = schema
+        self.retries: int = retries
+        self.fingerprint: str = schema_fingerprint(schema)
+        self.spent: int = 0
         # Whether the next calls on the tool path force the output tool.
-        self.forced = False
+        self.forced: bool = False
         # Whether the last call went to a model with a native mode.
-        self.native = False
+        self.native: bool = False
 
     @property
     def output_type(self) -> type[Any]:

@@ -108,7 +108,7 @@ class OpenAIModel:
             raise ValueError(f"params may not set {reserved}: OpenAIModel sets them per call")
         self.model_id = model_id
         """The model name sent with every request."""
-        self.supports_structured_output = structured_output == "native"
+        self.supports_structured_output: bool = structured_output == "native"
         """Whether a structured run asks this model with ``response_format`` (native) rather
         than through a forced tool call."""
         self._params: Mapping[str, Any] = MappingProxyType(dict(params or {}))

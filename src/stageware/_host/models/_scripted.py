@@ -352,7 +352,7 @@ class ScriptedModel:
         self.model_id = model_id
         self.chunk_size = chunk_size
         self.chunk_delay = chunk_delay
-        self.supports_structured_output = structured_output
+        self.supports_structured_output: bool = structured_output
         """Whether a structured run asks this model natively (``output_schema=``)."""
         #: Every request, in call order.
         self.requests: list[ModelRequest] = []
