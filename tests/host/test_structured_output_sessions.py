@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +12,18 @@ from pydantic import BaseModel
 from stageware import (
     Agent,
     AgentResult,
+    Escalation,
     ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
+    SessionError,
+    SessionSnapshot,
+    SessionStore,
     SQLiteSessionStore,
     ToolContext,
     tool,
 )
+from tests.host.sessions.stores import DelegatingStore
 
 
 class Transfer(BaseModel):
@@ -130,3 +136,52 @@ def test_an_output_call_beside_an_interrupting_tool_ends_the_resumed_run(tmp_pat
     assert "toolResult" in output_result
     assert tool_result["toolResult"]["content"] == [{"text": "confirmed: yes"}]
     assert output_result["toolResult"]["status"] == "success"
+
+
+class FinalSaveFails(DelegatingStore):
+    """Refuses the first save that releases the lease: the worker "dies" at its run's end."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        super().__init__(inner)
+        self.failed = False
+
+    def save(
+        self,
+        session_id: str,
+        snapshot: SessionSnapshot,
+        *,
+        expected_version: int,
+        owner: str,
+        lease_seconds: float | None,
+        escalation: Escalation | None = None,
+        kept_messages: int = 0,
+    ) -> int:
+        if lease_seconds is None and not self.failed:
+            self.failed = True
+            raise SessionError("the final save was lost")
+        return super().save(
+            session_id,
+            snapshot,
+            expected_version=expected_version,
+            owner=owner,
+            lease_seconds=lease_seconds,
+            escalation=escalation,
+            kept_messages=kept_messages,
+        )
+
+
+def test_a_takeover_reads_the_recorded_answer_as_the_output(tmp_path: Path) -> None:
+    store = FinalSaveFails(SQLiteSessionStore(tmp_path / "sessions.db"))
+    first = ScriptedModel(['{"reference": "T-9", "amount": 9}'], structured_output=True)
+    worker = Agent(first, session_store=store, session_id="transfers", session_lease=0.05)
+    # The answer is recorded, the run's end is not: the session is left unfinished.
+    with pytest.raises(SessionError, match="final save was lost"):
+        worker("Send 9", output_type=Transfer)
+    time.sleep(0.1)  # the lost worker's lease runs out
+
+    model = ScriptedModel([], structured_output=True)
+    other = Agent(model, session_store=store, session_id="transfers")
+    result = other(output_type=Transfer)
+
+    assert result.output == Transfer(reference="T-9", amount=9)
+    assert model.requests == []

@@ -29,7 +29,8 @@ pass ends ``cancelled`` as if the call had seen the signal itself.
 A structured run (``PassState.output``) ends on the model's valid output instead of its
 first final answer: a final reply that gives none, and a call of the output tool that
 does not validate, are answered in the history and the loop calls the model again
-(``_structured_output`` has the rules and the budget).
+(``_structured_output`` has the rules and the budget). A takeover reads a recorded final
+answer the same way.
 """
 
 from __future__ import annotations
@@ -58,7 +59,12 @@ from ._history import join_input
 from ._interrupt_state import PendingToolExecution
 from ._limits import MODEL_CALL_LIMIT_STOP
 from ._model_call import ModelCall
-from ._structured_output import REFUSALS, OutputAttempt, StructuredRun
+from ._structured_output import (
+    REFUSALS,
+    OutputAttempt,
+    StructuredRun,
+    supports_native_output,
+)
 from ._tool_executor import ToolExecutor, ToolRound
 from .tools import error_result
 
@@ -129,9 +135,19 @@ class EventLoop:
         await self._append_input(context.messages)
         invocation_state = context.invocation_state
         answer = self._recorded_answer()
-        if answer is not None:
+        output = self._pass.output
+        if answer is not None and output is None:
             yield self.stop("end_turn", answer, invocation_state)
             return
+        if answer is not None and output is not None:
+            # A structured run reads the recorded answer as it would have read it live.
+            output.native = supports_native_output(core.model)
+            value, follow_up = _read_final_reply(output, answer)
+            if follow_up is None:
+                yield self.stop("end_turn", answer, invocation_state, structured_output=value)
+                return
+            await core.append_message(follow_up)
+            await self._checkpoint()
         while True:
             pending = core.interrupts.pending_tool_execution
             # A round replayed in an open interrupt cycle is a resume's: one cancelled
@@ -180,7 +196,6 @@ class EventLoop:
                 if result.stop_reason != "tool_use":
                     await self._checkpoint()
                     yield ModelMessageEvent(message=message)
-                    output = self._pass.output
                     if output is None or result.stop_reason in REFUSALS:
                         yield self.stop(result.stop_reason, message, invocation_state)
                         return
