@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, StructuredOutputError
-from stageware.policy import Block, Continue, ModelRequestEvent, PolicyEngine, PolicyEnv
+from stageware import (
+    Agent,
+    ScriptedModel,
+    ScriptedToolCall,
+    ScriptedTurn,
+    SQLiteSessionStore,
+    StructuredOutputError,
+    tool,
+)
+from stageware.policy import (
+    Block,
+    Continue,
+    ModelRequestEvent,
+    PolicyEngine,
+    PolicyEnv,
+    Suspend,
+    ToolCallEvent,
+    middleware,
+)
+from tests.policy.approvers import authenticator, credential
 from tests.policy.policy_helpers import deciding
 
 
@@ -85,3 +104,46 @@ def test_a_policy_cannot_change_the_requested_output() -> None:
     assert decision.error is not None
     assert "structured_output_name" in decision.error
     assert result.output.payee == "ACME"
+
+
+@middleware(hooks=["tool.before"], fail_mode="closed", timeout="2s")
+async def pay_guard(event: ToolCallEvent, env: PolicyEnv) -> Suspend | None:
+    """Every payment waits for a person."""
+    return Suspend(f"pay {event.input['amount']}") if event.tool_name == "pay" else None
+
+
+@tool
+def pay(amount: int) -> str:
+    """Pay an amount.
+
+    Args:
+        amount: The amount.
+    """
+    return f"paid {amount}"
+
+
+def test_a_policy_suspended_run_resumes_typed_in_a_fresh_agent(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+
+    def agent_with(script: list[ScriptedTurn]) -> Agent:
+        return Agent(
+            ScriptedModel(script),
+            tools=[pay],
+            policy=PolicyEngine([pay_guard], authenticator=authenticator()),
+            session_store=SQLiteSessionStore(path),
+            session_id="payments",
+        )
+
+    call = ScriptedTurn(tool_calls=[ScriptedToolCall("pay", {"amount": 5}, id="t1")])
+    suspended = agent_with([call])("Pay ACME 5", output_type=Invoice)
+    assert suspended.stop_reason == "interrupt"
+    [interrupt] = suspended.interrupts
+    approval = {"approved": True, "credential": credential("ops@example.com")}
+
+    resumed = agent_with([INVOICE])(
+        [{"interruptResponse": {"interruptId": interrupt.id, "response": approval}}],
+        output_type=Invoice,
+    )
+
+    assert resumed.output == Invoice(payee="ACME", amount=5)
+    assert resumed.stop_reason == "end_turn"
