@@ -19,6 +19,8 @@ keeps:
 - A reply that does not validate goes back to the model (an error tool result on the
   tool path, a user message on the native path), at most ``retries`` times in one
   invocation; the next failure raises ``StructuredOutputError`` with the last reply.
+- A provider's refusal (``REFUSALS``) ends the run with its stop reason and no output:
+  asking again would not correct it.
 
 Importing this module costs no pydantic: the schema is built by :func:`structured_run`
 only when a run asks for an output.
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_OUTPUT_RETRIES",
+    "REFUSALS",
     "OutputAttempt",
     "StructuredRun",
     "checked_output_retries",
@@ -53,9 +56,9 @@ __all__ = [
 DEFAULT_OUTPUT_RETRIES: Final = 2
 """How many replies that fail validation a structured run sends back for correction."""
 
-# Stops that are a provider's refusal: asking again is not a correction, so the run ends
-# with that stop reason and no output.
 REFUSALS: Final = frozenset({"content_filtered", "guardrail_intervened"})
+"""Stops that are a provider's refusal: asking again is not a correction, so the run ends
+with that stop reason and no output."""
 
 # How much of the validation errors goes back to the model: enough to correct the reply.
 _MAX_ERRORS_SHOWN = 20
