@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from stageware import Agent, OutputSchema
+from stageware._host.models._openai_output import response_format
 from stageware.openai import OpenAIModel
 
 from .fake_openai_server import FakeOpenAIServer, SSEReply, chunk, tool_delta, usage_chunk
@@ -138,3 +139,23 @@ async def test_tool_mode_forces_the_output_tool(server: FakeOpenAIServer) -> Non
 def test_a_bad_structured_output_option_is_refused() -> None:
     with pytest.raises(ValueError, match="'native' or 'tool'"):
         OpenAIModel("m", base_url="http://127.0.0.1:1", api_key="k", structured_output="json")  # type: ignore[arg-type]
+
+
+class Listing(BaseModel):
+    """Field names that are JSON Schema keywords stay names."""
+
+    type: str
+    properties: list[City]
+    tags: dict[str, int]
+
+
+def test_the_strict_transform_walks_the_schema_not_its_names() -> None:
+    sent = response_format(OutputSchema.of(Listing))["json_schema"]
+    schema = sent["schema"]
+
+    assert set(schema["properties"]) == {"type", "properties", "tags"}
+    assert schema["additionalProperties"] is False
+    assert schema["$defs"]["City"]["additionalProperties"] is False
+    # A mapping's own schema says which values it takes; it is left as pydantic wrote it.
+    assert schema["properties"]["tags"]["additionalProperties"] == {"type": "integer"}
+    assert sent["strict"] is False

@@ -22,7 +22,7 @@ not fit. The caller's schema is never changed: the transform works on a copy.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 from ._output_schema import OutputSchema
 
@@ -44,27 +44,46 @@ def response_format(schema: OutputSchema[Any]) -> dict[str, Any]:
     }
 
 
-def _close_objects(node: object) -> bool:
-    """Add ``additionalProperties: false`` to the objects of *node* that leave it open.
+# Keywords whose value is one subschema, and those whose value holds several (a list, or a
+# mapping of names to subschemas). Only these are walked: a property named "type" or
+# "properties" is a name, not a keyword.
+_ONE_SCHEMA = ("items", "additionalProperties", "not", "contains")
+_MANY_SCHEMAS = ("properties", "$defs", "definitions", "anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def _close_objects(schema: dict[str, Any]) -> bool:
+    """Add ``additionalProperties: false`` to the objects of *schema* that leave it open.
 
     Returns whether every object requires all its properties (strict mode's rule).
     """
     strict = True
     # A stack, not recursion: a deeply nested schema must not overflow the interpreter.
-    pending: list[object] = [node]
+    pending: list[dict[str, Any]] = [schema]
     while pending:
-        current = pending.pop()
-        if isinstance(current, list):
-            pending.extend(current)  # pyright: ignore[reportUnknownArgumentType]
-            continue
-        if not isinstance(current, dict):
-            continue
-        mapping: dict[str, Any] = current  # pyright: ignore[reportUnknownVariableType]
-        if mapping.get("type") == "object" or "properties" in mapping:
-            mapping.setdefault("additionalProperties", False)
-            properties: dict[str, Any] = mapping.get("properties") or {}
-            required: set[str] = set(mapping.get("required") or ())
-            if set(properties) - required or mapping["additionalProperties"] is not False:
+        node = pending.pop()
+        if node.get("type") == "object" or "properties" in node:
+            node.setdefault("additionalProperties", False)
+            properties: dict[str, Any] = node.get("properties") or {}
+            required: set[str] = set(node.get("required") or ())
+            if set(properties) - required or node["additionalProperties"] is not False:
                 strict = False
-        pending.extend(mapping.values())
+        for keyword in _ONE_SCHEMA:
+            pending.extend(_schemas(node.get(keyword)))
+        for keyword in _MANY_SCHEMAS:
+            for member in _members(node.get(keyword)):
+                pending.extend(_schemas(member))
     return strict
+
+
+def _schemas(value: object) -> list[dict[str, Any]]:
+    """*value* as a subschema to walk: a dict, or nothing (``true``/``false``, absent)."""
+    return [cast("dict[str, Any]", value)] if isinstance(value, dict) else []
+
+
+def _members(value: object) -> list[object]:
+    """The subschemas a list or a mapping of them holds; none for anything else."""
+    if isinstance(value, dict):
+        return list(cast("dict[str, object]", value).values())
+    if isinstance(value, list):
+        return list(cast("list[object]", value))
+    return []
