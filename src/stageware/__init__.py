@@ -138,6 +138,7 @@ if _typing.TYPE_CHECKING:
         SQLiteSessionStore,
         StoredSession,
         StreamAssemblyError,
+        StructuredOutputError,
         ToolContext,
         tool,
     )
@@ -291,6 +292,7 @@ __all__ = [
     "StoredSession",
     "StreamAssemblyError",
     "StreamEvent",
+    "StructuredOutputError",
     "SystemContentBlock",
     "ToolChoice",
     "ToolChoiceAny",

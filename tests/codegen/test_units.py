@@ -42,6 +42,7 @@ KNOWN = {
         ("tuple[int, str]", "tuple[int, str]"),
         ("Literal['a', 1, True, -2]", "Literal['a', 1, True, -2]"),
         ("Model | Done | None", "Model | Done | None"),
+        ("type[Any] | None", "type[Any] | None"),
     ],
 )
 def test_valid_type_expressions_are_rendered_back(text: str, rendered: str) -> None:
@@ -55,6 +56,7 @@ def test_valid_type_expressions_are_rendered_back(text: str, rendered: str) -> N
         ("list", "'list' needs type arguments"),
         ("str[int]", "'str' takes no type arguments"),
         ("dict[str]", "dict[...] takes 2 type argument(s), got 1"),
+        ("type[int, str]", "type[...] takes 1 type argument(s), got 2"),
         ("os.PathLike", "dotted name 'os.PathLike' is not allowed"),
         ("Literal[None]", "Literal arguments must be str, int or bool constants"),
         ("Literal[x]", "Literal arguments must be str, int or bool constants"),

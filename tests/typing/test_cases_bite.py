@@ -139,6 +139,20 @@ LOOSENINGS = {
         "approvers: Collection[str] | None = None",
         "approvers: Any = None",
     ),
+    "structured output": Loosening(
+        "_host/_agent_result.py", "def output(self) -> OutputT:", "def output(self) -> Any:"
+    ),
+    "output_type overload": Loosening(
+        "_host/_agent.py", ") -> AgentResult[OutputT]: ...", ") -> AgentResult[Any]: ..."
+    ),
+    "plain run overload": Loosening(
+        "_host/_agent.py", ") -> AgentResult[None]: ...", ") -> AgentResult[Any]: ..."
+    ),
+    "structured output request field": Loosening(
+        "_generated/contexts.py",
+        "    structured_output_model: type[Any] | None = None\n",
+        "    structured_output_model: Any = None\n",
+    ),
     "authenticator": Loosening(
         "_policy/_identity.py",
         "Authenticator: TypeAlias = Callable[[str], Approver]",

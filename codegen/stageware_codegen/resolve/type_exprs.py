@@ -40,6 +40,7 @@ GENERICS: dict[str, int | None] = {
     "tuple": None,
     "Mapping": 2,
     "Sequence": 1,
+    "type": 1,
 }
 """Generic names and how many type arguments they take (None: one or more)."""
 

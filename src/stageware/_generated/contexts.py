@@ -39,11 +39,14 @@ class InvokeModelContext:
     Copy semantics (applied by `from_host`):
     - `messages`, `system_prompt`, `tool_specs` and `tool_choice`: deep copies, so mutating
       them cannot change host state.
-    - `agent`, `invocation_state`, `model`, `projected_input_tokens` and
-      `dynamic_trailing_blocks`: the host's own objects, shared by reference.
+    - `agent`, `invocation_state`, `model`, `projected_input_tokens`,
+      `dynamic_trailing_blocks` and `structured_output_model`: the host's own objects,
+      shared by reference.
 
     `replace()` cannot set:
     - `agent`: fixed for the stage. The stage always runs for the agent that started it.
+    - `structured_output_model`: fixed for the stage. The run validates its output against
+      the type it was called with.
 
     Not on this context:
     - `model_state`: The host reads it directly from the agent when it invokes the model;
@@ -74,6 +77,11 @@ class InvokeModelContext:
     """Estimated input token count for this call, if the host computed one."""
     dynamic_trailing_blocks: int = 0
     """Trailing blocks of the last user message that are rebuilt on every call."""
+    structured_output_model: type[Any] | None = None
+    """The type the run asked for with `output_type=` (a pydantic model or a TypedDict), or
+    None for a plain run; as in Strands. The host asks the model for it natively or through
+    an output tool, whichever the model of this call supports.
+    """
 
     @classmethod
     def from_host(
@@ -88,6 +96,7 @@ class InvokeModelContext:
         model: Model,
         projected_input_tokens: int | None = None,
         dynamic_trailing_blocks: int = 0,
+        structured_output_model: type[Any] | None = None,
     ) -> InvokeModelContext:
         """Build a context from host state, applying the schema's copy rules.
 
@@ -106,6 +115,10 @@ class InvokeModelContext:
                 computed one.
             dynamic_trailing_blocks: Trailing blocks of the last user message that are
                 rebuilt on every call.
+            structured_output_model: The type the run asked for with `output_type=` (a
+                pydantic model or a TypedDict), or None for a plain run; as in Strands. The
+                host asks the model for it natively or through an output tool, whichever the
+                model of this call supports.
         """
         return cls(
             agent=agent,
@@ -117,6 +130,7 @@ class InvokeModelContext:
             model=model,
             projected_input_tokens=projected_input_tokens,
             dynamic_trailing_blocks=dynamic_trailing_blocks,
+            structured_output_model=structured_output_model,
         )
 
     def replace(
@@ -136,7 +150,7 @@ class InvokeModelContext:
         Omitted fields keep their current value (the same object); an explicit `None` is a
         replacement.
 
-        `agent` is carried over unchanged.
+        `agent` and `structured_output_model` are carried over unchanged.
 
         Args:
             messages: Messages to send to the model.
@@ -172,6 +186,7 @@ class InvokeModelContext:
             dynamic_trailing_blocks=self.dynamic_trailing_blocks
             if isinstance(dynamic_trailing_blocks, Unset)
             else dynamic_trailing_blocks,
+            structured_output_model=self.structured_output_model,
         )
 
 

@@ -123,6 +123,12 @@ class ModelRequestEvent(BaseModel):
     """The conversation sent to the model."""
     tool_choice: ToolChoice | None = None
     """How the model selects tools."""
+    structured_output_name: str | None = None
+    """The name of the output type a structured run asks for (`output_type=`); None for a plain
+    run. A policy may refuse the request; it cannot change it.
+    """
+    structured_output_schema: dict[str, Any] | None = None
+    """The JSON Schema of that output type; None for a plain run."""
 
 
 class StreamChunkEvent(BaseModel):

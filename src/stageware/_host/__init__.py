@@ -54,6 +54,7 @@ from ._hook_events import (
 from ._interrupt_state import InterruptAnsweredError
 from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt
+from ._structured_errors import StructuredOutputError
 from .models import (
     ContextWindowOverflowError,
     Model,
@@ -133,6 +134,7 @@ __all__ = [
     "SessionUnfinishedError",
     "StoredSession",
     "StreamAssemblyError",
+    "StructuredOutputError",
     "ToolContext",
     "tool",
 ]

@@ -7,7 +7,7 @@ import copy
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, final
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, final, overload
 
 import anyio
 
@@ -15,7 +15,7 @@ from stageware._generated.events import AgentStreamEvent
 from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoice
 from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
-from ._agent_result import AgentResult, AgentResultEvent
+from ._agent_result import AgentResult, AgentResultEvent, OutputT
 from ._agent_state import AgentState
 from ._cancel import CancelToken
 from ._core import AgentCore, AgentExtension
@@ -28,6 +28,12 @@ from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt, prompt_messages
 from ._running_loop import running_loop
 from ._session import DEFAULT_LEASE_SECONDS, AgentSession
+from ._structured_output import (
+    DEFAULT_OUTPUT_RETRIES,
+    StructuredRun,
+    checked_output_retries,
+    structured_run,
+)
 from ._task_stream import in_own_task
 from .models import Model
 from .sessions import SessionError, SessionStore, StoredSession
@@ -261,19 +267,76 @@ class Agent(MiddlewareHost):
 
     # -- invoking ----------------------------------------------------------------------
 
+    @overload
     def __call__(
-        self, prompt: Prompt = None, *, invocation_state: dict[str, Any] | None = None
-    ) -> AgentResult:
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: None = None,
+        structured_output_model: None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AgentResult[None]: ...
+    @overload
+    def __call__(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: type[OutputT],
+        structured_output_model: None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AgentResult[OutputT]: ...
+    @overload
+    def __call__(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: None = None,
+        structured_output_model: type[OutputT],
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AgentResult[OutputT]: ...
+    def __call__(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: type[Any] | None = None,
+        structured_output_model: type[Any] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AgentResult[Any]:
         """Run the agent on *prompt* and return its result (blocking).
 
         Resume an interrupted run with
         ``agent([{"interruptResponse": {"interruptId": ..., "response": ...}}])``.
         Inside a running event loop, use ``await agent.invoke_async(...)`` instead; called
         there anyway, the run goes to a worker thread and this call blocks the loop.
-        """
 
-        def run() -> AgentResult:
-            return anyio.run(self._invoke_with, prompt, invocation_state, backend=self._backend)
+        Args:
+            prompt: The user's input, or the answers that resume an interrupted run.
+            invocation_state: State shared with hooks, middleware and tools for this run.
+            output_type: Ask for a structured output: a pydantic model or a ``TypedDict``.
+                The run ends when the model gives a valid one, and ``result.output`` is
+                it, typed. A resume must pass the interrupted run's ``output_type`` again.
+            structured_output_model: Strands' name for ``output_type``.
+            output_retries: How many replies that do not validate go back to the model
+                with the errors before ``StructuredOutputError`` is raised (2 by default).
+
+        Raises:
+            StructuredOutputError: When the model's replies still do not validate after
+                ``output_retries`` corrections; it carries the last reply and the errors.
+            TypeError: If ``output_type`` is not a pydantic model or a ``TypedDict``, or a
+                resume asks for another output than the interrupted run did.
+            ValueError: If ``output_type`` and ``structured_output_model`` differ, or one
+                of the agent's tools has the output type's name.
+        """
+        output = self._structured_run(output_type, structured_output_model, output_retries)
+
+        def run() -> AgentResult[Any]:
+            return anyio.run(
+                self._invoke_with, prompt, invocation_state, output, backend=self._backend
+            )
 
         if running_loop() is None:
             return run()
@@ -281,17 +344,65 @@ class Agent(MiddlewareHost):
             return pool.submit(run).result()
 
     async def _invoke_with(
-        self, prompt: Prompt, invocation_state: dict[str, Any] | None
-    ) -> AgentResult:
-        return await self.invoke_async(prompt, invocation_state=invocation_state)
+        self,
+        prompt: Prompt,
+        invocation_state: dict[str, Any] | None,
+        output: StructuredRun | None,
+    ) -> AgentResult[Any]:
+        return await self._invoke(prompt, invocation_state, output)
 
+    @overload
     async def invoke_async(
-        self, prompt: Prompt = None, *, invocation_state: dict[str, Any] | None = None
-    ) -> AgentResult:
-        """Run the agent on *prompt* and return its result."""
-        result: AgentResult | None = None
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: None = None,
+        structured_output_model: None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AgentResult[None]: ...
+    @overload
+    async def invoke_async(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: type[OutputT],
+        structured_output_model: None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AgentResult[OutputT]: ...
+    @overload
+    async def invoke_async(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: None = None,
+        structured_output_model: type[OutputT],
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AgentResult[OutputT]: ...
+    async def invoke_async(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: type[Any] | None = None,
+        structured_output_model: type[Any] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AgentResult[Any]:
+        """Run the agent on *prompt* and return its result; the arguments are ``__call__``'s."""
+        output = self._structured_run(output_type, structured_output_model, output_retries)
+        return await self._invoke(prompt, invocation_state, output)
+
+    async def _invoke(
+        self,
+        prompt: Prompt,
+        invocation_state: dict[str, Any] | None,
+        output: StructuredRun | None,
+    ) -> AgentResult[Any]:
+        result: AgentResult[Any] | None = None
         # Read to the end here, or closed here: the run may stay in this task.
-        events = self._invocation(prompt, invocation_state, own_task=False)
+        events = self._invocation(prompt, invocation_state, output, own_task=False)
         async with aclosing(events):
             async for event in events:
                 if isinstance(event, AgentResultEvent):
@@ -299,9 +410,45 @@ class Agent(MiddlewareHost):
         assert result is not None  # an invocation always ends with its result or raises
         return result
 
+    @overload
     def stream_async(
-        self, prompt: Prompt = None, *, invocation_state: dict[str, Any] | None = None
-    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: None = None,
+        structured_output_model: None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent[None], None]: ...
+    @overload
+    def stream_async(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: type[OutputT],
+        structured_output_model: None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent[OutputT], None]: ...
+    @overload
+    def stream_async(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: None = None,
+        structured_output_model: type[OutputT],
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent[OutputT], None]: ...
+    def stream_async(
+        self,
+        prompt: Prompt = None,
+        *,
+        invocation_state: dict[str, Any] | None = None,
+        output_type: type[Any] | None = None,
+        structured_output_model: type[Any] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent[Any], None]:
         """Run the agent on *prompt*, yielding the AgentStream events as they happen.
 
         The last event is an ``AgentResultEvent`` built from the last
@@ -309,17 +456,45 @@ class Agent(MiddlewareHost):
         it (``contextlib.aclosing``) when stopping early, so the invocation has finished
         (and the next one may start) when you go on. The run itself goes on in a task of
         its own, advanced as you read, so a stream left to the garbage collector is still
-        cleaned up properly.
+        cleaned up properly. The arguments are ``__call__``'s; with ``output_type=M`` the
+        last event's ``result`` is an ``AgentResult[M]``.
 
         Raises:
             ConcurrentInvocationError: If the agent is already running.
             RuntimeError: If middleware dropped the stop event.
+            StructuredOutputError: See ``__call__``.
         """
-        return self._invocation(prompt, invocation_state, own_task=True)
+        output = self._structured_run(output_type, structured_output_model, output_retries)
+        return self._invocation(prompt, invocation_state, output, own_task=True)
+
+    def _structured_run(
+        self,
+        output_type: type[Any] | None,
+        structured_output_model: type[Any] | None,
+        output_retries: int,
+    ) -> StructuredRun | None:
+        """The structured state of one call, or ``None`` for a plain run; checked now."""
+        retries = checked_output_retries(output_retries)
+        both = output_type is not None and structured_output_model is not None
+        if both and output_type is not structured_output_model:
+            raise ValueError(
+                f"output_type={output_type!r} and structured_output_model="
+                f"{structured_output_model!r} differ; pass one of them (the second is "
+                "Strands' name for the first)"
+            )
+        wanted = output_type if output_type is not None else structured_output_model
+        if wanted is None:
+            return None
+        return structured_run(wanted, retries, list(self._core.tools))
 
     async def _invocation(
-        self, prompt: Prompt, invocation_state: dict[str, Any] | None, *, own_task: bool
-    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
+        self,
+        prompt: Prompt,
+        invocation_state: dict[str, Any] | None,
+        output: StructuredRun | None,
+        *,
+        own_task: bool,
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent[Any], None]:
         if not self._running.acquire(blocking=False):
             raise ConcurrentInvocationError(
                 f"agent {self.name!r} is already running an invocation; an agent runs one "
@@ -330,7 +505,7 @@ class Agent(MiddlewareHost):
         try:
             state = {} if invocation_state is None else invocation_state
             trace = self._core.tracing.start(self._core)
-            invocation = Invocation(self._core, self._event_loop, trace)
+            invocation = Invocation(self._core, self._event_loop, trace, output)
             events = invocation.stream(prompt, state)
             if trace is not None:
                 events = trace.invocation(events)

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Generic, cast, final
+
+from typing_extensions import TypeVar
 
 from stageware._generated.payloads import Message, StopReason, Usage
 from stageware._runtime import Interrupt
 
 from ._halt import Decision, Halt
+from ._structured_errors import StructuredOutputError
 
-__all__ = ["AgentMetrics", "AgentResult", "AgentResultEvent"]
+__all__ = ["AgentMetrics", "AgentResult", "AgentResultEvent", "OutputT"]
+
+# Defaults to None: a plain ``AgentResult`` is the result of a run that asked for no output.
+OutputT = TypeVar("OutputT", default=None)
 
 
 def _zero_usage() -> Usage:
@@ -60,8 +66,8 @@ class AgentMetrics:
 
 @final
 @dataclass(frozen=True)
-class AgentResult:
-    """The outcome of one ``agent(...)`` call.
+class AgentResult(Generic[OutputT]):
+    """The outcome of one ``agent(...)`` call; ``AgentResult[M]`` for ``output_type=M``.
 
     Attributes:
         stop_reason: Why the run stopped: ``end_turn``, ``interrupt``, ``cancelled``, ...
@@ -72,12 +78,14 @@ class AgentResult:
             ``[{"interruptResponse": {"interruptId": ..., "response": ...}}]``.
         metrics: Calls, cycles, tokens and time.
         state: The request state the pass left (``EventLoopStopEvent.request_state``).
-        structured_output: Whatever structured output middleware put on the stop event;
-            this host does not request structured output itself, so it is ``None``
-            unless an AgentStream handler set it.
+        structured_output: The validated output of a structured run (Strands' name for
+            :attr:`output`), or ``None`` when the run stopped before producing it or
+            asked for none.
         decisions: Every policy decision of the run, in order (empty without a policy).
         halt: Which middleware blocked or escalated the run, at which hook and why, when
             ``stop_reason`` is ``blocked`` or ``escalated``.
+        output_type: The type the run was asked to produce (``output_type=``), or
+            ``None`` for a plain run.
     """
 
     stop_reason: StopReason
@@ -85,9 +93,35 @@ class AgentResult:
     interrupts: list[Interrupt] = field(default_factory=list[Interrupt])
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     state: dict[str, Any] = field(default_factory=dict[str, Any])
-    structured_output: Any = None
+    structured_output: OutputT | None = None
     decisions: list[Decision] = field(default_factory=list[Decision])
     halt: Halt | None = None
+    output_type: type[Any] | None = None
+
+    @property
+    def output(self) -> OutputT:
+        """The run's structured output, an instance of ``output_type``; ``None`` for a plain run.
+
+        Raises:
+            StructuredOutputError: If the run was asked for an output but stopped before
+                producing it (``stop_reason`` says why: ``interrupt``, ``blocked``,
+                ``cancelled``, ``limit_model_calls``, ...).
+        """
+        if self.output_type is None or self.structured_output is not None:
+            # A plain run's OutputT is None, and so is its structured_output.
+            return cast("OutputT", self.structured_output)
+        name = getattr(self.output_type, "__name__", repr(self.output_type))
+        hint = (
+            "; answer result.interrupts to resume it, and the resumed run returns the output"
+            if self.stop_reason == "interrupt"
+            else ""
+        )
+        raise StructuredOutputError(
+            f"the run stopped with stop_reason {self.stop_reason!r} before producing its "
+            f"{name} output{hint}",
+            last_reply=self.message,
+            errors=[],
+        )
 
     @property
     def text(self) -> str:
@@ -100,8 +134,8 @@ class AgentResult:
 
 @final
 @dataclass(frozen=True, slots=True)
-class AgentResultEvent:
+class AgentResultEvent(Generic[OutputT]):
     """The last event of ``agent.stream_async()``: the invocation's result."""
 
     is_interrupt: ClassVar[bool] = False
-    result: AgentResult
+    result: AgentResult[OutputT]

@@ -39,6 +39,7 @@ from .tracing import Tracing
 
 if TYPE_CHECKING:
     from ._session import AgentSession
+    from ._structured_output import StructuredRun
     from .tracing._spans import InvocationTrace
 
 __all__ = ["AgentCore", "AgentExtension", "PassState"]
@@ -149,6 +150,7 @@ class PassState:
         trace: The invocation's spans, when it is traced.
         takeover: Whether the pass continues a run whose worker died before its final
             save (an unfinished session, continued with no prompt).
+        output: What a structured run (``output_type=``) asks for; ``None`` for a plain run.
     """
 
     input: Messages
@@ -163,6 +165,7 @@ class PassState:
     halt: Halt | None = None
     trace: InvocationTrace | None = None
     takeover: bool = False
+    output: StructuredRun | None = None
 
     def refuse_model_call(self) -> bool:
         """Whether the next model call is over the limit (retries count); notes a refusal."""

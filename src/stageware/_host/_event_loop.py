@@ -25,6 +25,12 @@ on the model's final answer returns that answer without calling the model.
 Each model call runs in a ``CutRegion``: a call still running ``GRACE_SECONDS`` after
 ``cancel()`` (a stalled stream, stuck InvokeModel middleware or hooks) is cut, and the
 pass ends ``cancelled`` as if the call had seen the signal itself.
+
+A structured run (``PassState.output``) ends on the model's valid output instead of its
+first final answer: a final reply that gives none, and a call of the output tool that
+does not validate, are answered in the history and the loop calls the model again
+(``_structured_output`` has the rules and the budget). A takeover reads a recorded final
+answer the same way.
 """
 
 from __future__ import annotations
@@ -53,6 +59,12 @@ from ._history import join_input
 from ._interrupt_state import PendingToolExecution
 from ._limits import MODEL_CALL_LIMIT_STOP
 from ._model_call import ModelCall
+from ._structured_output import (
+    REFUSALS,
+    OutputAttempt,
+    StructuredRun,
+    supports_native_output,
+)
 from ._tool_executor import ToolExecutor, ToolRound
 from .tools import error_result
 
@@ -72,6 +84,7 @@ def build_stop_event(
     invocation_state: dict[str, Any],
     pass_state: PassState,
     interrupts: list[Interrupt] | None = None,
+    structured_output: object = None,
 ) -> EventLoopStopEvent:
     """The stop event of a pass, with the pass's latency and request state."""
     request_state = invocation_state.get("request_state")
@@ -83,6 +96,7 @@ def build_stop_event(
         if isinstance(request_state, dict)
         else {},
         interrupts=interrupts,
+        structured_output=structured_output,
     )
 
 
@@ -121,9 +135,19 @@ class EventLoop:
         await self._append_input(context.messages)
         invocation_state = context.invocation_state
         answer = self._recorded_answer()
-        if answer is not None:
+        output = self._pass.output
+        if answer is not None and output is None:
             yield self.stop("end_turn", answer, invocation_state)
             return
+        if answer is not None and output is not None:
+            # A structured run reads the recorded answer as it would have read it live.
+            output.native = supports_native_output(core.model)
+            value, follow_up = _read_final_reply(output, answer)
+            if follow_up is None:
+                yield self.stop("end_turn", answer, invocation_state, structured_output=value)
+                return
+            await core.append_message(follow_up)
+            await self._checkpoint()
         while True:
             pending = core.interrupts.pending_tool_execution
             # A round replayed in an open interrupt cycle is a resume's: one cancelled
@@ -172,8 +196,19 @@ class EventLoop:
                 if result.stop_reason != "tool_use":
                     await self._checkpoint()
                     yield ModelMessageEvent(message=message)
-                    yield self.stop(result.stop_reason, message, invocation_state)
-                    return
+                    if output is None or result.stop_reason in REFUSALS:
+                        yield self.stop(result.stop_reason, message, invocation_state)
+                        return
+                    value, follow_up = _read_final_reply(output, message)
+                    if follow_up is None:
+                        yield self.stop(
+                            result.stop_reason, message, invocation_state, structured_output=value
+                        )
+                        return
+                    # The reply stays in the history, answered by the request for the output.
+                    await core.append_message(follow_up)
+                    await self._checkpoint()
+                    continue
                 made = True
                 if core.session is not None:
                     # Saved with the turn: a worker that takes over runs this round.
@@ -223,6 +258,14 @@ class EventLoop:
             # answers, so the caller can still resume the interrupt later.
             yield self.stop("cancelled", message, invocation_state)
             return
+        output = self._pass.output
+        attempt = None
+        if output is not None and output.calls_output_tool(message):
+            # The host answers the output tool's calls itself; the executor skips calls
+            # that already have a result, as it does a replayed round's finished ones.
+            attempt = output.from_calls(message)
+            for tool_use_id, result in attempt.results.items():
+                round_.results.setdefault(tool_use_id, result)
         tools = self._executor.run(tool_uses, round_, self._pass, invocation_state)
         async with aclosing(tools):
             async for event in tools:
@@ -267,6 +310,15 @@ class EventLoop:
             return
         if core.cancel.is_set():
             yield self.stop("cancelled", reply, invocation_state)
+            return
+        if output is not None and attempt is not None:
+            if attempt.valid:
+                yield self.stop(
+                    "end_turn", message, invocation_state, structured_output=attempt.value
+                )
+                return
+            # Not valid: the error results just sent are the correction; the loop goes on.
+            output.spend(attempt, message)
 
     def stop(
         self,
@@ -274,9 +326,13 @@ class EventLoop:
         message: Message,
         invocation_state: dict[str, Any],
         interrupts: list[Interrupt] | None = None,
+        *,
+        structured_output: object = None,
     ) -> EventLoopStopEvent:
         """Build the pass's stop event and note that the pass has produced it."""
-        event = build_stop_event(stop_reason, message, invocation_state, self._pass, interrupts)
+        event = build_stop_event(
+            stop_reason, message, invocation_state, self._pass, interrupts, structured_output
+        )
         self._pass.last_stop = event
         return event
 
@@ -333,6 +389,24 @@ class EventLoop:
             await core.merge_into_last(joined.merged_last)
         for message in joined.appended:
             await core.append_message(message)
+
+
+def _read_final_reply(output: StructuredRun, message: Message) -> tuple[object, Message | None]:
+    """The output a final reply gave, or the user turn that asks the model again.
+
+    Raises:
+        StructuredOutputError: When the run has no corrections left.
+    """
+    if output.native:
+        attempt = output.from_text(message)
+        if attempt.valid:
+            return attempt.value, None
+        output.spend(attempt, message)
+        return None, output.correction(attempt)
+    if output.forced:
+        # Told to call the output tool, and it answered in text again.
+        output.spend(OutputAttempt(), message)
+    return None, output.ask_for_tool()
 
 
 def _tool_uses(message: Message) -> list[ToolUse]:

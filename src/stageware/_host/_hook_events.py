@@ -95,7 +95,7 @@ class AfterInvocationEvent(LifecycleEvent):
 
     agent: AgentHandle
     invocation_state: dict[str, Any]
-    result: AgentResult | None
+    result: AgentResult[Any] | None
     reverse_callbacks: ClassVar[bool] = True
 
 

@@ -45,3 +45,5 @@ class StoredInterruptState(BaseModel):
     pending_input: StoredInput | None = None
     # Absent from snapshots written before answers were bound to the interrupt cycle.
     cycle: int = Field(default=0, ge=0)
+    # The fingerprint of a structured run's output; absent from older snapshots.
+    output: str | None = None

@@ -175,6 +175,9 @@ class InterruptState:
         pending_input: The input of a pass an agent-stream interrupt stopped before the
             input entered the history; the resume's input. Empty otherwise.
         cycle: How many interrupt cycles have ended; kept with the session.
+        output: The fingerprint of the output a structured run that stopped on an
+            interrupt asked for (``_structured_output.schema_fingerprint``), which its
+            resume must ask for again; ``None`` for a plain run.
     """
 
     __slots__ = (
@@ -182,6 +185,7 @@ class InterruptState:
         "activated",
         "cycle",
         "interrupts",
+        "output",
         "pending_input",
         "pending_tool_execution",
     )
@@ -192,6 +196,7 @@ class InterruptState:
         self.pending_tool_execution: PendingToolExecution | None = None
         self.pending_input: Messages = []
         self.cycle: int = 0
+        self.output: str | None = None
         # Which interrupts the run loop registered: their answers outlive a tool cycle.
         self._agent_stream_ids: set[str] = set()
 
@@ -336,12 +341,13 @@ class InterruptState:
         self.pending_tool_execution = None
         self.pending_input = []
         self.activated = False
+        self.output = None
         self.cycle += 1
 
     def to_dict(self) -> dict[str, Any]:
         """The state as JSON data, for a session store."""
         pending = self.pending_tool_execution
-        return {
+        state: dict[str, Any] = {
             "activated": self.activated,
             "interrupts": [
                 {
@@ -364,6 +370,10 @@ class InterruptState:
             else None,
             "cycle": self.cycle,
         }
+        if self.output is not None:
+            # Only when set: a plain run's snapshot stays as it was before structured runs.
+            state["output"] = self.output
+        return state
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> InterruptState:
@@ -386,6 +396,7 @@ class InterruptState:
         state = cls()
         state.activated = stored.activated
         state.cycle = stored.cycle
+        state.output = stored.output
         for i in stored.interrupts:
             state.register(
                 Interrupt(id=i.id, name=i.name, reason=i.reason, response=i.response),

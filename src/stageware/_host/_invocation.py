@@ -28,6 +28,12 @@ In order:
    an invocation with nothing owed a resume ends the interrupt cycle, releasing every
    answer; then the session is saved, releasing the lease, and ``AfterInvocationEvent``
    fires.
+
+A structured run (``output_type=``) remembers the fingerprint of its output's schema with
+an interrupt it stops on, and its resume must ask for the same output (step 1 refuses
+another, or none, before anything is stored), so the resumed run returns the type its
+caller expects. The result's output is checked against the schema once more: AgentStream
+middleware may have replaced the stop event's ``structured_output``.
 """
 
 from __future__ import annotations
@@ -52,8 +58,10 @@ from ._halt import Halt, HaltRun
 from ._hook_events import AfterInvocationEvent, BeforeInvocationEvent
 from ._interrupt_state import InterruptState, parse_interrupt_responses
 from ._prompt import prompt_messages
+from ._structured_errors import StructuredOutputError
 
 if TYPE_CHECKING:
+    from ._structured_output import StructuredRun
     from .tracing._spans import InvocationTrace
 
 __all__ = ["Invocation"]
@@ -63,16 +71,23 @@ __all__ = ["Invocation"]
 class Invocation:
     """Runs one ``agent(...)`` call and streams its events, ending with its result."""
 
-    __slots__ = ("_core", "_loop", "_trace")
+    __slots__ = ("_core", "_loop", "_output", "_trace")
 
-    def __init__(self, core: AgentCore, loop: EventLoop, trace: InvocationTrace | None) -> None:
+    def __init__(
+        self,
+        core: AgentCore,
+        loop: EventLoop,
+        trace: InvocationTrace | None,
+        output: StructuredRun | None = None,
+    ) -> None:
         self._core = core
         self._loop = loop
         self._trace = trace
+        self._output = output
 
     async def stream(
         self, prompt: object, invocation_state: dict[str, Any]
-    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent, None]:
+    ) -> AsyncGenerator[AgentStreamEvent | AgentResultEvent[Any], None]:
         """Yield the pass's events, then one ``AgentResultEvent``.
 
         Raises:
@@ -104,10 +119,11 @@ class Invocation:
             max_model_calls=core.max_model_calls,
             trace=self._trace,
             takeover=core.session is not None and core.session.unfinished,
+            output=self._output,
         )
         core.current_pass = pass_state
         stop: EventLoopStopEvent | None = None
-        result: AgentResult | None = None
+        result: AgentResult[Any] | None = None
         # Listening from the first hook to the last, so a stuck BeforeInvocationEvent or
         # AfterInvocationEvent hook is cut like any other part of the run.
         with watch.watching():
@@ -162,15 +178,17 @@ class Invocation:
                 pass_state.metrics.latency_ms = round(
                     (time.monotonic() - pass_state.started) * 1000
                 )
+                output = self._output
                 result = AgentResult(
                     stop_reason=stop.stop_reason,
                     message=stop.message,
                     interrupts=list(stop.interrupts or ()),
                     metrics=pass_state.metrics,
                     state=stop.request_state,
-                    structured_output=stop.structured_output,
+                    structured_output=self._checked_output(stop),
                     decisions=pass_state.decisions,
                     halt=pass_state.halt,
+                    output_type=None if output is None else output.output_type,
                 )
             finally:
                 # However the invocation ended (its stop event, an error, the caller closing the
@@ -203,6 +221,8 @@ class Invocation:
         """
         interrupts = self._core.interrupts
         responses = parse_interrupt_responses(prompt)
+        if interrupts.activated and (responses is not None or prompt is None):
+            self._check_resumed_output()
         if responses is not None:
             interrupts.resume(responses, self._core.answer_checks)
             return interrupts.pending_input
@@ -233,6 +253,48 @@ class Invocation:
             f"waiting for: {names}"
         )
 
+    def _check_resumed_output(self) -> None:
+        """Refuse a resume that asks for another output than the interrupted run did.
+
+        Raises:
+            TypeError: Naming what the interrupted run asked for.
+        """
+        stored = self._core.interrupts.output
+        wanted = None if self._output is None else self._output.fingerprint
+        if stored == wanted:
+            return
+        if stored is None:
+            asked = "no output_type"
+        else:
+            asked = f"output_type {stored.partition(':')[0]} (schema {stored})"
+        given = "none" if wanted is None else f"{wanted.partition(':')[0]} (schema {wanted})"
+        raise TypeError(
+            f"the interrupted run asked for {asked}, and this resume asks for {given}; resume "
+            "it with the same output_type, so that it returns the output its caller expects"
+        )
+
+    def _checked_output(self, stop: EventLoopStopEvent) -> object:
+        """The stop event's output, validated again; ``None`` for a plain run.
+
+        Raises:
+            StructuredOutputError: If AgentStream middleware put an output on the stop
+                event that does not validate.
+        """
+        output = self._output
+        if output is None or stop.structured_output is None:
+            return None
+        from pydantic import ValidationError
+
+        try:
+            return output.schema.validate(stop.structured_output)
+        except ValidationError as error:
+            raise StructuredOutputError(
+                f"the stop event's structured_output is not a valid {output.schema.name} (an "
+                f"AgentStream handler replaced it?): {error}",
+                last_reply=stop.message,
+                errors=error.errors(include_url=False),
+            ) from error
+
     def _settle_interrupts(self, stop: EventLoopStopEvent | None, *, halted: bool) -> None:
         """End the interrupt cycle unless a resume is still owed.
 
@@ -246,6 +308,9 @@ class Invocation:
         owed = stop is not None and stop.stop_reason == "interrupt"
         if halted or (not owed and interrupts.pending_tool_execution is None):
             interrupts.end_interrupt_cycle()
+        elif owed:
+            # What the resume must ask for again (see _check_resumed_output).
+            interrupts.output = None if self._output is None else self._output.fingerprint
 
     def _halted(
         self, halt: Halt, pass_state: PassState, invocation_state: dict[str, Any]

@@ -11,6 +11,10 @@ Retries wrap the chain, as in Strands 1.62: a hook's ``retry``, and the agent's
 hooks and the whole chain again. So every attempt is visible to hooks and middleware, and
 a middleware that handles throttling itself (falling back to another model, say) goes
 first: what it catches is never retried here.
+
+In a structured run the context carries ``structured_output_model``, and the terminal asks
+the model it calls for the output (``_structured_output``): natively, or with the output
+tool added to the call's tool specs.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from ._halt import HaltRun, RedoStep
 from ._history_copies import HistoryCopies
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
 from ._model_retry import ThrottleRetries
+from ._structured_output import supports_native_output
 from ._tool_specs import ToolSpecCopies
 from .models import ResponseAssembler
 from .models._streaming import check_tool_use_ids
@@ -93,6 +98,10 @@ class ModelCall:
             if core.cancel.is_set():  # a hook cancelled: do not pay for the request
                 return
             context = self._context(invocation_state)
+            if pass_state.output is not None:
+                # Until the terminal says otherwise (middleware may serve the call without
+                # it), the reply is read as the agent's model would give it.
+                pass_state.output.native = supports_native_output(context.model)
             pass_state.metrics.model_calls += 1
             result: ModelStopReason | None = None
             try:
@@ -163,6 +172,8 @@ class ModelCall:
         the rest.
         """
         core = self._core
+        output = core.current_pass.output if core.current_pass is not None else None
+        output_type = None if output is None else output.output_type
         if not core.registry.sees_context(InvokeModelStage):
             return InvokeModelContext(
                 agent=core.handle,
@@ -172,6 +183,7 @@ class ModelCall:
                 tool_choice=core.tool_choice,
                 invocation_state=invocation_state,
                 model=core.model,
+                structured_output_model=output_type,
             )
         context = InvokeModelContext.from_host(
             agent=core.handle,
@@ -182,6 +194,7 @@ class ModelCall:
             tool_choice=core.tool_choice,
             invocation_state=invocation_state,
             model=core.model,
+            structured_output_model=output_type,
         )
         return context.replace(
             messages=self._copies.copy_of(core.messages),
@@ -193,17 +206,25 @@ class ModelCall:
         core.check_agent(context)
         text, blocks = split_system_prompt(context.system_prompt)
         assembler = ResponseAssembler()
+        tool_specs, tool_choice = context.tool_specs, context.tool_choice
+        extra: dict[str, Any] = {}
+        output = core.current_pass.output if core.current_pass is not None else None
+        if output is not None:
+            # Asked here, after middleware: only now is the model serving the call known,
+            # and with it whether the schema goes natively or as the output tool.
+            tool_specs, tool_choice, extra = output.request(context.model, tool_specs, tool_choice)
         # model_state is excluded from the context: the terminal hands the agent's own
         # dict to the model, so whatever the provider writes there is kept for next time.
         # invocation_state is the context's, so a replacement reaches the model too.
         chunks = context.model.stream(
             context.messages,
-            context.tool_specs,
+            tool_specs,
             text,
-            tool_choice=context.tool_choice,
+            tool_choice=tool_choice,
             system_prompt_content=blocks,
             model_state=core.model_state,
             invocation_state=context.invocation_state,
+            **extra,
         )
         try:
             async for chunk in chunks:

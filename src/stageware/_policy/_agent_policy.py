@@ -21,6 +21,7 @@ step's fingerprint, and a reason that shows the approver the step (``_approval``
 
 from __future__ import annotations
 
+import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -453,6 +454,8 @@ class AgentPolicy:
     ) -> AsyncIterator[InvokeModelEvent]:
         run, step = self.run, self._turn()
         if self._has(HookPoint.MODEL_REQUEST):
+            current = self._core.current_pass
+            output = None if current is None else current.output
             verdict = await self._at(
                 HookPoint.MODEL_REQUEST,
                 ModelRequestEvent(
@@ -460,6 +463,11 @@ class AgentPolicy:
                     model_id=model_id_of(context.model),
                     messages=context.messages,
                     tool_choice=context.tool_choice,
+                    # What a structured run asks for, to inspect or refuse; not modifiable.
+                    structured_output_name=None if output is None else output.schema.name,
+                    structured_output_schema=None
+                    if output is None
+                    else copy.deepcopy(output.schema.json_schema),
                 ),
                 step,
             )

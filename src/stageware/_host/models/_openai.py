@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Any, Self, final
+from typing import Any, Literal, Self, final
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -39,7 +39,9 @@ from ._openai_convert import (
     convert_tool_choice,
 )
 from ._openai_errors import Failure, describe, quote_body
+from ._openai_output import response_format
 from ._openai_request import RequestEncoder
+from ._output_schema import OutputSchema
 
 __all__ = ["ModelError", "ModelThrottledError", "OpenAIModel"]
 
@@ -78,6 +80,11 @@ class OpenAIModel:
     it first (``max_retries``, 2 by default), so pass a client with ``max_retries=0`` to
     leave every retry to the agent. A password in ``base_url`` is sent as HTTP basic auth,
     as ``httpx`` would, but never appears in errors, ``repr()`` or the HTTP log.
+
+    In a structured run (``agent(..., output_type=M)``) the model is asked natively, with
+    ``response_format={"type": "json_schema", ...}`` (strict when the schema allows it,
+    see ``_openai_output``). For a server without JSON-schema mode, pass
+    ``structured_output="tool"``: the agent then asks through a forced tool call.
     """
 
     def __init__(
@@ -88,7 +95,12 @@ class OpenAIModel:
         base_url: str | None = None,
         api_key: str | None = None,
         params: Mapping[str, Any] | None = None,
+        structured_output: Literal["native", "tool"] = "native",
     ) -> None:
+        if structured_output not in ("native", "tool"):
+            raise ValueError(
+                f"structured_output must be 'native' or 'tool', got {structured_output!r}"
+            )
         if client is not None and (base_url is not None or api_key is not None):
             raise ValueError("pass either client or base_url/api_key, not both")
         reserved = sorted(_RESERVED_PARAMS.intersection(params or {}))
@@ -96,6 +108,9 @@ class OpenAIModel:
             raise ValueError(f"params may not set {reserved}: OpenAIModel sets them per call")
         self.model_id = model_id
         """The model name sent with every request."""
+        self.supports_structured_output: bool = structured_output == "native"
+        """Whether a structured run asks this model with ``response_format`` (native) rather
+        than through a forced tool call."""
         self._params: Mapping[str, Any] = MappingProxyType(dict(params or {}))
         self._request = RequestEncoder(model_id, self._params)
         # The URL as given, credentials included, to hide them in error messages; the
@@ -137,8 +152,11 @@ class OpenAIModel:
     ) -> AsyncGenerator[StreamEvent, None]:
         """Stream the model's answer to *messages* as Converse stream events.
 
-        Keyword arguments the host passes for other models (``model_state=`` and the like)
-        are ignored. Closing the generator early (``aclose()``) releases the connection.
+        ``output_schema=`` (an ``OutputSchema``, passed by a structured run when
+        ``supports_structured_output`` is true) is sent as ``response_format``; other
+        keyword arguments the host passes for other models (``model_state=`` and the
+        like) are ignored. Closing the generator early (``aclose()``) releases the
+        connection.
 
         Raises:
             ModelThrottledError: The server answered 429 (other than for an exhausted
@@ -149,12 +167,17 @@ class OpenAIModel:
             ValueError: Before any request, when the conversation holds a block chat
                 completions cannot carry.
         """
-        del kwargs  # Part of the Model protocol; nothing here uses them.
+        output_schema = _output_schema(kwargs.get("output_schema"))
         converted = convert_messages(messages, system_prompt, system_prompt_content)
         choice = None if tool_choice is None else convert_tool_choice(tool_choice)
+        output = (
+            response_format(output_schema)
+            if self.supports_structured_output and output_schema is not None
+            else None
+        )
         source = self._client_source
         try:
-            body = self._request.encode(converted, tool_specs, choice)
+            body = self._request.encode(converted, tool_specs, choice, output)
             client = (
                 source
                 if isinstance(source, openai.AsyncOpenAI)
@@ -273,3 +296,9 @@ class OpenAIModel:
         return ModelError(
             message, model_id=self.model_id, base_url=base_url, status_code=failure.status_code
         )
+
+
+def _output_schema(value: object) -> OutputSchema[Any] | None:
+    """The ``output_schema=`` a structured run passed, if it is one."""
+    # The host passes an OutputSchema[Any]; isinstance cannot see its type argument.
+    return value if isinstance(value, OutputSchema) else None  # pyright: ignore[reportUnknownVariableType]

@@ -42,8 +42,9 @@ _BODY_ORDER: Final = (
 _BODY_FIELDS: Final = frozenset(_BODY_ORDER)
 # As `openai` encodes a body: UTF-8 rather than escapes, no spaces, no NaN.
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-# The fields each call sets; the rest are the same on every call.
-_PER_CALL: Final = frozenset({"messages", "tools", "tool_choice"})
+# The fields a call may set; the rest are the same on every call. A structured run's
+# `response_format` replaces the one `params` may set for plain runs.
+_PER_CALL: Final = frozenset({"messages", "tools", "tool_choice", "response_format"})
 
 
 @final
@@ -94,21 +95,27 @@ class RequestEncoder:
         messages: list[ChatCompletionMessageParam],
         tool_specs: list[ToolSpec] | None,
         tool_choice: ChatCompletionToolChoiceOptionParam | None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> bytes:
         """The body of one request, as ``create`` would encode it.
 
         *tool_specs* are Converse tool specs (converted here, and only when they differ
         from the previous call's); ``None`` or an empty list sends no tools and no tool
-        choice, as servers reject a tool choice without tools.
+        choice, as servers reject a tool choice without tools. *response_format*, when
+        given, replaces any ``response_format`` of ``params``.
         """
         per_call: dict[str, bytes] = {"messages": _field("messages", messages, "request field")}
+        if response_format is not None:
+            per_call["response_format"] = _field(
+                "response_format", response_format, "request field"
+            )
         if tool_specs:
             per_call["tools"] = self._encoded_tools(tool_specs)
             if tool_choice is not None:
                 per_call["tool_choice"] = _field("tool_choice", tool_choice, "request field")
         fields: dict[str, bytes] = {}
         for name in self._layout:
-            encoded = self._fixed.get(name) or per_call.get(name)
+            encoded = per_call.get(name) or self._fixed.get(name)
             if encoded is not None:
                 fields[name] = encoded
         # As `openai` merges `extra_body`: a field it names is replaced where it stands.

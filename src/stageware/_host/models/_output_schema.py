@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, final
-
-import pydantic
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
 
 from stageware._generated.payloads import ToolSpec
+
+if TYPE_CHECKING:
+    import pydantic
 
 __all__ = ["OutputSchema"]
 
@@ -61,6 +62,9 @@ class OutputSchema(Generic[OutputT]):
             TypeError: *output_type* is not a type pydantic can build an object schema for
                 (a JSON object: providers accept nothing else as structured output).
         """
+        # Imported here: `import stageware` (and the agent) must not load pydantic.
+        import pydantic
+
         try:
             adapter = pydantic.TypeAdapter(output_type)
             json_schema = adapter.json_schema()

@@ -15,7 +15,7 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar, final
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, final
 
 import anyio
 import anyio.lowlevel
@@ -33,6 +33,9 @@ from stageware._generated.payloads import (
 )
 from stageware._host._history_copies import common_prefix
 from stageware._host._shorten import shorten
+
+if TYPE_CHECKING:
+    from ._output_schema import OutputSchema
 
 __all__ = [
     "ModelRequest",
@@ -152,6 +155,8 @@ class ModelRequest:
         system_prompt: The system prompt as a string, if given.
         system_prompt_content: The system prompt as content blocks, if given.
         tool_choice: How the model was told to select tools, if given.
+        output_schema: The structured output asked for natively (``output_schema=``), if
+            any; only a model made with ``structured_output=True`` is asked that way.
     """
 
     __slots__ = (
@@ -159,6 +164,7 @@ class ModelRequest:
         "_earlier",
         "_kept",
         "_messages",
+        "_output_schema",
         "_size",
         "_system_prompt",
         "_system_prompt_content",
@@ -173,6 +179,7 @@ class ModelRequest:
         system_prompt: str | None,
         system_prompt_content: list[SystemContentBlock] | None,
         tool_choice: ToolChoice | None,
+        output_schema: OutputSchema[Any] | None = None,
     ) -> None:
         self._messages: Messages | None = messages
         # What an unread request is assembled from: the first _kept messages of the
@@ -185,6 +192,7 @@ class ModelRequest:
         self._system_prompt = system_prompt
         self._system_prompt_content = system_prompt_content
         self._tool_choice = tool_choice
+        self._output_schema = output_schema
 
     @classmethod
     def _after(
@@ -197,9 +205,12 @@ class ModelRequest:
         system_prompt: str | None,
         system_prompt_content: list[SystemContentBlock] | None,
         tool_choice: ToolChoice | None,
+        output_schema: OutputSchema[Any] | None = None,
     ) -> ModelRequest:
         """A request whose messages are *earlier*'s first *kept*, then *added*."""
-        request = cls([], tool_specs, system_prompt, system_prompt_content, tool_choice)
+        request = cls(
+            [], tool_specs, system_prompt, system_prompt_content, tool_choice, output_schema
+        )
         request._messages = None
         request._earlier = earlier
         request._kept = kept
@@ -250,6 +261,11 @@ class ModelRequest:
         """How the model was told to select tools, if given."""
         return self._tool_choice
 
+    @property
+    def output_schema(self) -> OutputSchema[Any] | None:
+        """The structured output asked for natively, if any."""
+        return self._output_schema
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ModelRequest):
             return NotImplemented
@@ -260,7 +276,9 @@ class ModelRequest:
             f"ModelRequest(messages={self.messages!r}, tool_specs={self.tool_specs!r}, "
             f"system_prompt={self.system_prompt!r}, "
             f"system_prompt_content={self.system_prompt_content!r}, "
-            f"tool_choice={self.tool_choice!r})"
+            f"tool_choice={self.tool_choice!r}"
+            + ("" if self.output_schema is None else f", output_schema={self.output_schema!r}")
+            + ")"
         )
 
     def _fields(self) -> tuple[object, ...]:
@@ -270,6 +288,7 @@ class ModelRequest:
             self.system_prompt,
             self.system_prompt_content,
             self.tool_choice,
+            self.output_schema,
         )
 
 
@@ -307,6 +326,11 @@ class ScriptedModel:
         chunk_size: Characters per text, reasoning and tool-input delta.
         chunk_delay: Seconds slept between events; 0 only yields to the event loop
             once per event, so a test can still cancel the stream.
+        structured_output: Play a model with a native structured-output mode: a
+            structured run then passes ``output_schema=`` (recorded in
+            ``ModelRequest.output_schema``) and reads the JSON object from the scripted
+            reply's text. Off, a structured run offers the output tool instead, which a
+            script calls with ``ScriptedToolCall(<type name>, {...})``.
     """
 
     def __init__(
@@ -316,6 +340,7 @@ class ScriptedModel:
         model_id: str = "scripted",
         chunk_size: int = 16,
         chunk_delay: float = 0.0,
+        structured_output: bool = False,
     ) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
@@ -327,6 +352,8 @@ class ScriptedModel:
         self.model_id = model_id
         self.chunk_size = chunk_size
         self.chunk_delay = chunk_delay
+        self.supports_structured_output: bool = structured_output
+        """Whether a structured run asks this model natively (``output_schema=``)."""
         #: Every request, in call order.
         self.requests: list[ModelRequest] = []
         # The copies of the messages of the last call, which the next call's may share,
@@ -359,8 +386,10 @@ class ScriptedModel:
     ) -> AsyncIterator[StreamEvent]:
         """Record the request, take the next script entry and stream it.
 
-        Extra keyword arguments (``model_state`` and the like) are accepted and ignored.
+        ``output_schema=`` is recorded; other extra keyword arguments (``model_state`` and
+        the like) are accepted and ignored.
         """
+        output_schema = kwargs.get("output_schema")
         earlier = self.requests[-1] if self.requests else None
         earlier_specs = None if earlier is None else earlier.tool_specs
         earlier_prompt = None if earlier is None else earlier.system_prompt_content
@@ -387,6 +416,7 @@ class ScriptedModel:
             system_prompt=system_prompt,
             system_prompt_content=_copy_unless_equal(system_prompt_content, earlier_prompt),
             tool_choice=copy.deepcopy(tool_choice),
+            output_schema=output_schema,
         )
         call_number = len(self.requests)
         self.requests.append(request)
