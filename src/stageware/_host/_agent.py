@@ -17,6 +17,7 @@ from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
 from ._agent_result import AgentResult, AgentResultEvent
 from ._agent_state import AgentState
+from ._agent_tools import AgentTools
 from ._cancel import CancelToken
 from ._core import AgentCore, AgentExtension
 from ._event_loop import EventLoop
@@ -32,7 +33,6 @@ from ._task_stream import in_own_task
 from .models import Model
 from .sessions import SessionError, SessionStore, StoredSession
 from .sessions._store import check_session_id
-from ._agent_tools import AgentTools
 from .tools import AgentTool, ToolProvider
 from .tracing import Tracing
 
@@ -433,4 +433,3 @@ class Agent(MiddlewareHost):
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, tools={self.tool_names!r})"
-

@@ -22,8 +22,8 @@ from stageware._generated.stages import AgentStreamStage, ExecuteToolStage, Invo
 from stageware._runtime import AgentHandle, MiddlewareRegistry
 
 from ._agent_result import AgentMetrics
-from ._agent_tools import AgentTools
 from ._agent_state import AgentState
+from ._agent_tools import AgentTools
 from ._cancel import CancelToken
 from ._cancel_watch import CancelWatch
 from ._halt import Decision, Halt
