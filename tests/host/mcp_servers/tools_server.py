@@ -11,6 +11,7 @@ can read what the server saw after it has exited.
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import sys
 import time
@@ -19,6 +20,7 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.utilities.types import Image
 from pydantic import BaseModel
 
 parser = argparse.ArgumentParser()
@@ -30,7 +32,10 @@ options = parser.parse_args()
 server: MCPServer[Any] = MCPServer(options.name)
 
 # A one-pixel PNG.
-_PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+_PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJ"
+    "RU5ErkJggg=="
+)
 
 
 def _record(kind: str, text: str) -> None:
@@ -58,12 +63,8 @@ def forecast(city: str) -> Forecast:
 
 
 @server.tool()
-def pixel() -> Any:
+def pixel() -> Image:
     """A one-pixel image."""
-    from mcp.server.mcpserver.utilities.types import Image
-
-    import base64
-
     return Image(data=base64.b64decode(_PIXEL), format="png")
 
 

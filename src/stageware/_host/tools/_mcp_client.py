@@ -39,9 +39,9 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
-from anyio.abc import TaskStatus
 import httpx2
 import mcp_types
+from anyio.abc import TaskStatus
 from mcp import StdioServerParameters, stdio_client
 from mcp.client import Client, IncomingMessage, Transport
 from mcp.client.streamable_http import streamable_http_client
