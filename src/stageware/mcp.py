@@ -12,7 +12,8 @@ through the ExecuteTool chain like any tool, so middleware and policies govern t
 from __future__ import annotations
 
 try:
-    from stageware._host.tools._mcp_client import MCPClient, MCPConnectionError
+    from stageware._host.tools._mcp_client import MCPClient
+    from stageware._host.tools._mcp_errors import MCPConnectionError
     from stageware._host.tools._mcp_tool import MCPTool
 except ModuleNotFoundError as _missing:
     # Only a missing SDK gets the install hint; any other missing module is a real bug.

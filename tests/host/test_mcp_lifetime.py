@@ -187,7 +187,7 @@ def test_secrets_stay_out_of_the_repr_and_errors() -> None:
 
 def test_bad_arguments_are_errors_naming_them() -> None:
     with pytest.raises(TypeError, match="a list of strings"):
-        MCPClient.stdio("python", "server.py")  # type: ignore[arg-type]
+        MCPClient.stdio("python", "server.py")
     with pytest.raises(ValueError, match="prefix"):
         MCPClient.stdio("python", ["server.py"], prefix="")
     with pytest.raises(ValueError, match="http"):

@@ -123,9 +123,10 @@ def test_a_tool_error_and_bad_arguments_are_error_results_the_model_reads(
 def test_mcp_tools_run_through_the_execute_tool_chain(client: MCPClient) -> None:
     seen: list[tuple[str, str]] = []
 
-    def observe(context: ExecuteToolContext) -> None:
+    def observe(context: ExecuteToolContext) -> ExecuteToolContext:
         assert context.tool is not None
         seen.append((context.tool_use["name"], type(context.tool).__name__))
+        return context
 
     agent = Agent(ScriptedModel([_calls(("add", {"a": 1, "b": 1})), "two"]), tools=[client])
     agent.add_middleware(ExecuteToolStage.Input, observe)

@@ -18,7 +18,7 @@ providers (an ``MCPClient``), in any order. The rules kept here:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import cast, final
+from typing import TypeGuard, cast, final
 
 from stageware._generated.payloads import ToolSpec
 
@@ -44,11 +44,12 @@ class AgentTools:
         checked: list[AgentTool | ToolProvider] = []
         for item in items:
             # A @tool first: the protocol check reads every member, a copy of the spec
-            # included. Then a provider, which an AgentTool check would reject anyway.
+            # included. Checked on a copy, so that the item keeps its declared type.
+            candidate = cast(object, item)
             if (
-                not isinstance(item, FunctionTool)
-                and not isinstance(cast(object, item), ToolProvider)
-                and not isinstance(cast(object, item), AgentTool)
+                not isinstance(candidate, FunctionTool)
+                and not isinstance(candidate, ToolProvider)
+                and not isinstance(candidate, AgentTool)
             ):
                 raise TypeError(
                     f"{item!r} is not a tool: decorate a function with @tool, implement "
@@ -57,7 +58,7 @@ class AgentTools:
                 )
             checked.append(item)
         self._items = checked
-        self._providers = [item for item in checked if _is_provider(item)]
+        self._providers: list[ToolProvider] = [item for item in checked if _is_provider(item)]
         self._seen: list[Sequence[AgentTool]] = []
         self._by_name: dict[str, AgentTool] = {}
         self._specs = ToolSpecs(())
@@ -75,7 +76,7 @@ class AgentTools:
         seen: list[Sequence[AgentTool]] = []
         for item in self._items:
             if _is_provider(item):
-                members = cast(ToolProvider, item).current_tools()
+                members = item.current_tools()
                 seen.append(members)
             else:
                 members = (cast(AgentTool, item),)
@@ -112,7 +113,7 @@ class AgentTools:
         return self._specs.current()
 
 
-def _is_provider(item: object) -> bool:
+def _is_provider(item: object) -> TypeGuard[ToolProvider]:
     # A @tool is never a provider; checked first, as the protocol check reads members.
     return not isinstance(item, FunctionTool) and isinstance(item, ToolProvider)
 

@@ -8,7 +8,8 @@
 - ``_mcp_*``: an MCP server's tools (public as ``stageware.mcp``; needs the ``mcp`` extra,
   so nothing here imports them): ``_mcp_client`` the client and its lifetime,
   ``_mcp_thread`` the event loop its session lives in, ``_mcp_tool`` one server tool as
-  an ``AgentTool``, ``_mcp_results`` what a server answers, as a tool result.
+  an ``AgentTool``, ``_mcp_results`` what a server answers, as a tool result,
+  ``_mcp_errors`` the client's own error.
 """
 
 from ._context import ToolContext, tool_interrupt_id

@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, final
+from typing import Any, cast, final
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -51,10 +51,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from stageware._host.models._credentials import redact_url, split_credentials
 from stageware._version import __version__
 
+from ._mcp_errors import MCPConnectionError
 from ._mcp_thread import LoopThread, LoopThreadClosedError
 from ._mcp_tool import MCPTool
 
-__all__ = ["MCPClient", "MCPConnectionError"]
+__all__ = ["MCPClient"]
 
 _log = logging.getLogger("stageware.mcp")
 
@@ -65,30 +66,33 @@ _DEFAULT_STARTUP_TIMEOUT = 30.0
 _REFRESH_WAIT = 10.0
 
 
-class MCPConnectionError(RuntimeError):
-    """An MCP server could not be reached, or its session could not be opened."""
-
-
 @dataclass(frozen=True)
 class _Stdio:
+    """A server run as a subprocess."""
+
     command: str
     args: tuple[str, ...]
     env: dict[str, str] | None
     cwd: str | None
 
     def label(self) -> str:
-        # The program and its first argument (usually the script or package), never the
-        # environment or later arguments, which may carry tokens.
+        """The program and its first argument (usually the script or package).
+
+        Never the environment or the later arguments, which may carry tokens.
+        """
         shown = [os.path.basename(self.command), *(os.path.basename(a) for a in self.args[:1])]
         return f"stdio {' '.join(shown)!r}"
 
 
 @dataclass(frozen=True)
 class _Http:
+    """A server reached over streamable HTTP."""
+
     url: str
     headers: dict[str, str] | None
 
     def label(self) -> str:
+        """The URL without its password, query and fragment."""
         parts = urlsplit(redact_url(self.url))
         return urlunsplit(parts._replace(query="", fragment=""))
 
@@ -134,7 +138,7 @@ class MCPClient:
         call_timeout: float | None,
     ) -> None:
         """Use :meth:`stdio` or :meth:`http`."""
-        if prefix is not None and (not isinstance(prefix, str) or not prefix):
+        if prefix is not None and not prefix:
             raise ValueError(f"prefix must be a non-empty string or None, got {prefix!r}")
         if not startup_timeout > 0:
             raise ValueError(f"startup_timeout must be positive, got {startup_timeout!r}")
@@ -344,7 +348,7 @@ class MCPClient:
         server.
 
         Raises:
-            LoopThreadClosedError: If the client is not open.
+            MCPConnectionError: If the client is not open, or was closed during the call.
             mcp.shared.exceptions.MCPError: For an error the server answered, a timeout,
                 or a connection that closed during the call.
         """
@@ -352,7 +356,10 @@ class MCPClient:
         async def call() -> mcp_types.CallToolResult:
             return await self._call_in_session(name, arguments)
 
-        return await self._thread.call(call)
+        try:
+            return await self._thread.call(call)
+        except LoopThreadClosedError as error:
+            raise MCPConnectionError(f"MCPClient {self.label} is closed: {error}") from error
 
     def __repr__(self) -> str:
         return f"MCPClient({self.label}, {self._state})"
@@ -486,9 +493,17 @@ class MCPClient:
 
 def _reason(error: BaseException) -> str:
     """The first real error in *error*, unwrapping the exception groups of task groups."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
+    inner = _members(error)
+    while inner:
+        error = inner[0]
+        inner = _members(error)
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _members(error: BaseException) -> tuple[BaseException, ...]:
+    if isinstance(error, BaseExceptionGroup):
+        return cast("BaseExceptionGroup[BaseException]", error).exceptions
+    return ()
 
 
 # Clients used without a block, closed when the interpreter exits so that no server

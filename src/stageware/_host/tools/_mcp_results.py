@@ -54,7 +54,7 @@ def _is_copy_of(block: mcp_types.ContentBlock, structured: Any) -> bool:
         copy: object = json.loads(block.text)
     except ValueError:
         return False
-    return copy == structured
+    return bool(copy == structured)
 
 
 def _block(block: mcp_types.ContentBlock) -> ToolResultContent:

@@ -20,8 +20,8 @@ from stageware._generated.events import ExecuteToolEvent, ToolResultEvent
 from stageware._generated.payloads import ToolSpec, ToolUse
 
 from ._context import ToolContext
+from ._mcp_errors import MCPConnectionError
 from ._mcp_results import tool_result
-from ._mcp_thread import LoopThreadClosedError
 from ._results import error_result
 
 __all__ = ["MCPTool", "ToolCaller"]
@@ -95,7 +95,7 @@ class MCPTool:
             result = await self._caller.call_tool(
                 self.server_tool_name, dict(cast(Mapping[str, Any], arguments))
             )
-        except LoopThreadClosedError as error:
+        except MCPConnectionError as error:
             yield _failed(tool_use_id, f"Error: {where} cannot run: the client is closed", error)
             return
         except MCPError as error:
