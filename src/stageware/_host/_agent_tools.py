@@ -121,7 +121,7 @@ def _is_provider(item: object) -> TypeGuard[ToolProvider]:
 def _source(tool: AgentTool, item: object) -> str:
     if isinstance(tool, FunctionTool):
         func = tool.__wrapped__
-        return f"the @tool {func.__module__}.{func.__qualname__}"
-    if item is tool:
-        return f"the tool {tool!r}"
-    return f"a tool of {item!r}"
+        what = f"the @tool {func.__module__}.{func.__qualname__}"
+    else:
+        what = f"the tool {tool!r}" if item is tool else "a tool"
+    return what if item is tool else f"{what} of {item!r}"
