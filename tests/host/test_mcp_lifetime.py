@@ -7,6 +7,7 @@ that dies mid-call ends the call at once with an error result, never a hang.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn
 from stageware.mcp import MCPClient, MCPConnectionError
 
-from .mcp_servers.servers import alive, http_server, records, stdio_client
+from .mcp_servers.servers import SERVER, alive, http_server, records, stdio_client
 
 
 def _call(name: str, **arguments: Any) -> ScriptedTurn:
@@ -192,3 +193,39 @@ def test_bad_arguments_are_errors_naming_them() -> None:
         MCPClient.stdio("python", ["server.py"], prefix="")
     with pytest.raises(ValueError, match="http"):
         MCPClient.http("ftp://host/mcp")
+
+
+def test_a_call_over_its_timeout_is_an_error_result_and_is_cancelled_on_the_server(
+    tmp_path: Path,
+) -> None:
+    with stdio_client(record=tmp_path, call_timeout=0.5) as client:
+        agent = Agent(ScriptedModel([_call("slow", seconds=30), "too slow"]), tools=[client])
+        started = time.monotonic()
+        agent("sleep")
+        assert time.monotonic() - started < 5
+        text = _result(agent)["content"][0]["text"]
+        assert text.startswith("Error: tool 'slow' of MCP server ")
+        assert "no answer in time" in text
+        deadline = time.monotonic() + 10
+        while not records(tmp_path, "cancelled") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert records(tmp_path, "cancelled") == ["slow"]
+
+
+def test_a_client_never_closed_stops_its_server_when_the_interpreter_exits() -> None:
+    # The README's one-line change: a client straight in the tools, no block, no close().
+    code = (
+        "import sys\n"
+        "from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn\n"
+        "from stageware.mcp import MCPClient\n"
+        "turn = ScriptedTurn(tool_calls=[ScriptedToolCall('pid', {})])\n"
+        f"client = MCPClient.stdio(sys.executable, [{str(SERVER)!r}])\n"
+        "agent = Agent(ScriptedModel([turn, 'ok']), tools=[client])\n"
+        "agent('pid?')\n"
+        "print(agent.messages[2]['content'][0]['toolResult']['content'][0]['json']['result'])\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    pid = int(completed.stdout.strip())
+    assert _wait_gone(pid, 2.0)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar, final
@@ -33,6 +34,8 @@ from anyio.from_thread import BlockingPortal
 __all__ = ["LoopThread", "LoopThreadClosedError"]
 
 T = TypeVar("T")
+
+_log = logging.getLogger("stageware.mcp")
 
 # What runs in the thread: it opens its session, then awaits the portal server it is
 # given (which reports ready and returns once stop() is called), then closes the session.
@@ -79,10 +82,12 @@ class LoopThread:
             try:
                 anyio.run(main, backend="asyncio")
             except BaseException as error:
-                # Handed to the starting thread; after start, the session's own errors
-                # reached the calls that were waiting for it.
+                # Handed to the starting thread. After start, the calls waiting on the
+                # session got its errors already; what ended the session is logged.
                 if not ready.done():
                     ready.set_exception(error)
+                else:
+                    _log.warning("%s: the session ended: %r", self._name, error)
             if not ready.done():
                 ready.set_exception(LoopThreadClosedError("the session ended before it was ready"))
 
