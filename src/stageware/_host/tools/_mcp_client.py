@@ -368,6 +368,7 @@ class MCPClient:
 
     async def _serve(self, serve_portal: Callable[[], Awaitable[None]]) -> None:
         self._stale = False
+        self._fresh.set()
         self._wake = anyio.Event()
         self._refreshing = anyio.Lock()
         with anyio.CancelScope(deadline=anyio.current_time() + self._startup_timeout) as startup:
@@ -380,23 +381,33 @@ class MCPClient:
                     cache=None,
                 )
                 self._client = await stack.enter_async_context(client)
-                self._tools = await self._list_tools(self._client)
-                async with anyio.create_task_group() as background:
-                    background.start_soon(self._refresh_when_woken)
-                    capability = self._client.server_capabilities.tools
-                    modern = self._client.protocol_version in MODERN_PROTOCOL_VERSIONS
-                    if modern and capability is not None and capability.list_changed:
-                        # Started (acknowledged by the server) before the client is
-                        # ready, so no change after that is missed.
-                        await background.start(self._listen, self._client)
-                    startup.deadline = math.inf
-                    try:
-                        await serve_portal()
-                    finally:
-                        background.cancel_scope.cancel()
-                self._client = None
+                try:
+                    await self._run(self._client, startup, serve_portal)
+                finally:
+                    self._client = None
         if startup.cancelled_caught:
             raise TimeoutError(f"not ready within {self._startup_timeout:g} s")
+
+    async def _run(
+        self,
+        client: Client,
+        startup: anyio.CancelScope,
+        serve_portal: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._tools = await self._list_tools(client)
+        async with anyio.create_task_group() as background:
+            background.start_soon(self._refresh_when_woken)
+            capability = client.server_capabilities.tools
+            modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+            if modern and capability is not None and capability.list_changed:
+                # Started (acknowledged by the server) before the client is ready, so
+                # no change after that is missed.
+                await background.start(self._listen, client)
+            startup.deadline = math.inf
+            try:
+                await serve_portal()
+            finally:
+                background.cancel_scope.cancel()
 
     async def _transport(self, stack: AsyncExitStack) -> Transport:
         server = self._server

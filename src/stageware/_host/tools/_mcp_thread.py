@@ -110,11 +110,6 @@ class LoopThread:
         if thread is not None and thread is not threading.current_thread():
             thread.join(_STOP_TIMEOUT)
 
-    @property
-    def running(self) -> bool:
-        """Whether calls can be made."""
-        return self._portal is not None
-
     async def call(self, func: Callable[[], Awaitable[T]]) -> T:
         """Run *func* in the session's loop; await its outcome in the caller's loop.
 
