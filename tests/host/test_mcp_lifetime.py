@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -89,22 +90,32 @@ async def test_async_with_a_cancelled_block_still_stops_the_server() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_cancelled_call_ends_at_once_and_the_server_is_told(tmp_path: Path) -> None:
-    async with stdio_client(record=tmp_path) as client:
-        agent = Agent(ScriptedModel([_call("slow", seconds=30), "done"]), tools=[client])
-        started = time.monotonic()
-        with anyio.move_on_after(1.0):
-            await agent.invoke_async("sleep")
-        assert time.monotonic() - started < 3
-        # The SDK sent notifications/cancelled; the server cancelled the handler.
-        deadline = time.monotonic() + 10
-        while not records(tmp_path, "cancelled") and time.monotonic() < deadline:
-            await anyio.sleep(0.05)
-        assert records(tmp_path, "cancelled") == ["slow"]
-        # The session goes on: the next call works.
-        again = Agent(ScriptedModel([_call("add", a=1, b=2), "3"]), tools=[client])
-        await again.invoke_async("add")
-        assert _result(again)["status"] == "success"
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_cancelled_call_ends_at_once_and_the_server_is_told(
+    transport: str, tmp_path: Path
+) -> None:
+    with ExitStack() as stack:
+        if transport == "stdio":
+            client = stdio_client(record=tmp_path)
+        else:
+            url, _ = stack.enter_context(http_server(record=tmp_path))
+            client = MCPClient.http(url)
+        async with client:
+            agent = Agent(ScriptedModel([_call("slow", seconds=30), "done"]), tools=[client])
+            started = time.monotonic()
+            with anyio.move_on_after(1.0):
+                await agent.invoke_async("sleep")
+            assert time.monotonic() - started < 3
+            # The SDK told the server (notifications/cancelled, or on the 2026 HTTP wire
+            # by closing the call's request); the server cancelled the handler.
+            deadline = time.monotonic() + 10
+            while not records(tmp_path, "cancelled") and time.monotonic() < deadline:
+                await anyio.sleep(0.05)
+            assert records(tmp_path, "cancelled") == ["slow"]
+            # The session goes on: the next call works.
+            again = Agent(ScriptedModel([_call("add", a=1, b=2), "3"]), tools=[client])
+            await again.invoke_async("add")
+            assert _result(again)["status"] == "success"
 
 
 @pytest.mark.anyio
