@@ -14,9 +14,11 @@ messages and stops a stdio server's process. What this module adds is the lifeti
   agent first reads its tools, and closes with ``close()`` or when the interpreter exits.
 - ``notifications/tools/list_changed`` (on the 2026 revision, through a
   ``subscriptions/listen`` stream the client opens) makes the client list the tools
-  again. A notification the server sends during a tool call is waited for before the
-  call's result is handed back, so the agent's next model call offers the new list; one
-  that comes on its own is picked up in the background.
+  again. One that reaches the client before a tool call's answer is acted on before the
+  answer is handed back, and reading the tools waits for a list the server announced, so
+  the agent's next model call offers it. The 2026 protocol orders nothing between the
+  listen stream and a call's answer: a change a server announces later reaches a later
+  model call.
 - Nothing secret is shown: the client is named by the command's program and script, or
   by the URL without its password and query, never by its environment or headers.
 """
@@ -257,11 +259,14 @@ class MCPClient:
                 return
             try:
                 self._thread.start(self._serve, self._startup_timeout + 5.0)
-            except BaseException as error:
+            except Exception as error:
                 self._thread.stop()
                 raise MCPConnectionError(
                     f"MCP server {self.label}: could not open a session: {_reason(error)}"
                 ) from error
+            except BaseException:
+                self._thread.stop()
+                raise
             self._state = "open"
             _open_clients.add(self)
 
