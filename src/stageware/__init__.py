@@ -3,8 +3,9 @@
 Public names are re-exported here once; the modules behind them are private. They load on
 first use, so ``import stageware`` is cheap and ``import stageware._runtime`` loads the
 runtime alone. The policy layer has a namespace of its own, ``stageware.policy``, the
-runtime a public module for generated packages, ``stageware.runtime``, and the
-OpenAI-compatible model its own, ``stageware.openai``.
+runtime a public module for generated packages, ``stageware.runtime``, the
+OpenAI-compatible model its own, ``stageware.openai``, and an MCP server's tools theirs,
+``stageware.mcp``.
 """
 
 import importlib as _importlib
@@ -140,6 +141,7 @@ if _typing.TYPE_CHECKING:
         StreamAssemblyError,
         StructuredOutputError,
         ToolContext,
+        ToolProvider,
         tool,
     )
     from stageware._runtime import (
@@ -302,6 +304,7 @@ __all__ = [
     "ToolContext",
     "ToolInputSchema",
     "ToolInterruptEvent",
+    "ToolProvider",
     "ToolResult",
     "ToolResultContent",
     "ToolResultEvent",

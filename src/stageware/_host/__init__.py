@@ -18,7 +18,8 @@ The core loop, from the outside in:
   ``_model_retry``: when a throttled model call is tried again; ``_history_copies``: the
   copies of the history handlers see, kept from one model call to the next;
   ``_tool_specs``: the tool specs every model call offers, and the copies handlers see.
-- ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain.
+- ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain;
+  ``_agent_tools``: the agent's tools and tool providers by name, read per model call.
 - ``_interrupt_state``: what waits for a human, and how long answers live;
   ``_interrupt_records``: its stored shape, checked when a session restores it.
 - ``_cancel``: the cancel signal; ``_cancel_watch``: the deadlines that cut what does not
@@ -33,7 +34,8 @@ What the loop plugs in, each in its own sub-package:
 
 - ``models/``: the ``Model`` protocol, the model errors, ``ScriptedModel`` and the
   OpenAI-compatible adapter (public as ``stageware.openai``).
-- ``tools/``: the ``AgentTool`` protocol, ``ToolContext`` and ``@tool``.
+- ``tools/``: the ``AgentTool`` protocol, ``ToolContext`` and ``@tool``; ``ToolProvider``,
+  and an MCP server's tools (public as ``stageware.mcp``).
 - ``sessions/``: snapshots, the ``SessionStore`` protocol and its stores.
 """
 
@@ -85,7 +87,7 @@ from .sessions import (
     SQLiteSessionStore,
     StoredSession,
 )
-from .tools import AgentTool, FunctionTool, ToolContext, tool
+from .tools import AgentTool, FunctionTool, ToolContext, ToolProvider, tool
 
 __all__ = [
     "AfterInvocationEvent",
@@ -136,5 +138,6 @@ __all__ = [
     "StreamAssemblyError",
     "StructuredOutputError",
     "ToolContext",
+    "ToolProvider",
     "tool",
 ]

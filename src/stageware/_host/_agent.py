@@ -17,6 +17,7 @@ from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
 from ._agent_result import AgentResult, AgentResultEvent, OutputT
 from ._agent_state import AgentState
+from ._agent_tools import AgentTools
 from ._cancel import CancelToken
 from ._core import AgentCore, AgentExtension
 from ._event_loop import EventLoop
@@ -38,7 +39,7 @@ from ._task_stream import in_own_task
 from .models import Model
 from .sessions import SessionError, SessionStore, StoredSession
 from .sessions._store import check_session_id
-from .tools import AgentTool, FunctionTool
+from .tools import AgentTool, ToolProvider
 from .tracing import Tracing
 
 if TYPE_CHECKING:
@@ -69,7 +70,10 @@ class Agent(MiddlewareHost):
 
     Args:
         model: The model to call; middleware may route single calls elsewhere.
-        tools: The tools the model may call; names must be unique.
+        tools: The tools the model may call, and tool providers whose tools it may call
+            (``stageware.mcp.MCPClient``: an MCP server's tools, read again at every
+            model call, so a server's change of its tools reaches the next call); names
+            must be unique.
         system_prompt: A string, or system content blocks.
         messages: The conversation to start from (copied).
         tool_choice: How the model selects tools; ``None`` lets the provider decide.
@@ -103,10 +107,11 @@ class Agent(MiddlewareHost):
     Raises:
         TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
             tool (an undecorated function, say), or ``max_model_calls`` is not an int.
-        ValueError: For duplicate tool names, a session store without an id (or the
-            reverse), a ``state`` value that is not JSON data, a ``session_lease`` that is
-            not positive, ``messages`` / ``state`` given for a stored session that
-            already has them, or a ``max_model_calls`` below 1.
+        ValueError: For duplicate tool names (naming both tools' sources), a session
+            store without an id (or the reverse), a ``state`` value that is not JSON
+            data, a ``session_lease`` that is not positive, ``messages`` / ``state``
+            given for a stored session that already has them, or a ``max_model_calls``
+            below 1.
         SessionError: If the session id cannot be stored, or the stored session cannot
             be read.
     """
@@ -115,7 +120,7 @@ class Agent(MiddlewareHost):
         self,
         model: Model,
         *,
-        tools: Iterable[AgentTool] = (),
+        tools: Iterable[AgentTool | ToolProvider] = (),
         system_prompt: str | list[SystemContentBlock] | None = None,
         messages: Messages | None = None,
         tool_choice: ToolChoice | None = None,
@@ -150,7 +155,7 @@ class Agent(MiddlewareHost):
         self._core = AgentCore(
             handle=self,
             model=model,
-            tools=_tools_by_name(tools),
+            tools=AgentTools(tools),
             system_prompt=copy.deepcopy(system_prompt),
             tool_choice=copy.deepcopy(tool_choice),
             messages=prompt_messages(messages) if messages else [],
@@ -225,8 +230,8 @@ class Agent(MiddlewareHost):
 
     @property
     def tool_names(self) -> list[str]:
-        """The names of the agent's tools."""
-        return list(self._core.tools)
+        """The names of the agent's tools now (a tool provider's may change)."""
+        return self._core.tools.names()
 
     @property
     def pending_interrupts(self) -> list[Interrupt]:
@@ -603,19 +608,3 @@ class Agent(MiddlewareHost):
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, tools={self.tool_names!r})"
-
-
-def _tools_by_name(tools: Iterable[AgentTool]) -> dict[str, AgentTool]:
-    by_name: dict[str, AgentTool] = {}
-    for tool in tools:
-        # Checked at run time too: an undecorated function is an easy mistake. A @tool
-        # first: the protocol check reads every member, a copy of the spec included.
-        if not isinstance(tool, FunctionTool) and not isinstance(cast(object, tool), AgentTool):
-            raise TypeError(
-                f"{tool!r} is not a tool: decorate a function with @tool, or implement "
-                "tool_name, tool_spec and stream()"
-            )
-        if tool.tool_name in by_name:
-            raise ValueError(f"two tools are named {tool.tool_name!r}; tool names must be unique")
-        by_name[tool.tool_name] = tool
-    return by_name

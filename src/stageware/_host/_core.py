@@ -23,6 +23,7 @@ from stageware._runtime import AgentHandle, MiddlewareRegistry
 
 from ._agent_result import AgentMetrics
 from ._agent_state import AgentState
+from ._agent_tools import AgentTools
 from ._cancel import CancelToken
 from ._cancel_watch import CancelWatch
 from ._halt import Decision, Halt
@@ -31,10 +32,8 @@ from ._hooks import HookRegistry
 from ._interrupt_state import AnswerCheck, InterruptState
 from ._limits import DEFAULT_MAX_MODEL_CALLS
 from ._model_retry import ModelRetryStrategy
-from ._tool_specs import ToolSpecs
 from .models import Model
 from .sessions import Escalation
-from .tools import AgentTool
 from .tracing import Tracing
 
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ class AgentCore:
 
     handle: AgentHandle
     model: Model
-    tools: dict[str, AgentTool]
+    tools: AgentTools
     system_prompt: str | list[SystemContentBlock] | None
     tool_choice: ToolChoice | None
     messages: Messages
@@ -90,11 +89,11 @@ class AgentCore:
     """The escalation this invocation's run ended on; the final save records it
     (``AgentSession.release``)."""
     tracing: Tracing = field(default_factory=Tracing)
-    tool_specs: ToolSpecs = field(init=False)
-    """The specs of ``tools``, which are fixed when the agent is built."""
 
-    def __post_init__(self) -> None:
-        self.tool_specs = ToolSpecs(self.tools.values())
+    @property
+    def tool_specs(self) -> AgentTools:
+        """The tools, as the model call reads them: ``tool_specs.current()``."""
+        return self.tools
 
     def check_agent(self, context: object) -> None:
         """Refuse a stage context whose ``agent`` was replaced.

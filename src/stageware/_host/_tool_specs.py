@@ -5,7 +5,8 @@ agent does per spec on every call multiplies with its tools. Building a fresh co
 spec for each call was most of an invocation's cost with 200 tools. The rules kept here:
 
 - A ``@tool``'s spec is fixed when its function is decorated: the agent reads it once,
-  when it is built, and a model call no handler sees gets the tool's own spec object, not
+  when it is built (and again only when a tool provider's tools change, which rebuilds
+  this, ``AgentTools``), and a model call no handler sees gets the tool's own spec object, not
   a copy (as the model gets the agent's own history), in a list of its own. Nothing in
   the host changes it, and a model must not either (the ``Model`` protocol says so);
   ``FunctionTool.tool_spec`` gives anyone else a copy.
