@@ -82,8 +82,7 @@ class ModelFallback:
             raise ValueError("ModelFallback needs at least one model to fall back to")
         for index, model in enumerate(models):
             # The types are promises to a checker; this is what reaches us at run time.
-            candidate: object = model
-            if not isinstance(candidate, Model):
+            if not isinstance(cast("object", model), Model):
                 raise TypeError(
                     f"ModelFallback: fallbacks[{index}] is {model!r}, not a Model (an object "
                     "with a stream() method)"
@@ -157,7 +156,7 @@ class ModelFallback:
 def _check_types(name: str, types: tuple[type[Exception], ...]) -> None:
     # Checked here, not at the first failure: a mistake would otherwise surface as a
     # TypeError from isinstance() in the middle of a failing call, hiding its error.
-    given: object = types
+    given = cast("object", types)
     if not isinstance(given, tuple):
         raise TypeError(f"ModelFallback: {name} must be a tuple of exception types")
     for kind in cast("tuple[object, ...]", given):
