@@ -206,10 +206,13 @@ async def test_a_failure_after_the_answer_started_streaming_does_not_move_on() -
     agent = agent_with(flaky, backup)
     chunks: list[StreamEvent] = []
 
-    with pytest.raises(ModelError, match="connection reset mid-stream") as caught:
+    async def read() -> None:
         async for event in agent.stream_async("Hi"):
             if isinstance(event, ModelStreamChunkEvent):
                 chunks.append(event.chunk)
+
+    with pytest.raises(ModelError, match="connection reset mid-stream") as caught:
+        await read()
 
     assert len(chunks) == 2  # the caller saw the start of the first answer, and no other
     assert caught.value.__notes__ == [
