@@ -77,6 +77,8 @@ MOCK_MODELS: Final = [
     mock_model("mock-throttled", "litellm.RateLimitError"),
     mock_model("mock-overflow", "litellm.ContextWindowExceededError"),
     mock_model("mock-broken", "litellm.InternalServerError"),
+    # Streams part of an answer, then LiteLLM's mid-stream error.
+    mock_model("mock-cut-short", "Exception: mock_streaming_error"),
 ]
 
 

@@ -100,6 +100,20 @@ async def test_a_failed_upstream_is_a_model_error(client: openai.AsyncOpenAI) ->
     assert caught.value.status_code == 500
 
 
+async def test_an_overloaded_upstream_is_a_throttled_error(client: openai.AsyncOpenAI) -> None:
+    # The mock fails after its first chunk; the proxy reads that far before it answers,
+    # so the failure arrives as Anthropic's "overloaded" status, 529, and no chunk.
+    model = OpenAIModel("mock-cut-short", client=client)
+    agent = Agent(model, retry_strategy=None)
+
+    with pytest.raises(ModelThrottledError) as caught:
+        await agent.invoke_async("Hi")
+
+    assert caught.value.status_code == 529
+    assert "This is a mock error raised mid-stream" in str(caught.value)
+    assert [message["role"] for message in agent.messages] == ["user"]
+
+
 async def test_a_wrong_key_is_a_model_error_that_does_not_show_it(
     litellm_proxy: LiteLLMProxy,
 ) -> None:

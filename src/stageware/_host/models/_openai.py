@@ -75,7 +75,8 @@ class OpenAIModel:
     body that is not a stream, an event that is not JSON, a stream without a choice or a
     finish reason. A refusal of a conversation longer than the model's context window
     (``context_length_exceeded``, or a 400 that says so in the words servers use) is a
-    ``ContextWindowOverflowError``. A 429 is a ``ModelThrottledError`` carrying the server's
+    ``ContextWindowOverflowError``. A 429 (or a 529, Anthropic's "overloaded" as a proxy
+    passes it on) is a ``ModelThrottledError`` carrying the server's
     ``Retry-After``, which the agent retries with backoff; ``openai``'s own client retries
     it first (``max_retries``, 2 by default), so pass a client with ``max_retries=0`` to
     leave every retry to the agent. A password in ``base_url`` is sent as HTTP basic auth,

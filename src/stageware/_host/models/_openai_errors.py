@@ -33,6 +33,8 @@ _MAX_QUOTE: Final = 300
 # How deep a message follows an exception's cause chain.
 _MAX_CAUSES: Final = 8
 
+# Statuses that mean "too busy now, the same request may succeed later".
+_THROTTLING_STATUSES: Final = frozenset({429, 529})
 # The error codes and types OpenAI-compatible servers give a conversation longer than the
 # model's context window: OpenAI's and OpenRouter's code, llama.cpp's server's type.
 _OVERFLOW_CODES: Final = frozenset({"context_length_exceeded", "exceed_context_size_error"})
@@ -156,8 +158,12 @@ def _describe_status(error: openai.APIStatusError) -> Failure:
     what = f"HTTP {status_code} {error.response.reason_phrase}: {_detail(error)}"
     if error.request_id:
         what += f" (request id {error.request_id})"
-    # OpenAI answers an exhausted quota with 429 too; waiting will not refill it.
-    throttled = status_code == 429 and "insufficient_quota" not in (error.code, error.type)
+    # OpenAI answers an exhausted quota with 429 too; waiting will not refill it. 529 is
+    # Anthropic's "overloaded", which proxies in front of it (LiteLLM's) pass through.
+    throttled = status_code in _THROTTLING_STATUSES and "insufficient_quota" not in (
+        error.code,
+        error.type,
+    )
     retry_after = retry_after_seconds(error.response.headers) if throttled else None
     return Failure(
         what,
