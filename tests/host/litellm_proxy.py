@@ -35,6 +35,7 @@ __all__ = [
     "LiteLLMProxy",
     "litellm_executable",
     "mock_model",
+    "upstream_model",
 ]
 
 HOW_TO_RUN_LITELLM: Final = (
@@ -80,6 +81,19 @@ MOCK_MODELS: Final = [
     # Streams part of an answer, then LiteLLM's mid-stream error.
     mock_model("mock-cut-short", "Exception: mock_streaming_error"),
 ]
+
+
+def upstream_model(name: str, api_base: str) -> dict[str, Any]:
+    """A model of the proxy's config served by an OpenAI-compatible server at *api_base*.
+
+    The proxy forwards each request there and streams the answer back re-encoded, as it
+    does for a real provider: with the fake server of ``fake_openai_server``, a test
+    scripts what the provider says (tool calls included) and sees what the proxy sent it.
+    """
+    return {
+        "model_name": name,
+        "litellm_params": {"model": f"openai/{name}", "api_base": api_base, "api_key": "k"},
+    }
 
 
 def litellm_executable() -> Path | None:

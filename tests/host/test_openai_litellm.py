@@ -1,10 +1,11 @@
 """OpenAIModel through the LiteLLM proxy: a real third-party OpenAI-compatible server.
 
 The proxy runs as a subprocess on loopback (``conftest.litellm_proxy``, once per session)
-with models that answer with LiteLLM's own mock responses, so nothing leaves the
-machine. The model streams from ``/v1/chat/completions`` as it would from a proxy in
-front of any provider; the proxy's own errors (throttling, a context window exceeded, a
-failed upstream, a wrong key) arrive as it sends them.
+with models that answer with LiteLLM's own mock responses, and one forwarded to a fake
+provider on loopback (for tool calls, which LiteLLM's mocks cannot stream), so nothing
+leaves the machine. The model streams from ``/v1/chat/completions`` as it would from a
+proxy in front of any provider; the proxy's own errors (throttling, a context window
+exceeded, an overloaded or failed upstream, a wrong key) arrive as it sends them.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from stageware import (
     InvokeModelStage,
     ModelError,
     ModelThrottledError,
+    tool,
 )
 from stageware.middleware import ModelFallback
 from stageware.openai import OpenAIModel
 
+from .fake_openai_server import FakeOpenAIServer, SSEReply, chunk, tool_delta, usage_chunk
 from .litellm_proxy import LiteLLMProxy
 
 pytestmark = pytest.mark.anyio
@@ -141,3 +144,49 @@ async def test_a_throttled_model_falls_back_to_another_behind_the_proxy(
     result = await agent.invoke_async("Hi")
 
     assert result.text == "Your order has shipped."
+
+
+async def test_tool_calls_and_results_round_trip_through_the_proxy(
+    client: openai.AsyncOpenAI, litellm_upstream: FakeOpenAIServer
+) -> None:
+    # The provider (the fake server behind the proxy) calls a tool in fragments, then
+    # answers; the proxy re-encodes both streams, and forwards the tool result.
+    calls: list[int] = []
+
+    @tool
+    def lookup_order(order_id: int) -> dict[str, object]:
+        """Look up an order.
+
+        Args:
+            order_id: The order number.
+        """
+        calls.append(order_id)
+        return {"order_id": order_id, "status": "shipped"}
+
+    litellm_upstream.reply(
+        SSEReply(
+            [
+                chunk(tool_delta(0, id="call_1", name="lookup_order", arguments="")),
+                chunk(tool_delta(0, arguments='{"order_id"')),
+                chunk(tool_delta(0, arguments=": 1042}")),
+                chunk({}, "tool_calls"),
+                usage_chunk(20, 5),
+            ]
+        ),
+        SSEReply([chunk({"content": "Order 1042 has shipped."}), chunk({}, "stop")]),
+    )
+    seen_before = len(litellm_upstream.requests)
+    agent = Agent(OpenAIModel("via-upstream", client=client), tools=[lookup_order])
+
+    result = await agent.invoke_async("Where is order 1042?")
+
+    assert (result.stop_reason, result.text) == ("end_turn", "Order 1042 has shipped.")
+    assert calls == [1042]
+    requests = litellm_upstream.requests[seen_before:]
+    assert len(requests) == 2
+    assert [t["function"]["name"] for t in requests[0].body["tools"]] == ["lookup_order"]
+    sent = requests[1].body["messages"]
+    assert sent[-2]["tool_calls"][0]["function"]["name"] == "lookup_order"
+    assert sent[-1]["role"] == "tool"
+    assert sent[-1]["tool_call_id"] == "call_1"
+    assert "shipped" in str(sent[-1]["content"])
