@@ -89,10 +89,20 @@ def upstream_model(name: str, api_base: str) -> dict[str, Any]:
     The proxy forwards each request there and streams the answer back re-encoded, as it
     does for a real provider: with the fake server of ``fake_openai_server``, a test
     scripts what the provider says (tool calls included) and sees what the proxy sent it.
+    Requests to the proxy's Anthropic-compatible ``/v1/messages`` are forwarded as chat
+    completions too (``use_chat_completions_api``; LiteLLM would otherwise call the
+    Responses API, which the fake server does not serve), and their answers streamed back
+    as Anthropic's SSE events. The mocked models of ``mock_model`` answer ``/v1/messages``
+    with a single JSON body even when asked to stream.
     """
     return {
         "model_name": name,
-        "litellm_params": {"model": f"openai/{name}", "api_base": api_base, "api_key": "k"},
+        "litellm_params": {
+            "model": f"openai/{name}",
+            "api_base": api_base,
+            "api_key": "k",
+            "use_chat_completions_api": True,
+        },
     }
 
 
