@@ -119,13 +119,14 @@ class ModelFallback:
                             yield event
             except Exception as error:
                 last = index == len(models) - 1
-                if passed_on:
+                moves_on = self._moves_on(error)
+                if passed_on and moves_on and not last:
                     error.add_note(
                         f"ModelFallback: not moved on to another model: {_name(model)} had "
                         f"already streamed {passed_on} event(s) of its answer (buffer=True "
                         "moves on at any point)"
                     )
-                if last or passed_on or not self._moves_on(error):
+                if last or passed_on or not moves_on:
                     for earlier, failure in failures:
                         error.add_note(
                             f"ModelFallback: {_name(earlier)} failed before it: "
