@@ -222,6 +222,24 @@ async def test_a_failure_after_the_answer_started_streaming_does_not_move_on() -
     assert backup.requests == []
 
 
+async def test_a_failure_that_would_not_move_on_gets_no_note_about_streaming() -> None:
+    class BugMidStream:
+        model_id = "bug"
+
+        async def stream(
+            self, messages: Messages, *args: Any, **kwargs: Any
+        ) -> AsyncIterator[StreamEvent]:
+            yield {"messageStart": {"role": "assistant"}}
+            raise RuntimeError("a bug in a custom model")
+
+    agent = agent_with(BugMidStream(), ScriptedModel(["unused"], model_id="backup"))
+
+    with pytest.raises(RuntimeError, match="a bug in a custom model") as caught:
+        await agent.invoke_async("Hi")
+
+    assert getattr(caught.value, "__notes__", []) == []
+
+
 async def test_buffer_moves_on_at_any_point_and_streams_only_the_answer_kept() -> None:
     flaky = BreaksMidStream()
     backup = ScriptedModel(["The whole answer."], model_id="backup")
