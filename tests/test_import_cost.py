@@ -37,6 +37,18 @@ def test_importing_the_agent_loads_neither_pydantic_nor_asyncio() -> None:
     assert _run(code) == []
 
 
+def test_the_ready_made_middleware_costs_no_more_to_import_than_the_agent() -> None:
+    # Measured against the agent's own import, which the middleware is used with.
+    code = _BEFORE + (
+        "from stageware import Agent\n"
+        "agent = set(sys.modules)\n"
+        "from stageware.middleware import ModelFallback\n"
+        "heavy = {'pydantic', 'asyncio', 'importlib.metadata'}\n"
+        "print(json.dumps(sorted(heavy & set(sys.modules) - agent)))"
+    )
+    assert _run(code) == []
+
+
 def test_importing_the_policy_layer_builds_no_hook_event_validator() -> None:
     code = _BEFORE + (
         "from stageware.policy import HOOK_POINTS, RunStartEvent\n"

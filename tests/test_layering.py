@@ -1,5 +1,8 @@
 """The direction of imports: runtime <- generated <- host <- policy, kept true by these tests.
 
+Ready-made middleware (``stageware.middleware``) sit above the host and import only public
+modules, as a user's middleware does.
+
 The runtime knows nothing the generator emits; a generated package imports only public
 stageware modules, because a user's generated package depends on them as a contract;
 and ``import stageware`` loads the parts of the package lazily, on first use.
@@ -113,5 +116,25 @@ def test_the_host_never_imports_the_policy_layer() -> None:
         (path, line, module)
         for path, line, module in _stageware_imports(PACKAGE / "_host")
         if module.startswith(("stageware._policy", "stageware.policy", "stageware._demo"))
+    ]
+    assert upward == []
+
+
+def test_ready_made_middleware_imports_only_public_stageware_modules() -> None:
+    # stageware.middleware is written with the surface users have, above the host.
+    private = [
+        (path, line, module)
+        for path, line, module in _stageware_imports(PACKAGE / "_middleware")
+        if not module.startswith("stageware._middleware") and module not in PUBLIC_MODULES
+    ]
+    assert private == []
+
+
+@pytest.mark.parametrize("layer", ["_runtime", "_generated", "_host"])
+def test_no_lower_layer_imports_the_ready_made_middleware(layer: str) -> None:
+    upward = [
+        (path, line, module)
+        for path, line, module in _stageware_imports(PACKAGE / layer)
+        if module.startswith(("stageware._middleware", "stageware.middleware"))
     ]
     assert upward == []

@@ -180,6 +180,16 @@ def test_without_the_codegen_extra_the_demo_runs(runtime_venv: Venv, tmp_path: P
     assert demo.stdout.rstrip().endswith("every check passed")
 
 
+def test_without_any_extra_the_ready_made_middleware_import(
+    runtime_venv: Venv, tmp_path: Path
+) -> None:
+    probe = "from stageware.middleware import ModelFallback; print(ModelFallback.__module__)"
+    imported = runtime_venv.run("python", "-c", probe, cwd=tmp_path)
+
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout == "stageware._middleware._model_fallback\n"
+
+
 def test_without_the_codegen_or_postgres_extra_the_policy_commands_run(
     runtime_venv: Venv, tmp_path: Path
 ) -> None:

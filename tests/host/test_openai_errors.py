@@ -228,6 +228,19 @@ async def test_an_exhausted_quota_is_not_throttling(
     assert error.status_code == 429
 
 
+async def test_529_overloaded_is_a_throttled_error(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    # Anthropic's "overloaded", as a proxy in front of it (LiteLLM's) passes it on.
+    body = {"error": {"message": "Overloaded", "type": "overloaded_error"}}
+    server.reply(ErrorReply(529, body, {"retry-after": "2"}))
+
+    error, _ = await failing_call(model)
+
+    assert isinstance(error, ModelThrottledError)
+    assert (error.status_code, error.retry_after) == (529, 2.0)
+
+
 # --- a password in base_url --------------------------------------------------------------
 
 PASSWORD = "hunter2-secret"

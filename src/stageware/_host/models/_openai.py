@@ -30,7 +30,7 @@ from stageware._generated.payloads import (
 )
 
 from ._credentials import hidden_texts, redact_url
-from ._errors import ModelError, ModelThrottledError
+from ._errors import ContextWindowOverflowError, ModelError, ModelThrottledError
 from ._openai_clients import ClientSettings, shared_clients
 from ._openai_convert import (
     StreamFormatError,
@@ -75,7 +75,10 @@ class OpenAIModel:
     Every failure is a ``ModelError`` naming the model, the endpoint and what went wrong,
     never an answer that looks complete: an HTTP error, a refused or reset connection, a
     body that is not a stream, an event that is not JSON, a stream without a choice or a
-    finish reason. A 429 is a ``ModelThrottledError`` carrying the server's
+    finish reason. A refusal of a conversation longer than the model's context window
+    (``context_length_exceeded``, or a 400 that says so in the words servers use) is a
+    ``ContextWindowOverflowError``. A 429 (or a 529, Anthropic's "overloaded" as a proxy
+    passes it on) is a ``ModelThrottledError`` carrying the server's
     ``Retry-After``, which the agent retries with backoff; ``openai``'s own client retries
     it first (``max_retries``, 2 by default), so pass a client with ``max_retries=0`` to
     leave every retry to the agent. A password in ``base_url`` is sent as HTTP basic auth,
@@ -292,6 +295,10 @@ class OpenAIModel:
                 model_id=self.model_id,
                 base_url=base_url,
                 status_code=failure.status_code,
+            )
+        if failure.context_overflow:
+            return ContextWindowOverflowError(
+                message, model_id=self.model_id, base_url=base_url, status_code=failure.status_code
             )
         return ModelError(
             message, model_id=self.model_id, base_url=base_url, status_code=failure.status_code

@@ -4,7 +4,8 @@
 HTTP error, a refused or reset connection, a timeout, an error event), a body the SSE
 decoder could not parse, a stream that broke the chat-completions protocol or ended
 early. :func:`describe` turns each into a :class:`Failure`: what happened, the HTTP status,
-and whether it was throttling worth a retry (with the wait the server asked for).
+whether it was throttling worth a retry (with the wait the server asked for), and whether
+the server refused a conversation too long for the model's context window.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import email.utils
 import json
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +33,25 @@ _MAX_QUOTE: Final = 300
 # How deep a message follows an exception's cause chain.
 _MAX_CAUSES: Final = 8
 
+# Statuses that mean "too busy now, the same request may succeed later".
+_THROTTLING_STATUSES: Final = frozenset({429, 529})
+# The error codes and types OpenAI-compatible servers give a conversation longer than the
+# model's context window: OpenAI's and OpenRouter's code, llama.cpp's server's type.
+_OVERFLOW_CODES: Final = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+# The same refusal in words, for servers that send only a message (lowercased): OpenAI,
+# vLLM, OpenRouter and most hosted servers ("This model's maximum context length is 8192
+# tokens"), vLLM's newer "exceeds the max_model_len", llama.cpp's "the request exceeds the
+# available context size", LiteLLM's proxy ("ContextWindowExceededError", "context window
+# exceeded"), Anthropic-style "prompt is too long", Bedrock-style "input is too long".
+_OVERFLOW_WORDS: Final = re.compile(
+    r"maximum context length|context[ _]length[ _]exceeded|max_model_len"
+    r"|exceeds? the available context size|context ?window ?exceeded"
+    r"|prompt is too long|input is too long"
+)
+# A context-window refusal is a client error; 413 is what some proxies send for a body too
+# large. A 5xx that happens to mention a context length is a server failure, not this.
+_OVERFLOW_STATUSES: Final = frozenset({400, 413, 422})
+
 
 @final
 @dataclass(frozen=True, slots=True)
@@ -42,12 +63,15 @@ class Failure:
         status_code: The HTTP status of an error response.
         throttled: Whether the server was throttling (retrying later may succeed).
         retry_after: Seconds the server asked to wait, from ``Retry-After``.
+        context_overflow: Whether the server refused the request as longer than the
+            model's context window (a shorter history may succeed, the same one never).
     """
 
     what: str
     status_code: int | None = None
     throttled: bool = False
     retry_after: float | None = None
+    context_overflow: bool = False
 
 
 def describe(error: Exception) -> Failure:
@@ -134,10 +158,27 @@ def _describe_status(error: openai.APIStatusError) -> Failure:
     what = f"HTTP {status_code} {error.response.reason_phrase}: {_detail(error)}"
     if error.request_id:
         what += f" (request id {error.request_id})"
-    # OpenAI answers an exhausted quota with 429 too; waiting will not refill it.
-    throttled = status_code == 429 and "insufficient_quota" not in (error.code, error.type)
+    # OpenAI answers an exhausted quota with 429 too; waiting will not refill it. 529 is
+    # Anthropic's "overloaded", which proxies in front of it (LiteLLM's) pass through.
+    throttled = status_code in _THROTTLING_STATUSES and "insufficient_quota" not in (
+        error.code,
+        error.type,
+    )
     retry_after = retry_after_seconds(error.response.headers) if throttled else None
-    return Failure(what, status_code=status_code, throttled=throttled, retry_after=retry_after)
+    return Failure(
+        what,
+        status_code=status_code,
+        throttled=throttled,
+        retry_after=retry_after,
+        context_overflow=status_code in _OVERFLOW_STATUSES and _is_overflow(error),
+    )
+
+
+def _is_overflow(error: openai.APIStatusError) -> bool:
+    """Whether a client error says the conversation does not fit the context window."""
+    if error.code in _OVERFLOW_CODES or error.type in _OVERFLOW_CODES:
+        return True
+    return _OVERFLOW_WORDS.search(_detail(error).lower()) is not None
 
 
 def _detail(error: openai.APIError) -> str:

@@ -1,0 +1,10 @@
+"""Ready-made middleware, written with the typed surface users have.
+
+Each middleware is a module of its own and imports only public stageware modules
+(``stageware``, ``stageware.runtime``), as a user's middleware would: nothing here reaches
+into the host. ``stageware.middleware`` is the public face.
+"""
+
+from ._model_fallback import ModelFallback
+
+__all__ = ["ModelFallback"]

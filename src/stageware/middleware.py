@@ -1,0 +1,12 @@
+"""Ready-made middleware for the reference host's stages.
+
+Register them with ``agent.add_middleware`` like your own: they are written with the same
+typed surface (``ModelFallback`` is an InvokeModel Wrap handler). Nothing here needs an
+extra.
+"""
+
+from __future__ import annotations
+
+from stageware._middleware import ModelFallback
+
+__all__ = ["ModelFallback"]
