@@ -105,6 +105,7 @@ def describe(error: BaseException) -> Failure:
     if isinstance(
         error,
         botocore.exceptions.HTTPClientError
+        | botocore.exceptions.ConnectionError
         | botocore.exceptions.ResponseStreamingError
         | urllib3.exceptions.HTTPError
         | OSError,
