@@ -94,7 +94,9 @@ def describe(error: BaseException) -> Failure:
     if isinstance(error, botocore.exceptions.ClientError):
         return _describe_service_error(error, mid_stream=False)
     if isinstance(error, botocore.exceptions.ParamValidationError):
-        return Failure(f"the request is not valid for ConverseStream: {error}")
+        # botocore lists each problem on a line of its own; a message stays on one line.
+        problems = str(error).replace("\n", " ")
+        return Failure(f"the request is not valid for ConverseStream: {problems}")
     if isinstance(error, botocore.eventstream.ParserError | botocore.parsers.ResponseParserError):
         return Failure(f"malformed response stream: {type(error).__name__}: {error}")
     if isinstance(
