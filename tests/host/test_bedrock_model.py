@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import copy
+import importlib
 import json
+import sys
 from collections.abc import AsyncIterator, Iterator
 
 import pydantic
@@ -436,3 +438,15 @@ def test_bad_options_are_refused_with_their_name() -> None:
 async def _aiter(events: list[StreamEvent]) -> AsyncIterator[StreamEvent]:
     for event in events:
         yield event
+
+
+def test_without_boto3_the_import_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "boto3", None)  # `import boto3` now fails
+    for name in [
+        name for name in sys.modules if name.startswith("stageware._host.models._bedrock")
+    ]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delitem(sys.modules, "stageware.bedrock")
+
+    with pytest.raises(ImportError, match=r"pip install 'stageware\[bedrock\]'"):
+        importlib.import_module("stageware.bedrock")
