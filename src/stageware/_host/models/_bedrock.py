@@ -9,7 +9,7 @@ says what went wrong. This module owns the client and names the model in every e
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from types import MappingProxyType, TracebackType
 from typing import Any, Final, Literal, Self, final
 
@@ -128,7 +128,7 @@ class BedrockModel:
         self._boto_session = boto_session
         self._endpoint_url = endpoint_url
         self._boto_client_config = boto_client_config
-        self._client = client
+        self._client: botocore.client.BaseClient | None = client
         self._owns_client = client is None
         self._client_lock = threading.Lock()
 
@@ -216,7 +216,13 @@ class BedrockModel:
         with self._client_lock:
             if self._client is None:
                 session = self._boto_session or boto3.Session()
-                self._client = session.client(
+                # boto3-stubs types `Session.client` per service, through optional stub
+                # packages (mypy-boto3-*); without them a checker cannot name its result.
+                # Hence `getattr`: the attribute, read as `Any`, typed here once.
+                create: Callable[..., botocore.client.BaseClient] = getattr(  # noqa: B009
+                    session, "client"
+                )
+                self._client = create(
                     _SERVICE,
                     region_name=self._region_name,
                     endpoint_url=self._endpoint_url,
