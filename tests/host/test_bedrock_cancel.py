@@ -99,3 +99,20 @@ async def test_the_model_streams_again_after_a_cancelled_call(server: FakeBedroc
 
     assert {"messageStop": {"stopReason": "end_turn"}} in events
     await _assert_stopped(server)
+
+
+async def test_aclose_closes_the_client_the_model_built_and_a_new_call_builds_another(
+    server: FakeBedrockServer,
+) -> None:
+    server.reply(
+        StreamReply([*text_events("one"), metadata()]),
+        StreamReply([*text_events("two"), metadata()]),
+    )
+    async with make_model(server) as model:
+        first = [event async for event in model.stream(HELLO)]
+    second = [event async for event in model.stream(HELLO)]
+    await model.aclose()
+
+    assert {"contentBlockDelta": {"delta": {"text": "one"}, "contentBlockIndex": 0}} in first
+    assert {"contentBlockDelta": {"delta": {"text": "two"}, "contentBlockIndex": 0}} in second
+    assert len(server.requests) == 2
