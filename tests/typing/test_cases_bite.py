@@ -158,6 +158,11 @@ LOOSENINGS = {
         "Authenticator: TypeAlias = Callable[[str], Approver]",
         "Authenticator: TypeAlias = Any",
     ),
+    "bedrock structured output mode": Loosening(
+        "_host/models/_bedrock.py",
+        'structured_output: Literal["native", "tool"] = "tool",',
+        'structured_output: Any = "tool",',
+    ),
 }
 
 

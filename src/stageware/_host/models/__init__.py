@@ -5,7 +5,9 @@ assembles a streamed response into a message, for the host and for any model. Th
 OpenAI-compatible adapter (``_openai``, with ``_openai_convert`` for the payloads and
 ``_openai_errors`` for what a failure says; ``_credentials`` keeps a password in its URL
 out of sight) needs the ``openai`` extra, so it is not imported here;
-``stageware.openai`` is its public face.
+``stageware.openai`` is its public face. Likewise the Bedrock adapter (``_bedrock``, with
+``_bedrock_request``, ``_bedrock_pump``, ``_bedrock_events`` and ``_bedrock_errors``) needs
+the ``bedrock`` extra; ``stageware.bedrock`` is its public face.
 """
 
 from ._errors import (

@@ -1,0 +1,185 @@
+"""ConverseStream events as botocore decodes them, made into the host's ``StreamEvent`` s.
+
+Bedrock streams Converse events already; this module keeps what the payload types
+describe and drops the rest, so that the events the host and middleware see are the ones
+their types promise:
+
+- kept: ``messageStart``; ``contentBlockStart`` of a tool use; text, tool-input and
+  reasoning deltas (redacted reasoning as base64 text, as the history holds it);
+  ``contentBlockStop``; ``messageStop`` with its ``additionalModelResponseFields``;
+  ``metadata`` usage (with the cache read and write counts) and latency, and the
+  guardrail ``trace`` (see :func:`_metadata`).
+- dropped: citation, image and tool-result deltas and the blocks they start (the payload
+  types have no such blocks), and a block's stop when nothing of it was kept; metadata's
+  ``performanceConfig``, ``serviceTier`` and usage details beyond the counts.
+
+A stop reason the host cannot continue from is an error, not an answer:
+``model_context_window_exceeded`` is a ``ContextWindowOverflowError`` (the next call
+would overflow too) and ``malformed_model_output`` / ``malformed_tool_use`` a
+``ModelError``. A stream that ends without ``messageStop`` or without ``metadata`` was cut
+short (:meth:`EventTranslator.finish`).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any, Final, cast, final
+
+from stageware._generated.payloads import (
+    ContentBlockDelta,
+    MessageStopEvent,
+    MetadataEvent,
+    StopReason,
+    StreamEvent,
+    Usage,
+)
+
+from ._bedrock_errors import Failure, StreamFailedError
+
+__all__ = ["EventTranslator"]
+
+_USAGE_KEYS: Final = (
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "cacheReadInputTokens",
+    "cacheWriteInputTokens",
+)
+_MALFORMED_STOPS: Final = {
+    "malformed_model_output": "the model's output was malformed",
+    "malformed_tool_use": "the model's tool call was malformed",
+}
+
+
+@final
+class EventTranslator:
+    """Turns one response's decoded events into ``StreamEvent`` s, one at a time."""
+
+    __slots__ = ("_kept_blocks", "_saw_metadata", "_saw_stop")
+
+    def __init__(self) -> None:
+        self._kept_blocks: set[int] = set()
+        self._saw_stop = False
+        self._saw_metadata = False
+
+    def feed(self, event: Mapping[str, Any]) -> StreamEvent | None:
+        """The event to pass on for *event*, or ``None`` when nothing of it is kept.
+
+        Raises:
+            StreamFailedError: A stop reason the host cannot continue from.
+        """
+        if "messageStart" in event:
+            return {"messageStart": {"role": event["messageStart"]["role"]}}
+        if "contentBlockStart" in event:
+            return self._block_start(event["contentBlockStart"])
+        if "contentBlockDelta" in event:
+            return self._block_delta(event["contentBlockDelta"])
+        if "contentBlockStop" in event:
+            index: int = event["contentBlockStop"]["contentBlockIndex"]
+            if index not in self._kept_blocks:
+                return None
+            return {"contentBlockStop": {"contentBlockIndex": index}}
+        if "messageStop" in event:
+            self._saw_stop = True
+            return {"messageStop": _message_stop(event["messageStop"])}
+        if "metadata" in event:
+            self._saw_metadata = True
+            return {"metadata": _metadata(event["metadata"])}
+        # An event type newer than the payload types.
+        return None
+
+    def finish(self) -> None:
+        """Check that the stream ended as a complete ConverseStream response does.
+
+        Raises:
+            StreamFailedError: The stream ended before ``messageStop`` or ``metadata``.
+        """
+        missing = [
+            name
+            for name, seen in (("messageStop", self._saw_stop), ("metadata", self._saw_metadata))
+            if not seen
+        ]
+        if missing:
+            raise StreamFailedError(
+                Failure(f"the response stream ended early, without {' and '.join(missing)}")
+            )
+
+    def _block_start(self, start_event: Mapping[str, Any]) -> StreamEvent | None:
+        index: int = start_event["contentBlockIndex"]
+        tool_use = start_event.get("start", {}).get("toolUse")
+        if tool_use is None:
+            # A block kind the payload types do not have (an image, a tool result).
+            return None
+        self._kept_blocks.add(index)
+        return {
+            "contentBlockStart": {
+                "start": {
+                    "toolUse": {"toolUseId": tool_use["toolUseId"], "name": tool_use["name"]}
+                },
+                "contentBlockIndex": index,
+            }
+        }
+
+    def _block_delta(self, delta_event: Mapping[str, Any]) -> StreamEvent | None:
+        index: int = delta_event["contentBlockIndex"]
+        delta = delta_event["delta"]
+        kept: ContentBlockDelta
+        if "text" in delta:
+            kept = {"text": delta["text"]}
+        elif "toolUse" in delta:
+            kept = {"toolUse": {"input": delta["toolUse"]["input"]}}
+        elif "reasoningContent" in delta:
+            reasoning = delta["reasoningContent"]
+            if "text" in reasoning:
+                kept = {"reasoningContent": {"text": reasoning["text"]}}
+            elif "signature" in reasoning:
+                kept = {"reasoningContent": {"signature": reasoning["signature"]}}
+            elif "redactedContent" in reasoning:
+                # botocore decodes the blob; the history holds it as base64 text.
+                encoded = base64.b64encode(reasoning["redactedContent"]).decode("ascii")
+                kept = {"reasoningContent": {"redactedContent": encoded}}
+            else:
+                return None
+        else:
+            # Citations, images, tool results: no payload type carries them.
+            return None
+        self._kept_blocks.add(index)
+        return {"contentBlockDelta": {"delta": kept, "contentBlockIndex": index}}
+
+
+def _message_stop(stop: Mapping[str, Any]) -> MessageStopEvent:
+    reason: str = stop["stopReason"]
+    if reason == "model_context_window_exceeded":
+        raise StreamFailedError(
+            Failure(
+                "the conversation filled the model's context window before the answer "
+                "ended (stop reason model_context_window_exceeded)",
+                overflow=True,
+            )
+        )
+    if reason in _MALFORMED_STOPS:
+        raise StreamFailedError(Failure(f"{_MALFORMED_STOPS[reason]} (stop reason {reason})"))
+    # Any other reason passes as the service named it, as the assembler expects: the known
+    # ones are the payload type's, and one Bedrock adds later is still worth reporting.
+    kept: MessageStopEvent = {"stopReason": cast("StopReason", reason)}
+    fields = stop.get("additionalModelResponseFields")
+    if fields is not None:
+        kept["additionalModelResponseFields"] = fields
+    return kept
+
+
+def _metadata(metadata: Mapping[str, Any]) -> MetadataEvent:
+    usage = metadata.get("usage", {})
+    kept: MetadataEvent = {
+        "usage": cast("Usage", {key: usage[key] for key in _USAGE_KEYS if key in usage}),
+        "metrics": {"latencyMs": metadata.get("metrics", {}).get("latencyMs", 0)},
+    }
+    trace = metadata.get("trace")
+    if trace is not None:
+        # The guardrail's assessment (and the prompt router's choice) when the guardrail
+        # was configured with `trace`. `MetadataEvent` has no field for it yet; a TypedDict
+        # allows keys beyond its own, so it travels as Bedrock sent it, for middleware that
+        # reads it as plain data (`event["metadata"].get("trace")` on a `dict` view).
+        cast("dict[str, object]", kept)["trace"] = trace
+    return kept

@@ -1,0 +1,358 @@
+"""A scripted bedrock-runtime server on loopback that speaks ConverseStream, for adapter tests.
+
+It answers ``POST /model/{modelId}/converse-stream`` as the service does: a 200 response
+whose body is the AWS event-stream binary framing (each message a prelude with its total
+and header lengths, the prelude's CRC32, typed headers, a JSON payload and the message's
+CRC32), which botocore decodes; or an error response with ``x-amzn-ErrorType`` and a JSON
+body. boto3 sends it real, SigV4-signed requests. The stdlib ``ThreadingHTTPServer`` runs
+in a daemon thread, so it serves on asyncio and trio alike.
+
+Replies: ``StreamReply`` (events, and exception messages mid-stream, then optionally a
+hang until the client hangs up), ``ErrorReply``, ``RawReply`` (any bytes as the stream: a
+truncated frame, a bad CRC) and ``ResetReply`` (the connection reset mid-stream).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import select
+import socket
+import struct
+import threading
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, final
+from urllib.parse import unquote
+
+__all__ = [
+    "ACCESS_KEY",
+    "SECRET_KEY",
+    "SESSION_TOKEN",
+    "ErrorReply",
+    "FakeBedrockServer",
+    "RawReply",
+    "RecordedRequest",
+    "Reply",
+    "ResetReply",
+    "StreamException",
+    "StreamReply",
+    "blob",
+    "event_message",
+    "exception_message",
+    "metadata",
+    "text_events",
+    "tool_events",
+]
+
+_STRING_HEADER = 7
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it."""
+
+    path: str
+    model_id: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StreamException:
+    """An exception message in the event stream (``:message-type: exception``)."""
+
+    exception_type: str
+    message: str
+
+
+Item = tuple[str, dict[str, Any]] | StreamException
+
+
+@dataclass(frozen=True)
+class StreamReply:
+    """A 200 event stream of *items*; with *hang*, then silence until the client hangs up."""
+
+    items: list[Item] = field(default_factory=list[Item])
+    hang: bool = False
+
+
+@dataclass(frozen=True)
+class ErrorReply:
+    """An error response as the service sends one: status, error type header, JSON body."""
+
+    status: int
+    error_type: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict[str, str])
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """A 200 event-stream response whose body is exactly *body* (then the stream ends)."""
+
+    body: bytes
+
+
+@dataclass(frozen=True)
+class ResetReply:
+    """The connection reset (TCP RST) after streaming *items*."""
+
+    items: list[Item] = field(default_factory=list[Item])
+
+
+Reply = StreamReply | ErrorReply | RawReply | ResetReply
+
+
+def _header(name: str, value: str) -> bytes:
+    encoded_name, encoded_value = name.encode(), value.encode()
+    return (
+        struct.pack(">B", len(encoded_name))
+        + encoded_name
+        + struct.pack(">BH", _STRING_HEADER, len(encoded_value))
+        + encoded_value
+    )
+
+
+def _message(headers: dict[str, str], payload: bytes) -> bytes:
+    header_bytes = b"".join(_header(name, value) for name, value in headers.items())
+    total = 12 + len(header_bytes) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(header_bytes))
+    body = prelude + struct.pack(">I", zlib.crc32(prelude)) + header_bytes + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+def event_message(event_type: str, payload: dict[str, Any]) -> bytes:
+    """One event of the stream, framed."""
+    return _message(
+        {
+            ":event-type": event_type,
+            ":content-type": "application/json",
+            ":message-type": "event",
+        },
+        json.dumps(payload).encode(),
+    )
+
+
+def exception_message(exception_type: str, message: str) -> bytes:
+    """One exception message of the stream, framed, as the service sends a mid-stream error."""
+    return _message(
+        {
+            ":exception-type": exception_type,
+            ":content-type": "application/json",
+            ":message-type": "exception",
+        },
+        json.dumps({"message": message}).encode(),
+    )
+
+
+def _frame(item: Item) -> bytes:
+    if isinstance(item, StreamException):
+        return exception_message(item.exception_type, item.message)
+    return event_message(*item)
+
+
+def metadata(
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    *,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
+    trace: dict[str, Any] | None = None,
+    latency_ms: int = 42,
+) -> Item:
+    """The closing ``metadata`` event."""
+    usage: dict[str, Any] = {
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+        "totalTokens": input_tokens + output_tokens,
+    }
+    if cache_read is not None:
+        usage["cacheReadInputTokens"] = cache_read
+    if cache_write is not None:
+        usage["cacheWriteInputTokens"] = cache_write
+    payload: dict[str, Any] = {"usage": usage, "metrics": {"latencyMs": latency_ms}}
+    if trace is not None:
+        payload["trace"] = trace
+    return ("metadata", payload)
+
+
+def text_events(*pieces: str, stop_reason: str = "end_turn", index: int = 0) -> list[Item]:
+    """A whole text answer streamed in *pieces*, up to its ``messageStop``."""
+    return [
+        ("messageStart", {"role": "assistant"}),
+        *[
+            ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": piece}})
+            for piece in pieces
+        ],
+        ("contentBlockStop", {"contentBlockIndex": index}),
+        ("messageStop", {"stopReason": stop_reason}),
+    ]
+
+
+def tool_events(tool_use_id: str, name: str, *input_pieces: str, index: int = 0) -> list[Item]:
+    """One tool-use block (without the message's start and stop)."""
+    return [
+        (
+            "contentBlockStart",
+            {
+                "contentBlockIndex": index,
+                "start": {"toolUse": {"toolUseId": tool_use_id, "name": name}},
+            },
+        ),
+        *[
+            (
+                "contentBlockDelta",
+                {"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}},
+            )
+            for piece in input_pieces
+        ],
+        ("contentBlockStop", {"contentBlockIndex": index}),
+    ]
+
+
+def blob(data: bytes) -> str:
+    """A blob member as it travels in an event's JSON payload."""
+    return base64.b64encode(data).decode("ascii")
+
+
+@final
+class FakeBedrockServer:
+    """Serves ``POST /model/{modelId}/converse-stream`` from a queue of scripted replies."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._replies: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self.hung_up = threading.Event()
+        """Set when a client hangs up on a hanging ``StreamReply``."""
+        self._http = _HTTPServer(self)
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def reply(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join()
+
+    def take_reply(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self._requests.append(request)
+            if self._replies:
+                return self._replies.popleft()
+        return ErrorReply(500, "InternalServerException", "the test scripted no reply for this")
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, fake: FakeBedrockServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        assert isinstance(self.server, _HTTPServer)
+        fake = self.server.fake
+        raw_body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        parts = self.path.partition("?")[0].split("/")
+        if len(parts) != 4 or parts[1] != "model" or parts[3] != "converse-stream":
+            self._send_error(ErrorReply(404, "UnknownOperationException", f"no route {self.path}"))
+            return
+        request = RecordedRequest(
+            self.path,
+            unquote(parts[2]),
+            {name.lower(): value for name, value in self.headers.items()},
+            json.loads(raw_body or b"{}"),
+        )
+        reply = fake.take_reply(request)
+        if isinstance(reply, ErrorReply):
+            self._send_error(reply)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.amazon.eventstream")
+        self.send_header("x-amzn-RequestId", "req-stream-1")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            if isinstance(reply, RawReply):
+                self._send_chunk(reply.body)
+            else:
+                for item in reply.items:
+                    self._send_chunk(_frame(item))
+            if isinstance(reply, ResetReply):
+                self._reset()
+                return
+            if isinstance(reply, StreamReply) and reply.hang:
+                self._wait_for_hang_up(fake)
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _wait_for_hang_up(self, fake: FakeBedrockServer) -> None:
+        # The client closing its end makes the socket readable with nothing to read.
+        while True:
+            readable, _, _ = select.select([self.connection], [], [], 0.05)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                fake.hung_up.set()
+                self.close_connection = True
+                return
+
+    def _reset(self) -> None:
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    def _send_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _send_error(self, reply: ErrorReply) -> None:
+        data = json.dumps({"message": reply.message}).encode()
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header(
+            "x-amzn-ErrorType",
+            f"{reply.error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/",
+        )
+        self.send_header("x-amzn-RequestId", "req-error-1")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # Keep test output clean.
+
+
+# Static credentials for the signed requests; tests check that the secret never leaks.
+ACCESS_KEY = "AKIDSTAGEWARETEST"
+SECRET_KEY = "sEcReT/stageware+never-shown-0123456789"
+SESSION_TOKEN = "tOkEn-stageware-never-shown-9876543210"
