@@ -490,7 +490,7 @@ class Agent(MiddlewareHost):
         wanted = output_type if output_type is not None else structured_output_model
         if wanted is None:
             return None
-        return structured_run(wanted, retries, list(self._core.tools))
+        return structured_run(wanted, retries, self._core.tools.names())
 
     async def _invocation(
         self,
