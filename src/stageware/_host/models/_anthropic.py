@@ -18,6 +18,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Final, Literal, Self, final
 
 import anthropic
+import httpx2
 from anthropic.resources.messages import AsyncMessages
 
 from stageware._generated.payloads import (
@@ -176,7 +177,8 @@ class AnthropicModel:
         started = time.monotonic()
         try:
             response = await client.messages.create(**request, stream=True)
-        except anthropic.APIError as error:
+        # Not only APIError: the SDK resolves credentials (profiles, token files) per request.
+        except anthropic.AnthropicError as error:
             raise self._model_error(describe(error)) from error
 
         translator = StreamTranslator()
@@ -188,8 +190,9 @@ class AnthropicModel:
                     event = await anext(response)
                 except StopAsyncIteration:
                     break
-                # ValueError: an event's data that is not JSON, from the SSE decoder.
-                except (anthropic.APIError, ValueError) as error:
+                # ValueError: an event's data that is not JSON, from the SSE decoder;
+                # TransportError: the connection broke while the body was read.
+                except (anthropic.APIError, httpx2.TransportError, ValueError) as error:
                     raise self._model_error(describe(error)) from error
                 try:
                     events = translator.feed(event)
@@ -236,13 +239,14 @@ class AnthropicModel:
     async def _refuse_a_plain_body(
         self, response: anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent]
     ) -> None:
-        """Raise if the server answered the streaming request with a single JSON body.
+        """Raise if the server answered the streaming request with anything but SSE.
 
-        The SSE decoder would find no events in it, and the answer would look empty
-        rather than unread.
+        The SSE decoder would find no events in a JSON message or an HTML error page
+        from a proxy, and the answer would look empty rather than unread; the body says
+        what happened.
         """
         content_type = response.response.headers.get("content-type", "")
-        if content_type.partition(";")[0].strip().lower() != "application/json":
+        if content_type.partition(";")[0].strip().lower() == "text/event-stream":
             return
         try:
             body = quote(await response.response.aread())
@@ -250,8 +254,8 @@ class AnthropicModel:
             body = f"(unreadable: {type(error).__name__})"
         raise self._model_error(
             Failure(
-                f"the server sent a non-streaming body ({content_type}) in answer to a "
-                f"streaming request: {body}"
+                f"the server sent a non-streaming body ({content_type or 'no content type'}) "
+                f"in answer to a streaming request: {body}"
             )
         )
 

@@ -1,8 +1,8 @@
 """What went wrong with an Anthropic call, in words a person can act on.
 
 ``_anthropic`` catches the failures of a request and its stream: ``anthropic``
-exceptions (an HTTP error, an ``error`` event in the stream, a refused or reset
-connection, a timeout), an event's data that is not JSON, a stream that broke the
+exceptions (an HTTP error, an ``error`` event in the stream, a refused connection, a
+timeout), ``httpx2`` transport errors (a connection reset while the stream is read), an event's data that is not JSON, a stream that broke the
 protocol or ended early. :func:`describe` turns each into a ``Failure``.
 
 Throttling, which the agent retries with backoff: HTTP 429 (but not a spent limit,
@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Final, cast
 
 import anthropic
+import httpx2
 
 from ._anthropic_stream import ContextWindowFilledError, IncompleteStreamError, StreamFormatError
 from ._http_failures import Failure, describe_cause, quote, retry_after_seconds
@@ -47,6 +48,12 @@ def describe(error: Exception) -> Failure:
         return Failure(f"connection failed: {describe_cause(cause) if cause else error.message}")
     if isinstance(error, anthropic.APIError):
         return Failure(f"error in the response stream: {error.message}")
+    if isinstance(error, anthropic.AnthropicError):
+        # Before any response: credentials the SDK could not resolve, say.
+        return Failure(f"request failed: {type(error).__name__}: {error}")
+    if isinstance(error, httpx2.TransportError):
+        # Raised while the stream is read: the SDK wraps only the request's own failures.
+        return Failure(f"the connection broke during the response: {describe_cause(error)}")
     if isinstance(error, ContextWindowFilledError):
         return Failure(str(error), context_overflow=True)
     if isinstance(error, IncompleteStreamError):
@@ -70,7 +77,8 @@ def _describe_status(error: anthropic.APIStatusError) -> Failure:
         what = f"error event in the response stream ({error_type or 'untyped'}): {detail}"
         status: int | None = None
     else:
-        what = f"HTTP {status_code} {error.response.reason_phrase}: {detail}"
+        phrase = error.response.reason_phrase  # empty for 529, which has no standard name
+        what = f"HTTP {status_code}{f' {phrase}' if phrase else ''}: {detail}"
         status = status_code
     if error.request_id:
         what += f" (request id {error.request_id})"
