@@ -184,7 +184,7 @@ async def test_thinking_streams_as_reasoning_with_its_signature(
 async def test_redacted_thinking_streams_as_redacted_reasoning(
     model: AnthropicModel, server: FakeAnthropicServer
 ) -> None:
-    redacted = [
+    redacted: list[dict[str, Any]] = [
         {
             "type": "content_block_start",
             "content_block": {"type": "redacted_thinking", "data": "xyz"},

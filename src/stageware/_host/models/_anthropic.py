@@ -121,7 +121,7 @@ class AnthropicModel:
         """The model name sent with every request."""
         self.max_tokens = max_tokens
         """The ``max_tokens`` of every request."""
-        self.supports_structured_output = structured_output == "native"
+        self.supports_structured_output: bool = structured_output == "native"
         """Whether structured runs use the API's JSON-schema mode (else a forced tool)."""
         self._params: Mapping[str, Any] = MappingProxyType(given)
         self._client = client

@@ -2,8 +2,9 @@
 
 ``_anthropic`` catches the failures of a request and its stream: ``anthropic``
 exceptions (an HTTP error, an ``error`` event in the stream, a refused connection, a
-timeout), ``httpx2`` transport errors (a connection reset while the stream is read), an event's data that is not JSON, a stream that broke the
-protocol or ended early. :func:`describe` turns each into a ``Failure``.
+timeout, credentials it could not resolve), ``httpx2`` transport errors (a connection
+reset while the stream is read), an event's data that is not JSON, a stream that broke
+the protocol or ended early. :func:`describe` turns each into a ``Failure``.
 
 Throttling, which the agent retries with backoff: HTTP 429 (but not a spent limit,
 which waiting does not refill), HTTP 529 ("overloaded"), and an ``overloaded_error`` or

@@ -183,9 +183,10 @@ def _block(block: ContentBlock, role: str, where: str) -> Json | None:
         if "redactedContent" in reasoning:
             return {"type": "redacted_thinking", "data": reasoning["redactedContent"]}
         text = reasoning.get("reasoningText")
-        if text is None or not text.get("signature"):
+        signature = None if text is None else text.get("signature")
+        if text is None or not signature:
             return None
-        return {"type": "thinking", "thinking": text["text"], "signature": text["signature"]}
+        return {"type": "thinking", "thinking": text["text"], "signature": signature}
     kind = next(iter(block))
     raise ValueError(f"{where}: a {kind!r} block cannot be sent in a {role} message")
 
@@ -208,15 +209,15 @@ def _tool_input(tool_input: object, where: str) -> object:
             parsed: object = json.loads(tool_input)
         except ValueError:
             parsed = None
-        if not isinstance(parsed, dict):
-            raise ValueError(
-                f"{where}: the tool call's input is not a JSON object ({tool_input[:80]!r}); "
-                "Anthropic accepts only an object as tool input"
-            )
-        return parsed
-    if not isinstance(tool_input, dict):
-        raise ValueError(f"{where}: the tool call's input is not a JSON object")
-    return tool_input
+        if isinstance(parsed, dict):
+            return cast("Json", parsed)
+        raise ValueError(
+            f"{where}: the tool call's input is not a JSON object ({tool_input[:80]!r}); "
+            "Anthropic accepts only an object as tool input"
+        )
+    if isinstance(tool_input, dict):
+        return cast("Json", tool_input)
+    raise ValueError(f"{where}: the tool call's input is not a JSON object")
 
 
 def _tool_result(result: ToolResult, where: str) -> Json:

@@ -118,10 +118,9 @@ class StreamTranslator:
                 "the model stopped because its context window is full "
                 "(stop reason model_context_window_exceeded)"
             )
-        metrics = {"latencyMs": latency_ms}
         return [
             {"messageStop": self._message_stop()},
-            {"metadata": {"usage": self._usage_dict(), "metrics": metrics}},
+            {"metadata": {"usage": self._usage_dict(), "metrics": {"latencyMs": latency_ms}}},
         ]
 
     # -- events
