@@ -139,6 +139,11 @@ LOOSENINGS = {
         "approvers: Collection[str] | None = None",
         "approvers: Any = None",
     ),
+    "anthropic structured output option": Loosening(
+        "_host/models/_anthropic.py",
+        'structured_output: Literal["native", "tool"] = "native"',
+        'structured_output: Any = "native"',
+    ),
     "authenticator": Loosening(
         "_policy/_identity.py",
         "Authenticator: TypeAlias = Callable[[str], Approver]",
