@@ -130,6 +130,25 @@ async def test_a_tool_call_streams_as_a_tool_use_block(
     assert body["tool_choice"] == {"type": "any"}
 
 
+async def test_cache_tools_marks_the_last_tool_and_leaves_the_specs_alone(
+    server: FakeAnthropicServer, client: anthropic.AsyncAnthropic
+) -> None:
+    model = AnthropicModel("claude-test", client=client, cache_tools=True)
+    other: ToolSpec = {**WEATHER, "name": "time"}
+    specs = [WEATHER, other]
+    server.reply(SSEReply(message(text_block("ok"))))
+
+    await collect(model, tool_specs=specs)
+
+    tools = server.requests[0].body["tools"]
+    assert [("cache_control" in tool_, tool_["name"]) for tool_ in tools] == [
+        (False, "weather"),
+        (True, "time"),
+    ]
+    assert specs == [WEATHER, other]
+    assert "cache_control" not in WEATHER["inputSchema"]["json"]
+
+
 async def test_no_tools_means_no_tool_choice_either(
     model: AnthropicModel, server: FakeAnthropicServer
 ) -> None:

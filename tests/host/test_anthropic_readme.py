@@ -62,5 +62,6 @@ def test_the_anthropic_example_runs(
     assert first["model"] == "claude-sonnet-4-5"
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert first["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert second["messages"][1]["content"][0]["type"] == "thinking"
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"

@@ -72,6 +72,9 @@ class AnthropicModel:
             extended thinking (``{"type": "enabled", "budget_tokens": 2048}``),
             ``stop_sequences``, ``metadata``, ``extra_headers``, ``extra_body`` for
             fields the SDK does not name, ``timeout``. Checked against the installed SDK.
+        cache_tools: Mark the end of the tool list as a prompt-cache breakpoint, as
+            Strands' ``cache_tools`` does (a ``cachePoint`` entry among the tool specs,
+            set by middleware, marks any other place).
         structured_output: How a structured run asks for its object: ``"native"`` uses
             the API's JSON-schema output (``output_config.format``), ``"tool"`` leaves
             it to the host's forced tool, for proxies without the native mode.
@@ -96,6 +99,7 @@ class AnthropicModel:
         api_key: str | None = None,
         max_tokens: int = 4096,
         params: Mapping[str, Any] | None = None,
+        cache_tools: bool = False,
         structured_output: Literal["native", "tool"] = "native",
         max_retries: int = 0,
     ) -> None:
@@ -124,6 +128,7 @@ class AnthropicModel:
         self.supports_structured_output: bool = structured_output == "native"
         """Whether structured runs use the API's JSON-schema mode (else a forced tool)."""
         self._params: Mapping[str, Any] = MappingProxyType(given)
+        self._cache_tools = cache_tools
         self._client = client
         # The URL as given, credentials included, to hide them in messages.
         self._base_url = (
@@ -227,7 +232,10 @@ class AnthropicModel:
         if system is not None:
             request["system"] = system
         if tool_specs:
-            request["tools"] = convert_tools(tool_specs)
+            tools = convert_tools(tool_specs)
+            if self._cache_tools and tools:
+                tools[-1]["cache_control"] = {"type": "ephemeral"}
+            request["tools"] = tools
             if tool_choice is not None:
                 request["tool_choice"] = convert_tool_choice(tool_choice)
         if output_schema is not None and self.supports_structured_output:
