@@ -63,8 +63,9 @@ class AnthropicModel:
         model_id: The model, such as ``"claude-sonnet-4-5"``.
         client: A ready ``anthropic.AsyncAnthropic``; it belongs to the caller, who closes
             it and uses it within one event loop. Not with *base_url* or *api_key*.
-        base_url: The endpoint (``None``: ``ANTHROPIC_BASE_URL``, then Anthropic's). A
-            password in it is sent as HTTP basic auth and never shown.
+        base_url: The endpoint (``None``: ``ANTHROPIC_BASE_URL``, else the SDK's choice:
+            a configured profile's, or Anthropic's). A password in it is sent as HTTP
+            basic auth and never shown.
         api_key: The API key (``None``: the SDK's own chain, ``ANTHROPIC_API_KEY`` first).
         max_tokens: The most tokens an answer may have (the API requires a limit):
             4096 unless given.
@@ -130,11 +131,15 @@ class AnthropicModel:
         self._params: Mapping[str, Any] = MappingProxyType(given)
         self._cache_tools = cache_tools
         self._client = client
-        # The URL as given, credentials included, to hide them in messages.
+        # The endpoint to build clients for; None lets the SDK choose (a profile's, or
+        # Anthropic's own).
+        self._given_url = (
+            None if client is not None else base_url or os.environ.get("ANTHROPIC_BASE_URL")
+        )
+        # The endpoint as given, credentials included (to hide them in messages); the
+        # one the SDK chose, once a client is built.
         self._base_url = (
-            str(client.base_url)
-            if client is not None
-            else base_url or os.environ.get("ANTHROPIC_BASE_URL") or _DEFAULT_BASE_URL
+            str(client.base_url) if client is not None else self._given_url or _DEFAULT_BASE_URL
         )
         self._api_key = api_key
         self._max_retries = max_retries
@@ -273,15 +278,20 @@ class AnthropicModel:
         Credentials in the base URL become the HTTP client's basic auth, so that no
         request URL (which the HTTP library logs whole) carries them.
         """
-        bare_url, credentials = split_credentials(self._base_url)
+        bare_url, credentials = (
+            (None, None) if self._given_url is None else split_credentials(self._given_url)
+        )
         auth = None if credentials is None else (credentials.username, credentials.password)
         http_client = anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context(), auth=auth)
-        return anthropic.AsyncAnthropic(
+        client = anthropic.AsyncAnthropic(
             api_key=self._api_key,
             base_url=bare_url,
             max_retries=self._max_retries,
             http_client=http_client,
         )
+        if self._given_url is None:
+            self._base_url = str(client.base_url)
+        return client
 
     async def aclose(self) -> None:
         """Nothing to release: a built client closes when its loop ends, yours is yours."""
