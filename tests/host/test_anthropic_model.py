@@ -430,3 +430,25 @@ def test_without_a_base_url_the_endpoint_is_the_environments_or_anthropics(
     assert "base_url='https://api.anthropic.com'" in repr(AnthropicModel("m", api_key="k"))
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://gateway.internal:8080")
     assert "base_url='http://gateway.internal:8080'" in repr(AnthropicModel("m", api_key="k"))
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_built_client_serves_its_loop_and_is_closed_when_the_loop_ends(
+    server: FakeAnthropicServer, backend: str
+) -> None:
+    model = AnthropicModel("claude-test", base_url=server.base_url, api_key="k")
+    server.reply(*(SSEReply(message(text_block(str(n)))) for n in range(3)))
+    clients: list[anthropic.AsyncAnthropic] = []
+
+    async def two_calls() -> None:
+        for _ in range(2):
+            await collect(model)
+            clients.append(model._clients.for_running_loop())  # pyright: ignore[reportPrivateUsage]
+
+    anyio.run(two_calls, backend=backend)
+    anyio.run(collect, model, backend=backend)
+
+    first, again = clients
+    assert first is again
+    assert first.is_closed()
+    assert len(server.requests) == 3

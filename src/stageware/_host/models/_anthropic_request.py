@@ -23,6 +23,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
+import anthropic
+
 from stageware._generated.payloads import (
     ContentBlock,
     Message,
@@ -140,8 +142,6 @@ def output_format(json_schema: Mapping[str, Any]) -> Json:
     does not support (numeric bounds, some string formats) into descriptions and closes
     every object (``additionalProperties: false``); it copies, never changes, its input.
     """
-    import anthropic  # The extra is installed: this module is only used by the adapter.
-
     return {"type": "json_schema", "schema": anthropic.transform_schema(dict(json_schema))}
 
 
