@@ -88,10 +88,11 @@ class ResetReply:
 
 @dataclass(frozen=True)
 class HangReply:
-    """Stream *events*, then a ping every few milliseconds until the client hangs up."""
+    """Stream *events*, then a ping every *interval* seconds until the client hangs up."""
 
     events: list[Event] = field(default_factory=list[Event])
     disconnected: threading.Event = field(default_factory=threading.Event)
+    interval: float = 0.01
 
 
 Reply = SSEReply | ErrorReply | RawReply | ResetReply | HangReply
@@ -300,7 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             while time.monotonic() < deadline:
                 self._send_event({"type": "ping"})
-                time.sleep(0.01)
+                time.sleep(reply.interval)
         except (BrokenPipeError, ConnectionResetError):
             reply.disconnected.set()
         self.close_connection = True

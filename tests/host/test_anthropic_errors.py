@@ -21,6 +21,7 @@ from stageware.anthropic import AnthropicModel
 from .fake_anthropic_server import (
     ErrorReply,
     FakeAnthropicServer,
+    HangReply,
     RawReply,
     ResetReply,
     SSEReply,
@@ -241,6 +242,20 @@ async def test_a_connection_reset_mid_stream_is_a_model_error(
     error = await failure(model)
 
     assert error.status_code is None
+    assert_names_the_call(error, server)
+
+
+async def test_a_stream_that_stalls_past_the_read_timeout_is_a_model_error(
+    server: FakeAnthropicServer,
+) -> None:
+    reply = HangReply(message(text_block("partial"), stop=False)[:4], interval=2.0)
+    server.reply(reply)
+    async with anthropic.AsyncAnthropic(
+        base_url=server.base_url, api_key="k", max_retries=0, timeout=0.3
+    ) as client:
+        error = await failure(AnthropicModel("claude-test", client=client))
+
+    assert "timed out reading the response" in str(error)
     assert_names_the_call(error, server)
 
 

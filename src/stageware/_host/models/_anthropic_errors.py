@@ -52,6 +52,8 @@ def describe(error: Exception) -> Failure:
     if isinstance(error, anthropic.AnthropicError):
         # Before any response: credentials the SDK could not resolve, say.
         return Failure(f"request failed: {type(error).__name__}: {error}")
+    if isinstance(error, httpx2.TimeoutException):
+        return Failure(f"timed out reading the response ({describe_cause(error)})")
     if isinstance(error, httpx2.TransportError):
         # Raised while the stream is read: the SDK wraps only the request's own failures.
         return Failure(f"the connection broke during the response: {describe_cause(error)}")
