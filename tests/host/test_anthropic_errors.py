@@ -376,6 +376,18 @@ async def test_a_password_in_the_endpoint_never_reaches_an_error(
     assert server.requests[0].headers["authorization"].startswith("Basic ")
 
 
+async def test_params_that_are_not_json_data_are_a_model_error_before_any_request(
+    server: FakeAnthropicServer, client: anthropic.AsyncAnthropic
+) -> None:
+    opaque = {"user_id": object()}
+    model = AnthropicModel("claude-test", client=client, params={"metadata": opaque})
+
+    error = await failure(model)
+
+    assert "could not prepare the request: TypeError" in str(error)
+    assert server.requests == []
+
+
 async def test_a_client_that_cannot_be_built_is_a_model_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:

@@ -190,6 +190,10 @@ class AnthropicModel:
         # Not only APIError: the SDK resolves credentials (profiles, token files) per request.
         except anthropic.AnthropicError as error:
             raise self._model_error(describe(error)) from error
+        # The SDK encodes the body as it sends it: a value in params that is not JSON data.
+        except (TypeError, ValueError) as error:
+            failure = Failure(f"could not prepare the request: {type(error).__name__}: {error}")
+            raise self._model_error(failure) from error
 
         translator = StreamTranslator()
         # `async with` closes the HTTP response when the caller stops iterating early.
