@@ -5,7 +5,10 @@ assembles a streamed response into a message, for the host and for any model. Th
 OpenAI-compatible adapter (``_openai``, with ``_openai_convert`` for the payloads and
 ``_openai_errors`` for what a failure says; ``_credentials`` keeps a password in its URL
 out of sight) needs the ``openai`` extra, so it is not imported here;
-``stageware.openai`` is its public face.
+``stageware.openai`` is its public face. The Anthropic adapter (``_anthropic``, with
+``_anthropic_request``, ``_anthropic_stream``, ``_anthropic_errors`` and
+``_anthropic_clients``; ``_http_failures`` holds what any HTTP adapter's errors need)
+needs the ``anthropic`` extra in the same way; ``stageware.anthropic`` is its face.
 """
 
 from ._errors import (
