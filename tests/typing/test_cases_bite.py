@@ -153,6 +153,11 @@ LOOSENINGS = {
         "    structured_output_model: type[Any] | None = None\n",
         "    structured_output_model: Any = None\n",
     ),
+    "anthropic structured output option": Loosening(
+        "_host/models/_anthropic.py",
+        'structured_output: Literal["native", "tool"] = "native"',
+        'structured_output: Any = "native"',
+    ),
     "authenticator": Loosening(
         "_policy/_identity.py",
         "Authenticator: TypeAlias = Callable[[str], Approver]",

@@ -8,6 +8,10 @@ out of sight) needs the ``openai`` extra, so it is not imported here;
 ``stageware.openai`` is its public face. Likewise the Bedrock adapter (``_bedrock``, with
 ``_bedrock_request``, ``_bedrock_pump``, ``_bedrock_events`` and ``_bedrock_errors``) needs
 the ``bedrock`` extra; ``stageware.bedrock`` is its public face.
+The Anthropic adapter (``_anthropic``, with
+``_anthropic_request``, ``_anthropic_stream``, ``_anthropic_errors`` and
+``_anthropic_clients``; ``_http_failures`` holds what any HTTP adapter's errors need)
+needs the ``anthropic`` extra in the same way; ``stageware.anthropic`` is its face.
 """
 
 from ._errors import (

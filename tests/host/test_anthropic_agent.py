@@ -1,0 +1,139 @@
+"""An agent on AnthropicModel, against the fake Messages API server on loopback.
+
+Multi-turn runs through ``Agent``: the second request carries the first turn back in
+Anthropic's form (tool use and result, thinking with its signature, cache points), and a
+throttled call is retried by the agent with the server's wait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from stageware import Agent, ModelRetryStrategy, tool
+from stageware.anthropic import AnthropicModel
+
+from .fake_anthropic_server import (
+    ErrorReply,
+    FakeAnthropicServer,
+    SSEReply,
+    error_body,
+    message,
+    text_block,
+    thinking_block,
+    tool_block,
+)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropicServer]:
+    fake = FakeAnthropicServer()
+    fake.start()
+    yield fake
+    fake.close()
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city.
+
+    Args:
+        city: The city.
+    """
+    return f"sunny in {city}"
+
+
+def test_a_tool_round_trip_with_thinking_goes_back_in_anthropics_form(
+    server: FakeAnthropicServer,
+) -> None:
+    server.reply(
+        SSEReply(
+            message(
+                thinking_block("I should call the tool.", "sig-A"),
+                tool_block("toolu_1", "weather", {"city": "Oslo"}),
+                stop_reason="tool_use",
+                input_tokens=20,
+                output_tokens=8,
+            )
+        ),
+        SSEReply(message(text_block("It is sunny in Oslo."), input_tokens=40, output_tokens=6)),
+    )
+    model = AnthropicModel(
+        "claude-test",
+        base_url=server.base_url,
+        api_key="test",
+        params={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    )
+    agent = Agent(model, tools=[weather], system_prompt="Be brief.")
+
+    result = agent("Weather in Oslo?")
+
+    assert (result.stop_reason, result.text) == ("end_turn", "It is sunny in Oslo.")
+    assert result.metrics.usage["inputTokens"] == 60
+    assert result.metrics.usage["outputTokens"] == 14
+    first, second = (request.body for request in server.requests)
+    # The host passes the prompt as blocks too; blocks are what can carry cache points.
+    assert first["system"] == second["system"] == [{"type": "text", "text": "Be brief."}]
+    assert [tool_["name"] for tool_ in first["tools"]] == ["weather"]
+    assert second["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "I should call the tool.", "signature": "sig-A"},
+                {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Oslo"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": [{"type": "text", "text": "sunny in Oslo"}],
+                }
+            ],
+        },
+    ]
+
+
+def test_system_blocks_with_a_cache_point_reach_the_server_as_cache_control(
+    server: FakeAnthropicServer,
+) -> None:
+    server.reply(
+        SSEReply(message(text_block("one"), cache_write=900)),
+        SSEReply(message(text_block("two"), cache_read=900)),
+    )
+    agent = Agent(
+        AnthropicModel("claude-test", base_url=server.base_url, api_key="test"),
+        system_prompt=[{"text": "A long manual."}, {"cachePoint": {"type": "default"}}],
+    )
+
+    first = agent("Question one?")
+    second = agent("Question two?")
+
+    assert first.metrics.usage.get("cacheWriteInputTokens") == 900
+    assert second.metrics.usage.get("cacheReadInputTokens") == 900
+    for request in server.requests:
+        assert request.body["system"] == [
+            {"type": "text", "text": "A long manual.", "cache_control": {"type": "ephemeral"}}
+        ]
+    # Each synchronous call ran its own event loop; the model's client followed it.
+    assert len(server.requests[1].body["messages"]) == 3
+
+
+def test_a_throttled_call_is_retried_by_the_agent(server: FakeAnthropicServer) -> None:
+    server.reply(
+        ErrorReply(529, error_body("overloaded_error", "Overloaded"), {"retry-after": "0"}),
+        SSEReply(message(text_block("Back again."))),
+    )
+    agent = Agent(
+        AnthropicModel("claude-test", base_url=server.base_url, api_key="test"),
+        retry_strategy=ModelRetryStrategy(max_attempts=2, initial_delay=0.01),
+    )
+
+    result = agent("Hello")
+
+    assert result.text == "Back again."
+    assert len(server.requests) == 2
