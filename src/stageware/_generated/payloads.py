@@ -457,6 +457,10 @@ class MetadataEvent(TypedDict):
 
     usage: Usage
     metrics: Metrics
+    trace: NotRequired[dict[str, Any]]
+    """
+    Provider-specific trace of the call, such as a Bedrock guardrail's assessment.
+    """
 
 
 class StreamEvent(TypedDict):

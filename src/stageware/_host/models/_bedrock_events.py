@@ -178,8 +178,6 @@ def _metadata(metadata: Mapping[str, Any]) -> MetadataEvent:
     trace = metadata.get("trace")
     if trace is not None:
         # The guardrail's assessment (and the prompt router's choice) when the guardrail
-        # was configured with `trace`. `MetadataEvent` has no field for it yet; a TypedDict
-        # allows keys beyond its own, so it travels as Bedrock sent it, for middleware that
-        # reads it as plain data (`event["metadata"].get("trace")` on a `dict` view).
-        cast("dict[str, object]", kept)["trace"] = trace
+        # was configured with `trace`, as Bedrock sent it.
+        kept["trace"] = trace
     return kept
