@@ -17,8 +17,8 @@ A stop reason the host cannot continue from is an error, not an answer:
 ``model_context_window_exceeded`` is a ``ContextWindowOverflowError`` (the next call
 would overflow too) and ``malformed_model_output`` / ``malformed_tool_use`` a
 ``ModelError``. A stream that ends without ``messageStop`` or without ``metadata`` was cut
-short (:meth:`EventTranslator.finish`). botocore decodes the frames but does not check
-what they hold, so an event that lacks a field or has one of the wrong type, and events
+short (:meth:`EventTranslator.finish`). botocore decodes the frames but requires none of
+an event's fields, so an event that lacks a field or has one of the wrong type, and events
 out of order (anything before ``messageStart`` or after ``messageStop`` but the
 ``metadata``, a second ``messageStart``), are a malformed stream, not a ``KeyError``.
 """
@@ -86,9 +86,9 @@ class EventTranslator:
         try:
             return self._translate(event)
         except (KeyError, TypeError, AttributeError, ValueError) as error:
-            # A field missing or of the wrong type: botocore parses the frames but does
-            # not check what their JSON holds.
-            kind = next(iter(event), "unknown") if isinstance(event, Mapping) else "unknown"
+            # A field missing or of the wrong type: botocore parses each event by the
+            # service's shapes but requires none of their fields.
+            kind = next((name for name in _EVENT_KINDS if name in event), "unknown")
             raise StreamFailedError(
                 Failure(
                     f"malformed response stream: a {kind} event lacks a field or has one "
