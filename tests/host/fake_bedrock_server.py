@@ -9,7 +9,9 @@ in a daemon thread, so it serves on asyncio and trio alike.
 
 Replies: ``StreamReply`` (events, and exception messages mid-stream, then optionally a
 hang until the client hangs up), ``ErrorReply``, ``RawReply`` (any bytes as the stream: a
-truncated frame, a bad CRC) and ``ResetReply`` (the connection reset mid-stream).
+truncated frame, a bad CRC) and ``ResetReply`` (the connection reset mid-stream). Like the
+service, it refuses a conversation with tool use or tool results and no ``toolConfig``
+(a ``ValidationException``) before taking a reply.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "SESSION_TOKEN",
     "ErrorReply",
     "FakeBedrockServer",
+    "Item",
     "RawReply",
     "RecordedRequest",
     "Reply",
@@ -254,12 +257,42 @@ class FakeBedrockServer:
         self._http.server_close()
         self._thread.join()
 
+    def record(self, request: RecordedRequest) -> None:
+        """Record a request that is refused before it takes a scripted reply."""
+        with self._lock:
+            self._requests.append(request)
+
     def take_reply(self, request: RecordedRequest) -> Reply:
         with self._lock:
             self._requests.append(request)
             if self._replies:
                 return self._replies.popleft()
         return ErrorReply(500, "InternalServerException", "the test scripted no reply for this")
+
+
+def _validation_error(body: dict[str, Any]) -> ErrorReply | None:
+    """The ``ValidationException`` Bedrock answers a request it refuses, if it would.
+
+    Bedrock refuses a conversation that holds tool use or tool results when the request
+    defines no tools, whatever the model; a request is checked for that before it takes
+    a scripted reply, so that a test fails where the real service would.
+    """
+    blocks = [
+        block
+        for message in body.get("messages", [])
+        for block in message.get("content", [])
+        if isinstance(block, dict)
+    ]
+    uses_tools = any("toolUse" in block or "toolResult" in block for block in blocks)
+    tools = body.get("toolConfig", {}).get("tools")
+    if uses_tools and not tools:
+        return ErrorReply(
+            400,
+            "ValidationException",
+            "The toolConfig field must be defined when using toolUse and toolResult "
+            "content blocks.",
+        )
+    return None
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -287,6 +320,11 @@ class _Handler(BaseHTTPRequestHandler):
             {name.lower(): value for name, value in self.headers.items()},
             json.loads(raw_body or b"{}"),
         )
+        refusal = _validation_error(request.body)
+        if refusal is not None:
+            fake.record(request)
+            self._send_error(refusal)
+            return
         reply = fake.take_reply(request)
         if isinstance(reply, ErrorReply):
             self._send_error(reply)

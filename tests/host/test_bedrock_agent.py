@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pydantic
 import pytest
 
-from stageware import Agent, ContextWindowOverflowError, ModelRetryStrategy, tool
+from stageware import (
+    Agent,
+    ContextWindowOverflowError,
+    ModelRetryStrategy,
+    OutputSchema,
+    tool,
+)
 
 from .bedrock_helpers import make_model
 from .fake_bedrock_server import (
@@ -131,3 +138,57 @@ def test_a_context_window_overflow_reaches_the_caller_as_its_own_error(
         agent("A very long prompt")
 
     assert agent.messages == [{"role": "user", "content": [{"text": "A very long prompt"}]}]
+
+
+class Forecast(pydantic.BaseModel):
+    """A forecast."""
+
+    city: str
+    sky: str
+
+
+def test_a_turn_after_a_structured_run_still_defines_the_tools_its_history_used(
+    server: FakeBedrockServer,
+) -> None:
+    # The default structured path leaves the output tool's use and result in the history;
+    # Bedrock refuses such a history without a toolConfig, and the next turn has no tools.
+    output_tool = OutputSchema.of(Forecast).name
+    server.reply(
+        StreamReply(
+            [
+                ("messageStart", {"role": "assistant"}),
+                *tool_events("tooluse_out", output_tool, '{"city": "Oslo", "sky": "clear"}'),
+                ("messageStop", {"stopReason": "tool_use"}),
+                metadata(),
+            ]
+        ),
+        StreamReply([*text_events("You are welcome."), metadata()]),
+    )
+    agent = Agent(make_model(server))
+
+    first = agent("Forecast for Oslo?", output_type=Forecast)
+    second = agent("Thanks!")
+
+    assert first.output == Forecast(city="Oslo", sky="clear")
+    assert second.text == "You are welcome."
+    later = server.requests[1].body
+    assert any("toolUse" in block for block in later["messages"][1]["content"])
+    assert [tool["toolSpec"]["name"] for tool in later["toolConfig"]["tools"]] == [output_tool]
+    assert "toolChoice" not in later["toolConfig"]
+
+
+def test_a_turn_after_the_agent_lost_its_tools_defines_the_ones_its_history_used(
+    server: FakeBedrockServer,
+) -> None:
+    server.reply(
+        _tool_call_reply(),
+        StreamReply([*text_events("It is sunny in Oslo."), metadata()]),
+        StreamReply([*text_events("You are welcome."), metadata()]),
+    )
+    agent = Agent(make_model(server), tools=[weather])
+    agent("Weather in Oslo?")
+    later = Agent(make_model(server), messages=agent.messages)
+
+    assert later("Thanks!").text == "You are welcome."
+    (stub,) = server.requests[2].body["toolConfig"]["tools"]
+    assert stub["toolSpec"]["name"] == "weather"

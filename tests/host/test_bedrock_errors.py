@@ -24,6 +24,7 @@ from .fake_bedrock_server import (
     SESSION_TOKEN,
     ErrorReply,
     FakeBedrockServer,
+    Item,
     RawReply,
     ResetReply,
     StreamException,
@@ -267,6 +268,64 @@ async def test_stop_reasons_the_host_cannot_continue_from_are_errors(
         await collect(make_model(server))
 
     assert type(caught.value) is expected
+
+
+_START = ("messageStart", {"role": "assistant"})
+_TEXT = ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}})
+_STOP = ("messageStop", {"stopReason": "end_turn"})
+
+
+@pytest.mark.parametrize(
+    ("items", "problem"),
+    [
+        (
+            [_START, ("contentBlockDelta", {"delta": {"text": "x"}}), _STOP, metadata()],
+            "a contentBlockDelta event lacks a field or has one of the wrong type "
+            "(KeyError: 'contentBlockIndex')",
+        ),
+        (
+            [_START, _TEXT, ("messageStop", {}), metadata()],
+            "a messageStop event lacks a field or has one of the wrong type "
+            "(KeyError: 'stopReason')",
+        ),
+        (
+            [_START, _TEXT, ("messageStop", {"stopReason": 7}), metadata()],
+            "a messageStop event lacks a field or has one of the wrong type "
+            "(TypeError: stopReason is 7, not a string)",
+        ),
+        (
+            [_START, ("contentBlockStop", {"contentBlockIndex": "0"}), _STOP, metadata()],
+            "a contentBlockStop event lacks a field or has one of the wrong type",
+        ),
+        (
+            [
+                _START,
+                ("contentBlockStart", {"contentBlockIndex": 0, "start": {"toolUse": {}}}),
+                _STOP,
+                metadata(),
+            ],
+            "a contentBlockStart event lacks a field or has one of the wrong type "
+            "(KeyError: 'toolUseId')",
+        ),
+        ([_TEXT, _STOP, metadata()], "a contentBlockDelta event before messageStart"),
+        ([_START, _START, _TEXT, _STOP, metadata()], "a second messageStart"),
+        ([_START, _TEXT, _STOP, _STOP, metadata()], "a messageStop event after messageStop"),
+        ([_START, _STOP, _TEXT, metadata()], "a contentBlockDelta event after messageStop"),
+        ([_START, _TEXT, metadata(), _STOP], "a metadata event before messageStop"),
+        ([_START, _TEXT, _STOP, metadata(), metadata()], "a second metadata event"),
+    ],
+)
+async def test_a_malformed_or_out_of_order_stream_is_an_error(
+    server: FakeBedrockServer, items: list[Item], problem: str
+) -> None:
+    server.reply(StreamReply(items))
+
+    with pytest.raises(ModelError) as caught:
+        await collect(make_model(server))
+
+    assert type(caught.value) is ModelError
+    assert f"malformed response stream: {problem}" in str(caught.value)
+    _assert_names_the_model(caught.value, server)
 
 
 async def test_a_refused_connection_is_an_error() -> None:

@@ -40,12 +40,9 @@ def server() -> Iterator[FakeBedrockServer]:
     fake.close()
 
 
-def test_the_bedrock_example_runs(
-    server: FakeBedrockServer,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+@pytest.fixture
+def environment(server: FakeBedrockServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """boto3 pointed at *server* through the environment, with no config files."""
     monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.endpoint_url)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
@@ -53,6 +50,12 @@ def test_the_bedrock_example_runs(
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+
+
+@pytest.mark.usefixtures("environment")
+def test_the_bedrock_example_runs(
+    server: FakeBedrockServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     server.reply(StreamReply([*text_events("It has shipped."), metadata(cache_read=9)]))
 
     exec(compile(_example(), str(README), "exec"), {})
@@ -63,3 +66,14 @@ def test_the_bedrock_example_runs(
     assert request.body["inferenceConfig"] == {"maxTokens": 1024}
     assert request.body["guardrailConfig"]["trace"] == "enabled"
     assert request.body["system"] == [{"text": "Be brief."}]
+
+
+@pytest.mark.usefixtures("environment")
+def test_the_bedrock_example_runs_when_nothing_was_read_from_the_cache(
+    server: FakeBedrockServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.reply(StreamReply([*text_events("It has shipped."), metadata()]))
+
+    exec(compile(_example(), str(README), "exec"), {})
+
+    assert capsys.readouterr().out.splitlines() == ["end_turn It has shipped. 0"]

@@ -266,7 +266,7 @@ class BedrockModel:
     def _model_error(self, failure: Failure) -> ModelError:
         endpoint = self._shown_endpoint()
         message = f"model {self.model_id!r} at {endpoint}: {failure.what}"
-        if failure.overflow:
+        if failure.context_overflow:
             return ContextWindowOverflowError(
                 message, model_id=self.model_id, base_url=endpoint, status_code=failure.status_code
             )

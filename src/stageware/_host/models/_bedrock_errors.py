@@ -8,24 +8,23 @@ started; its own exceptions for a request it cannot build or send (bad parameter
 credentials, no region, a refused connection, a timeout); and the event-stream parser's
 errors (a bad CRC, a truncated frame). :func:`describe` turns each into a
 :class:`Failure`: what happened, the HTTP status, and whether to retry (throttling) or to
-shorten the conversation (context overflow). None of botocore's texts quotes a
-credential; the endpoint named is the region's.
+shorten the conversation (context overflow). :class:`Failure`, the cause chain's
+description and the ``Retry-After`` reading are the ones every HTTP adapter shares
+(``_http_failures``). None of botocore's texts quotes a credential; the endpoint named is
+the region's.
 """
 
 from __future__ import annotations
 
-import email.utils
-import math
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC
 from typing import Final, final
 
 import botocore.eventstream
 import botocore.exceptions
 import botocore.parsers
 import urllib3.exceptions
+
+from ._http_failures import Failure, describe_cause, retry_after_seconds
 
 __all__ = ["Failure", "StreamFailedError", "describe"]
 
@@ -53,27 +52,6 @@ _OVERFLOW_TEXTS: Final = (
     "prompt is too long",
     "context length",
 )
-_MAX_CAUSES: Final = 8
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """One failed call, described.
-
-    Attributes:
-        what: What went wrong, as the end of a sentence that names the model.
-        status_code: The HTTP status of an error response.
-        throttled: Whether the service was throttling (retrying later may succeed).
-        retry_after: Seconds the service asked to wait, from ``Retry-After``.
-        overflow: Whether the conversation does not fit the context window.
-    """
-
-    what: str
-    status_code: int | None = None
-    throttled: bool = False
-    retry_after: float | None = None
-    overflow: bool = False
 
 
 @final
@@ -103,7 +81,7 @@ def describe(error: BaseException) -> Failure:
         error,
         botocore.exceptions.ReadTimeoutError | botocore.exceptions.ConnectTimeoutError,
     ):
-        return Failure(f"request timed out ({_describe_chain(error)})")
+        return Failure(f"request timed out ({describe_cause(error)})")
     if isinstance(
         error,
         botocore.exceptions.HTTPClientError
@@ -112,11 +90,11 @@ def describe(error: BaseException) -> Failure:
         | urllib3.exceptions.HTTPError
         | OSError,
     ):
-        return Failure(f"connection failed: {_describe_chain(error)}")
+        return Failure(f"connection failed: {describe_cause(error)}")
     if isinstance(error, botocore.exceptions.BotoCoreError):
         # No credentials, no region, an unknown profile: botocore's text says which.
         return Failure(f"{type(error).__name__}: {error}")
-    return Failure(f"unexpected failure: {_describe_chain(error)}")
+    return Failure(f"unexpected failure: {describe_cause(error)}")
 
 
 def _describe_service_error(error: botocore.exceptions.ClientError, *, mid_stream: bool) -> Failure:
@@ -139,37 +117,6 @@ def _describe_service_error(error: botocore.exceptions.ClientError, *, mid_strea
         what,
         status_code=status,
         throttled=throttled and not overflow,
-        retry_after=_retry_after(headers) if throttled else None,
-        overflow=overflow,
-    )
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """``Retry-After`` in seconds (as a number or an HTTP date), if the response had one."""
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return max(0.0, when.timestamp() - time.time())
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _describe_chain(error: BaseException) -> str:
-    """*error* and the root of its cause chain: the OS error tells a reset from a refusal."""
-    chain: list[BaseException] = []
-    link: BaseException | None = error
-    while link is not None and link not in chain and len(chain) < _MAX_CAUSES:
-        chain.append(link)
-        link = link.__cause__ or link.__context__
-    shown = [chain[0]] if len(chain) == 1 else [chain[0], chain[-1]]
-    return ", caused by ".join(
-        f"{type(link).__name__}: {link}" if str(link) else type(link).__name__ for link in shown
+        retry_after=retry_after_seconds(headers) if throttled else None,
+        context_overflow=overflow,
     )

@@ -17,7 +17,10 @@ A stop reason the host cannot continue from is an error, not an answer:
 ``model_context_window_exceeded`` is a ``ContextWindowOverflowError`` (the next call
 would overflow too) and ``malformed_model_output`` / ``malformed_tool_use`` a
 ``ModelError``. A stream that ends without ``messageStop`` or without ``metadata`` was cut
-short (:meth:`EventTranslator.finish`).
+short (:meth:`EventTranslator.finish`). botocore decodes the frames but requires none of
+an event's fields, so an event that lacks a field or has one of the wrong type, and events
+out of order (anything before ``messageStart`` or after ``messageStop`` but the
+``metadata``, a second ``messageStart``), are a malformed stream, not a ``KeyError``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,15 @@ _USAGE_KEYS: Final = (
     "cacheReadInputTokens",
     "cacheWriteInputTokens",
 )
+# The event kinds of a ConverseStream response that the payload types describe.
+_EVENT_KINDS: Final = (
+    "messageStart",
+    "contentBlockStart",
+    "contentBlockDelta",
+    "contentBlockStop",
+    "messageStop",
+    "metadata",
+)
 _MALFORMED_STOPS: Final = {
     "malformed_model_output": "the model's output was malformed",
     "malformed_tool_use": "the model's tool call was malformed",
@@ -56,10 +68,11 @@ _MALFORMED_STOPS: Final = {
 class EventTranslator:
     """Turns one response's decoded events into ``StreamEvent`` s, one at a time."""
 
-    __slots__ = ("_kept_blocks", "_saw_metadata", "_saw_stop")
+    __slots__ = ("_kept_blocks", "_saw_metadata", "_saw_start", "_saw_stop")
 
     def __init__(self) -> None:
         self._kept_blocks: set[int] = set()
+        self._saw_start = False
         self._saw_stop = False
         self._saw_metadata = False
 
@@ -67,27 +80,64 @@ class EventTranslator:
         """The event to pass on for *event*, or ``None`` when nothing of it is kept.
 
         Raises:
-            StreamFailedError: A stop reason the host cannot continue from.
+            StreamFailedError: A stop reason the host cannot continue from, or an event
+                that is malformed or out of order.
         """
-        if "messageStart" in event:
+        try:
+            return self._translate(event)
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
+            # A field missing or of the wrong type: botocore parses each event by the
+            # service's shapes but requires none of their fields.
+            kind = next((name for name in _EVENT_KINDS if name in event), "unknown")
+            raise StreamFailedError(
+                Failure(
+                    f"malformed response stream: a {kind} event lacks a field or has one "
+                    f"of the wrong type ({type(error).__name__}: {error})"
+                )
+            ) from None
+
+    def _translate(self, event: Mapping[str, Any]) -> StreamEvent | None:
+        kind = next((name for name in _EVENT_KINDS if name in event), None)
+        if kind is None:
+            # An event type newer than the payload types.
+            return None
+        self._check_order(kind)
+        if kind == "messageStart":
             return {"messageStart": {"role": event["messageStart"]["role"]}}
-        if "contentBlockStart" in event:
+        if kind == "contentBlockStart":
             return self._block_start(event["contentBlockStart"])
-        if "contentBlockDelta" in event:
+        if kind == "contentBlockDelta":
             return self._block_delta(event["contentBlockDelta"])
-        if "contentBlockStop" in event:
-            index: int = event["contentBlockStop"]["contentBlockIndex"]
+        if kind == "contentBlockStop":
+            index = _index(event["contentBlockStop"])
             if index not in self._kept_blocks:
                 return None
             return {"contentBlockStop": {"contentBlockIndex": index}}
-        if "messageStop" in event:
+        if kind == "messageStop":
+            stop = _message_stop(event["messageStop"])
             self._saw_stop = True
-            return {"messageStop": _message_stop(event["messageStop"])}
-        if "metadata" in event:
-            self._saw_metadata = True
-            return {"metadata": _metadata(event["metadata"])}
-        # An event type newer than the payload types.
-        return None
+            return {"messageStop": stop}
+        metadata = _metadata(event["metadata"])
+        self._saw_metadata = True
+        return {"metadata": metadata}
+
+    def _check_order(self, kind: str) -> None:
+        """Refuse an event where a ConverseStream response never has one."""
+        problem = None
+        if kind == "messageStart" and self._saw_start:
+            problem = "a second messageStart"
+        elif kind == "metadata" and self._saw_metadata:
+            problem = "a second metadata event"
+        elif kind == "metadata" and not self._saw_stop:
+            problem = "a metadata event before messageStop"
+        elif kind != "metadata" and kind != "messageStart" and not self._saw_start:
+            problem = f"a {kind} event before messageStart"
+        elif kind != "metadata" and self._saw_stop:
+            problem = f"a {kind} event after messageStop"
+        if problem is not None:
+            raise StreamFailedError(Failure(f"malformed response stream: {problem}"))
+        if kind == "messageStart":
+            self._saw_start = True
 
     def finish(self) -> None:
         """Check that the stream ended as a complete ConverseStream response does.
@@ -106,7 +156,7 @@ class EventTranslator:
             )
 
     def _block_start(self, start_event: Mapping[str, Any]) -> StreamEvent | None:
-        index: int = start_event["contentBlockIndex"]
+        index = _index(start_event)
         tool_use = start_event.get("start", {}).get("toolUse")
         if tool_use is None:
             # A block kind the payload types do not have (an image, a tool result).
@@ -122,7 +172,7 @@ class EventTranslator:
         }
 
     def _block_delta(self, delta_event: Mapping[str, Any]) -> StreamEvent | None:
-        index: int = delta_event["contentBlockIndex"]
+        index = _index(delta_event)
         delta = delta_event["delta"]
         kept: ContentBlockDelta
         if "text" in delta:
@@ -148,14 +198,23 @@ class EventTranslator:
         return {"contentBlockDelta": {"delta": kept, "contentBlockIndex": index}}
 
 
+def _index(block_event: Mapping[str, Any]) -> int:
+    index = block_event["contentBlockIndex"]
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise TypeError(f"contentBlockIndex is {index!r}, not a block's position")
+    return index
+
+
 def _message_stop(stop: Mapping[str, Any]) -> MessageStopEvent:
-    reason: str = stop["stopReason"]
+    reason = stop["stopReason"]
+    if not isinstance(reason, str):
+        raise TypeError(f"stopReason is {reason!r}, not a string")
     if reason == "model_context_window_exceeded":
         raise StreamFailedError(
             Failure(
                 "the conversation filled the model's context window before the answer "
                 "ended (stop reason model_context_window_exceeded)",
-                overflow=True,
+                context_overflow=True,
             )
         )
     if reason in _MALFORMED_STOPS:

@@ -4,10 +4,11 @@ The history is Converse-shaped already, so a request is mostly the conversation 
 is: ``messages``, ``system``, ``toolConfig``, plus what the model was configured with
 (``params``: ``inferenceConfig``, ``additionalModelRequestFields`` and the other request
 fields; ``guardrailConfig``) and, in a structured run with the native mode, an
-``outputConfig.textFormat`` JSON schema. Two things do change on the way: images and
+``outputConfig.textFormat`` JSON schema. Three things do change on the way: images and
 redacted reasoning are base64 text in the history and raw bytes for botocore, which
-encodes blobs itself; and the messages are copied, never changed in place, because they
-may be the agent's own history.
+encodes blobs itself; a call without tools whose history holds tool use gets stub specs
+of the tools it used (Bedrock refuses the one without the other); and the messages are
+copied, never changed in place, because they may be the agent's own history.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import binascii
 import copy
 import json
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from stageware._generated.payloads import (
     ContentBlock,
@@ -29,10 +30,13 @@ from stageware._generated.payloads import (
     ToolSpec,
 )
 
+from ._closed_schema import close_objects
 from ._output_schema import OutputSchema
 
 __all__ = ["RESERVED_PARAMS", "build_request", "native_schema"]
 
+# The tool named when a history holds tool results but none of their uses.
+_STUB_NAME: Final = "unavailable_tool"
 # Request fields the adapter sets itself from the call and the model's options.
 RESERVED_PARAMS: Final = frozenset(
     {"modelId", "messages", "system", "toolConfig", "guardrailConfig"}
@@ -82,6 +86,12 @@ def build_request(
         if tool_choice is not None:
             tool_config["toolChoice"] = dict(tool_choice)
         request["toolConfig"] = tool_config
+    elif _uses_tools(messages):
+        # Bedrock refuses tool use or tool results in the conversation when the request
+        # defines no tools ("The toolConfig field must be defined ..."). A history keeps
+        # them after the tools are gone: a structured run's output tool, or an agent
+        # whose tools changed. So the tools the history used are named again, as stubs.
+        request["toolConfig"] = {"tools": [{"toolSpec": spec} for spec in _stub_specs(messages)]}
     if guardrail is not None:
         request["guardrailConfig"] = dict(guardrail)
     if output_schema is not None:
@@ -101,27 +111,43 @@ def build_request(
     return request
 
 
+def _uses_tools(messages: Messages) -> bool:
+    return any(
+        "toolUse" in block or "toolResult" in block
+        for message in messages
+        for block in message["content"]
+    )
+
+
+def _stub_specs(messages: Messages) -> list[dict[str, Any]]:
+    """A spec for each tool the history used, in order, that accepts any object."""
+    names = dict.fromkeys(
+        block["toolUse"]["name"]
+        for message in messages
+        for block in message["content"]
+        if "toolUse" in block
+    )
+    # Tool results whose uses are no longer in the history still need one tool defined.
+    return [
+        {
+            "name": name,
+            "description": "A tool used earlier in this conversation; it is no longer available.",
+            "inputSchema": {"json": {"type": "object", "properties": {}}},
+        }
+        for name in names or [_STUB_NAME]
+    ]
+
+
 def native_schema(json_schema: Mapping[str, Any]) -> dict[str, Any]:
     """*json_schema* in the dialect Bedrock's JSON-schema mode accepts, as a new dict.
 
     Bedrock requires ``"additionalProperties": false`` on every object schema (its
     constrained decoding cannot leave an object open); pydantic writes it only for
-    ``extra="forbid"``. Everything else pydantic emits (``$defs`` and ``$ref``,
-    ``anyOf``, ``enum``, ``required``) passes as it is.
+    ``extra="forbid"``. Only subschemas are closed, never data such as a ``default``;
+    everything else pydantic emits (``$defs`` and ``$ref``, ``anyOf``, ``enum``,
+    ``required``) passes as it is.
     """
-    return cast("dict[str, Any]", _close_objects(json_schema))
-
-
-def _close_objects(node: object) -> object:
-    if isinstance(node, Mapping):
-        mapping = cast("Mapping[str, object]", node)
-        closed = {key: _close_objects(value) for key, value in mapping.items()}
-        if closed.get("type") == "object" and "additionalProperties" not in closed:
-            closed["additionalProperties"] = False
-        return closed
-    if isinstance(node, list):
-        return [_close_objects(item) for item in cast("list[object]", node)]
-    return node
+    return close_objects(json_schema).schema
 
 
 def _system(
