@@ -7,13 +7,14 @@ calls the server's tool) and runs the example against a fake server that speaks 
 provider's wire protocol, pointed at through the environment as a user would point the
 SDK at a proxy: ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``,
 ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``. The MCP line starts ``python orders_server.py``
-over stdio, run from ``tests/host/mcp_servers`` with this interpreter first on ``PATH``.
+over stdio, run from ``tests/host/mcp_servers`` with this interpreter as ``python``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,10 +221,17 @@ def test_the_bedrock_line(
 
 
 @pytest.fixture
-def in_the_orders_server_directory(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``python orders_server.py`` starts the test server with this interpreter."""
+def in_the_orders_server_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``python orders_server.py`` starts the test server with this interpreter.
+
+    ``python`` is a script that runs it, first on ``PATH``: the interpreter's own
+    directory may have only ``python3``, and a link would lose a virtual environment.
+    """
+    launcher = tmp_path / "python"
+    launcher.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    launcher.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(MCP_SERVERS)
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
 @pytest.mark.usefixtures("in_the_orders_server_directory")
