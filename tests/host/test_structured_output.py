@@ -254,6 +254,19 @@ def test_a_tool_call_cut_by_max_tokens_raises_at_once_and_the_history_stays_vali
     assert (first["toolResult"]["toolUseId"], first["toolResult"]["status"]) == ("o1", "error")
 
 
+def test_a_user_tool_call_cut_by_max_tokens_raises_too() -> None:
+    cut = ScriptedTurn(
+        tool_calls=[ScriptedToolCall("lookup", {"city": "Paris"})], stop_reason="max_tokens"
+    )
+    model = ScriptedModel([cut, output_call(PARIS)])
+
+    with pytest.raises(StructuredOutputError, match=r"tool calls \(lookup\)") as raised:
+        Agent(model, tools=[lookup])("Weather in Paris?", output_type=Weather)
+
+    # The cut call never runs, and there is no output call to report on.
+    assert (len(model.requests), raised.value.errors) == (1, [])
+
+
 def test_prose_cut_by_max_tokens_on_the_tool_path_is_asked_for_the_tool() -> None:
     cut = ScriptedTurn(text="Paris is usually mild in", stop_reason="max_tokens")
     model = ScriptedModel([cut, output_call(PARIS)])
