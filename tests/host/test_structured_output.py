@@ -209,6 +209,74 @@ def test_the_native_path_passes_the_schema_and_reads_the_reply_text() -> None:
     assert "temperature_c: Field required" in blocks(correction)[0]["text"]
 
 
+def test_a_native_reply_cut_by_max_tokens_raises_at_once() -> None:
+    cut = ScriptedTurn(text='{"city": "Rome", "temp', stop_reason="max_tokens")
+    model = ScriptedModel([cut, '{"city": "Rome", "temperature_c": 30}'], structured_output=True)
+    agent = Agent(model)
+
+    with pytest.raises(StructuredOutputError, match="stopped at max_tokens") as raised:
+        agent("Weather in Rome?", output_type=Weather, output_retries=2)
+
+    # Asking again would be cut the same way: no correction was spent on it.
+    assert len(model.requests) == 1
+    assert "before its Weather JSON object was complete" in str(raised.value)
+    assert blocks(raised.value.last_reply) == [{"text": '{"city": "Rome", "temp'}]
+    assert [e["type"] for e in raised.value.errors] == ["json_invalid"]
+
+
+def test_a_native_reply_that_validates_at_max_tokens_is_the_output() -> None:
+    whole = ScriptedTurn(text='{"city": "Rome", "temperature_c": 30}', stop_reason="max_tokens")
+    model = ScriptedModel([whole], structured_output=True)
+
+    result = Agent(model)("Weather in Rome?", output_type=Weather)
+
+    assert (result.stop_reason, result.output.city) == ("max_tokens", "Rome")
+
+
+def test_a_tool_call_cut_by_max_tokens_raises_at_once_and_the_history_stays_valid() -> None:
+    cut = ScriptedTurn(
+        tool_calls=[ScriptedToolCall("Weather", {"city": "Paris"}, id="o1")],
+        stop_reason="max_tokens",
+    )
+    model = ScriptedModel([cut, "later"])
+    agent = Agent(model)
+
+    with pytest.raises(StructuredOutputError, match="stopped at max_tokens") as raised:
+        agent("Weather in Paris?", output_type=Weather)
+
+    assert len(model.requests) == 1
+    assert "in the middle of its tool calls (Weather)" in str(raised.value)
+    assert [e["loc"] for e in raised.value.errors] == [("temperature_c",)]
+    # No user text follows the unanswered call; the next prompt answers it first.
+    assert agent.messages[-1] == raised.value.last_reply
+    assert agent("Thanks").text == "later"
+    first = blocks(model.requests[-1].messages[-1])[0]
+    assert (first["toolResult"]["toolUseId"], first["toolResult"]["status"]) == ("o1", "error")
+
+
+def test_a_user_tool_call_cut_by_max_tokens_raises_too() -> None:
+    cut = ScriptedTurn(
+        tool_calls=[ScriptedToolCall("lookup", {"city": "Paris"})], stop_reason="max_tokens"
+    )
+    model = ScriptedModel([cut, output_call(PARIS)])
+
+    with pytest.raises(StructuredOutputError, match=r"tool calls \(lookup\)") as raised:
+        Agent(model, tools=[lookup])("Weather in Paris?", output_type=Weather)
+
+    # The cut call never runs, and there is no output call to report on.
+    assert (len(model.requests), raised.value.errors) == (1, [])
+
+
+def test_prose_cut_by_max_tokens_on_the_tool_path_is_asked_for_the_tool() -> None:
+    cut = ScriptedTurn(text="Paris is usually mild in", stop_reason="max_tokens")
+    model = ScriptedModel([cut, output_call(PARIS)])
+
+    result = Agent(model)("Weather in Paris?", output_type=Weather, output_retries=0)
+
+    assert result.output.city == "Paris"
+    assert model.requests[1].tool_choice == {"tool": {"name": "Weather"}}
+
+
 def test_a_typed_dict_output() -> None:
     model = ScriptedModel([output_call({"x": 1, "y": 2}, name="Point")])
 

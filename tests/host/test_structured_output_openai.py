@@ -14,7 +14,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from stageware import Agent, OutputSchema
+from stageware import Agent, OutputSchema, StructuredOutputError
 from stageware._host.models._openai_output import response_format
 from stageware.openai import OpenAIModel
 
@@ -134,6 +134,41 @@ async def test_tool_mode_forces_the_output_tool(server: FakeOpenAIServer) -> Non
     assert [tool["function"]["name"] for tool in first["tools"]] == ["City"]
     assert "tool_choice" not in first
     assert second["tool_choice"] == {"type": "function", "function": {"name": "City"}}
+
+
+@pytest.mark.anyio
+async def test_a_native_reply_cut_at_the_length_limit_raises_without_a_correction(
+    server: FakeOpenAIServer,
+) -> None:
+    server.reply(
+        SSEReply([chunk({"content": '{"name": "Lyon", "coun'}), chunk({}, "length")]),
+        text_reply('{"name": "Lyon", "country": "France"}'),
+    )
+    agent = Agent(model_on(server))
+
+    with pytest.raises(StructuredOutputError, match="stopped at max_tokens"):
+        await agent.invoke_async("Where is Lyon?", output_type=City)
+
+    assert len(server.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_an_output_call_cut_at_the_length_limit_raises_and_the_next_turn_is_valid(
+    server: FakeOpenAIServer,
+) -> None:
+    cut = tool_delta(0, id="call_1", name="City", arguments='{"name":"Ly')
+    server.reply(SSEReply([chunk(cut), chunk({}, "length")]), text_reply("You are welcome."))
+    agent = Agent(model_on(server, structured_output="tool"))
+
+    with pytest.raises(StructuredOutputError, match=r"tool calls \(City\)"):
+        await agent.invoke_async("Where is Lyon?", output_type=City)
+    await agent.invoke_async("Thanks")
+
+    assert len(server.requests) == 2
+    # The cut call is answered before the next prompt, as chat completions requires.
+    sent = server.requests[1].body["messages"]
+    assert [m["role"] for m in sent[-3:]] == ["assistant", "tool", "user"]
+    assert sent[-2]["tool_call_id"] == "call_1"
 
 
 def test_a_bad_structured_output_option_is_refused() -> None:

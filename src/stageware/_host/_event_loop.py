@@ -60,6 +60,7 @@ from ._interrupt_state import PendingToolExecution
 from ._limits import MODEL_CALL_LIMIT_STOP
 from ._model_call import ModelCall
 from ._structured_output import (
+    CUT_SHORT,
     REFUSALS,
     OutputAttempt,
     StructuredRun,
@@ -199,7 +200,7 @@ class EventLoop:
                     if output is None or result.stop_reason in REFUSALS:
                         yield self.stop(result.stop_reason, message, invocation_state)
                         return
-                    value, follow_up = _read_final_reply(output, message)
+                    value, follow_up = _read_final_reply(output, message, result.stop_reason)
                     if follow_up is None:
                         yield self.stop(
                             result.stop_reason, message, invocation_state, structured_output=value
@@ -391,18 +392,28 @@ class EventLoop:
             await core.append_message(message)
 
 
-def _read_final_reply(output: StructuredRun, message: Message) -> tuple[object, Message | None]:
+def _read_final_reply(
+    output: StructuredRun, message: Message, stop_reason: StopReason | None = None
+) -> tuple[object, Message | None]:
     """The output a final reply gave, or the user turn that asks the model again.
 
+    *stop_reason* is the reply's (``None`` for a recorded answer read on a takeover).
+
     Raises:
-        StructuredOutputError: When the run has no corrections left.
+        StructuredOutputError: When the run has no corrections left, or the model's
+            output limit cut the output (see ``_structured_output``).
     """
     if output.native:
         attempt = output.from_text(message)
         if attempt.valid:
             return attempt.value, None
+        if stop_reason == CUT_SHORT:
+            raise output.cut_short(message, attempt.errors)
         output.spend(attempt, message)
         return None, output.correction(attempt)
+    if stop_reason == CUT_SHORT and any("toolUse" in block for block in message["content"]):
+        # Cut calls have no results: asking in a user turn would leave the history invalid.
+        raise output.cut_short(message, output.from_calls(message).errors)
     if output.forced:
         # Told to call the output tool, and it answered in text again.
         output.spend(OutputAttempt(), message)

@@ -20,7 +20,8 @@ class StructuredOutputError(Exception):
     """A structured run has no valid output to return.
 
     Raised by ``agent(..., output_type=M)`` when the model's replies still did not
-    validate as ``M`` after the run's ``output_retries`` corrections, and by
+    validate as ``M`` after the run's ``output_retries`` corrections, or at once when a
+    reply stopped at ``max_tokens`` before its output was complete, and by
     ``AgentResult.output`` when the run stopped before producing its output (an
     interrupt, a policy block, a cancellation, ...).
     """

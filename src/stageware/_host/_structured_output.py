@@ -21,6 +21,12 @@ keeps:
   invocation; the next failure raises ``StructuredOutputError`` with the last reply.
 - A provider's refusal (``REFUSALS``) ends the run with its stop reason and no output:
   asking again would not correct it.
+- A reply cut by the model's output limit (stop reason ``max_tokens``) whose output is
+  cut with it (a native reply whose text does not validate, or a reply whose tool calls
+  were cut: their input is incomplete and they have no results) raises
+  ``StructuredOutputError`` at once, naming ``max_tokens``: asking again for the same
+  object would be cut the same way, so no correction is spent on it. A tool-path reply
+  cut in prose is asked for the tool as usual.
 
 Importing this module costs no pydantic: the schema is built by :func:`structured_run`
 only when a run asks for an output.
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
     from .models import OutputSchema
 
 __all__ = [
+    "CUT_SHORT",
     "DEFAULT_OUTPUT_RETRIES",
     "REFUSALS",
     "OutputAttempt",
@@ -59,6 +66,9 @@ DEFAULT_OUTPUT_RETRIES: Final = 2
 REFUSALS: Final = frozenset({"content_filtered", "guardrail_intervened"})
 """Stops that are a provider's refusal: asking again is not a correction, so the run ends
 with that stop reason and no output."""
+
+CUT_SHORT: Final = "max_tokens"
+"""The stop of a reply cut by the model's output limit: its output is incomplete."""
 
 # How much of the validation errors goes back to the model: enough to correct the reply.
 _MAX_ERRORS_SHOWN = 20
@@ -240,6 +250,25 @@ class StructuredRun:
                 }
             ],
         }
+
+    def cut_short(self, reply: Message, errors: list[ErrorDetails]) -> StructuredOutputError:
+        """The error for *reply*, whose output the model's output limit cut.
+
+        *errors* are what did not validate in it (empty when a user tool's call was cut).
+        """
+        if self.native:
+            what = f"before its {self.schema.name} JSON object was complete"
+        else:
+            called = {block["toolUse"]["name"] for block in reply["content"] if "toolUse" in block}
+            names = ", ".join(sorted(called))
+            what = f"in the middle of its tool calls ({names}), which cannot run"
+        return StructuredOutputError(
+            f"the model's reply stopped at max_tokens (its output token limit) {what}; "
+            "a correction would be cut the same way, so none was sent. Raise the model's "
+            "max_tokens or ask for a smaller output. The reply is in .last_reply",
+            last_reply=reply,
+            errors=errors,
+        )
 
     def spend(self, attempt: OutputAttempt, reply: Message) -> None:
         """Count one reply that gave no valid output, or raise once the budget is spent.
