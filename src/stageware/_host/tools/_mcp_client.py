@@ -10,8 +10,8 @@ messages and stops a stdio server's process. What this module adds is the lifeti
   any number of agents, and a tool call waits on the caller's loop without blocking it.
 - ``with client:`` / ``async with client:`` connect on entry and, however the block ends
   (an exception, a cancellation), cancel the calls still running, close the session and
-  stop the server's process on exit. Used without a block, the client connects when an
-  agent first reads its tools, and closes with ``close()`` or when the interpreter exits.
+  stop the server's process on exit. Used without a block, the client connects at an
+  agent's first model call, and closes with ``close()`` or when the interpreter exits.
 - Nothing blocks the caller's event loop. Reading the tools (``current_tools()``, at
   every model call and tool lookup) returns the last list at once and never connects; the
   agent awaits ``refresh_tools()`` before each model call, which connects a new client
