@@ -99,6 +99,25 @@ async def test_agent_cancel_cuts_the_wait_for_an_announced_tool_list() -> None:
 
 
 @pytest.mark.anyio
+async def test_refresh_tools_waits_for_a_list_announced_after_a_call_and_can_be_cut() -> None:
+    # The change is announced after the call's answer, so the model call's refresh waits.
+    ticker = _Ticker()
+    async with _raw("latelist") as client, anyio.create_task_group() as group:
+        group.start_soon(ticker.run)
+        await client.call_tool("echo", {})
+        await anyio.sleep(0.3)  # the notification is in
+        started = time.monotonic()
+        with anyio.move_on_after(0.3) as cut:
+            await client.refresh_tools()
+        assert cut.cancelled_caught
+        assert time.monotonic() - started < 0.6
+        await client.refresh_tools()
+        assert time.monotonic() - started > 2.5
+        group.cancel_scope.cancel()
+    assert ticker.longest < 0.5
+
+
+@pytest.mark.anyio
 async def test_an_agent_built_in_async_code_connects_without_stalling_the_loop() -> None:
     # The server takes 2 s to answer initialize; the client is new (no block).
     client = _raw("slowstart")

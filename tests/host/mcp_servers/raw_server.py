@@ -6,6 +6,7 @@ tool ``echo`` (answers ``ok``). The modes misbehave as real servers have:
 - ``slowstart``: answers ``initialize`` after 2 s.
 - ``slowlist``: each ``tools/call`` announces a changed list before answering, and
   every ``tools/list`` after that takes 3 s.
+- ``latelist``: as ``slowlist``, but announces the change after the answer.
 - ``badnames``: also lists a tool whose name no model provider takes.
 - ``clash``: after the first ``tools/call``, announces and lists a tool ``lookup_order``.
 - ``huge``: ``echo`` answers with two text blocks of 60,000 characters each.
@@ -55,7 +56,7 @@ for line in sys.stdin:
             },
         )
     elif method == "tools/list":
-        if changed and mode == "slowlist":
+        if changed and mode in ("slowlist", "latelist"):
             time.sleep(3)
         answer(request_id, {"tools": tools})
     elif method == "tools/call":
@@ -69,5 +70,8 @@ for line in sys.stdin:
             answer(request_id, text("a" * 60_000, "b" * 60_000))
         else:
             answer(request_id, text("ok"))
+        if mode == "latelist" and not changed:
+            changed = True
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     elif request_id is not None:
         answer(request_id, {})
