@@ -165,7 +165,8 @@ def test_a_server_that_dies_mid_call_ends_the_call_with_an_error_result(transpor
 def test_used_without_a_block_the_client_connects_on_first_use_and_closes() -> None:
     client = stdio_client()
     assert repr(client).endswith(", new)")
-    agent = Agent(ScriptedModel([_call("pid"), "ok"]), tools=[client])  # connects here
+    agent = Agent(ScriptedModel([_call("pid"), "ok"]), tools=[client])
+    assert repr(client).endswith(", new)")  # it connects at the first model call
     agent("pid?")
     pid = _result(agent)["content"][0]["json"]["result"]
     client.close()

@@ -6,6 +6,7 @@ provider the library ships, is tested against real servers in ``test_mcp_*``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import pytest
@@ -93,18 +94,31 @@ def test_a_tool_the_provider_dropped_is_unknown_to_the_next_lookup() -> None:
     assert [spec["name"] for spec in model.requests[0].tool_specs] == ["ping"]
 
 
-def test_a_clash_that_appears_later_fails_the_next_model_call_naming_both() -> None:
-    shelf = Shelf(echo)
-    agent = Agent(ScriptedModel(["never"]), tools=[ping, shelf])
-    shelf.tools = (echo, ping)
+def test_a_clash_that_appears_later_leaves_the_providers_tool_out_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool(name="ping")
+    def other_ping() -> str:
+        """Answer something else."""
+        return "not pong"
 
-    with pytest.raises(ValueError, match="two tools are named 'ping'") as raised:
+    shelf = Shelf(echo)
+    model = ScriptedModel([ScriptedTurn(tool_calls=[ScriptedToolCall("ping", {})]), "pong"])
+    agent = Agent(model, tools=[shelf, ping])
+    shelf.tools = (echo, other_ping)
+
+    with caplog.at_level(logging.WARNING, "stageware.tools"):
         agent("hi")
 
-    assert (
-        "the @tool tests.host.test_tool_providers.ping and "
-        "the @tool tests.host.test_tool_providers.ping of Shelf()"
-    ) in str(raised.value)
+    # The agent's own tool keeps its name, wherever the provider stands in the order.
+    assert [spec["name"] for spec in model.requests[0].tool_specs] == ["echo", "ping"]
+    assert agent.messages[2]["content"][0]["toolResult"]["content"] == [{"text": "pong"}]
+    warning = next(r.getMessage() for r in caplog.records if "two tools" in r.getMessage())
+    assert warning.startswith(
+        "two tools are named 'ping': the @tool tests.host.test_tool_providers.ping and "
+        "the @tool tests.host.test_tool_providers."
+    )
+    assert "other_ping of Shelf(); the second is left out" in warning
 
 
 def test_an_item_that_is_neither_a_tool_nor_a_provider_is_a_type_error() -> None:

@@ -95,6 +95,9 @@ class ModelCall:
                     agent=core.handle, invocation_state=invocation_state, attempt=attempt
                 )
             )
+            # A tool provider's I/O (an MCP client connecting, or fetching the list its
+            # server announced) is awaited here, so reading the tools never blocks the loop.
+            await core.tools.refresh()
             if core.cancel.is_set():  # a hook cancelled: do not pay for the request
                 return
             context = self._context(invocation_state)

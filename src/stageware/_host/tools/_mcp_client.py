@@ -10,15 +10,30 @@ messages and stops a stdio server's process. What this module adds is the lifeti
   any number of agents, and a tool call waits on the caller's loop without blocking it.
 - ``with client:`` / ``async with client:`` connect on entry and, however the block ends
   (an exception, a cancellation), cancel the calls still running, close the session and
-  stop the server's process on exit. Used without a block, the client connects when an
-  agent first reads its tools, and closes with ``close()`` or when the interpreter exits.
+  stop the server's process on exit. Used without a block, the client connects at an
+  agent's first model call, and closes with ``close()`` or when the interpreter exits.
+- Nothing blocks the caller's event loop. Reading the tools (``current_tools()``, at
+  every model call and tool lookup) returns the last list at once and never connects; the
+  agent awaits ``refresh_tools()`` before each model call, which connects a new client
+  in a worker thread and waits, asynchronously and cancellably, for a list the server
+  has announced.
 - ``notifications/tools/list_changed`` (on the 2026 revision, through a
   ``subscriptions/listen`` stream the client opens) makes the client list the tools
   again. One that reaches the client before a tool call's answer is acted on before the
-  answer is handed back, and reading the tools waits for a list the server announced, so
-  the agent's next model call offers it. The 2026 protocol orders nothing between the
-  listen stream and a call's answer: a change a server announces later reaches a later
-  model call.
+  answer is handed back, and ``refresh_tools()`` waits (up to ``_REFRESH_WAIT``) for a
+  list the server announced, so the agent's next model call offers it. The 2026 protocol
+  orders nothing between the listen stream and a call's answer: a change a server
+  announces later reaches a later model call.
+- A server tool whose name a model provider would refuse (``^[a-zA-Z0-9_-]{1,64}$``,
+  with the prefix) is left out with a WARNING naming the server, so one bad name does not
+  make every model call fail.
+- A session that ends on its own (the server exited, the connection dropped for good)
+  marks the client failed: its tools are dropped with a WARNING, and a call says that the
+  server exited. ``start()`` connects again.
+- Over HTTP, the SDK (from mcp 2.3, the floor the extra sets) follows a redirect only
+  within the endpoint's origin, so the headers and credentials given for one server, and
+  the tool calls, never reach another; a redirect elsewhere fails the request, naming
+  where it led.
 - Nothing secret is shown: the client is named by the command's program and script, or
   by the URL without its password and query, never by its environment or headers.
 """
@@ -26,9 +41,11 @@ messages and stops a stdio server's process. What this module adds is the lifeti
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import math
 import os
+import re
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -53,15 +70,26 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from stageware._host.models._credentials import redact_url, split_credentials
 from stageware._version import __version__
 
-from ._mcp_errors import MCPConnectionError
+from ._mcp_errors import MCPConnectionError, MCPUnavailableError
 from ._mcp_thread import LoopThread, LoopThreadClosedError
 from ._mcp_tool import MCPTool
+from ._mcp_transport import WatchedTransport
 
 __all__ = ["MCPClient"]
 
 _log = logging.getLogger("stageware.mcp")
 
 _DEFAULT_STARTUP_TIMEOUT = 30.0
+
+# A tool call that has not answered in five minutes is taken as hung: long enough for a
+# slow search or build, and the SDK's own read timeout for an HTTP server's stream.
+_DEFAULT_CALL_TIMEOUT = 300.0
+
+# About 25k tokens: a long document fits, a runaway dump does not fill the context window.
+_DEFAULT_MAX_RESULT_CHARS = 100_000
+
+# What model providers accept as a tool name (Bedrock, Anthropic, OpenAI agree).
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 # How long reading the tools waits for a list the server said has changed; past it, the
 # agent gets the old list rather than a stalled run.
@@ -119,7 +147,9 @@ class MCPClient:
         "_call_timeout",
         "_client",
         "_fresh",
+        "_listed",
         "_lock",
+        "_max_result_chars",
         "_prefix",
         "_refreshing",
         "_server",
@@ -138,10 +168,19 @@ class MCPClient:
         prefix: str | None,
         startup_timeout: float,
         call_timeout: float | None,
+        max_result_chars: int | None,
     ) -> None:
         """Use :meth:`stdio` or :meth:`http`."""
-        if prefix is not None and not prefix:
-            raise ValueError(f"prefix must be a non-empty string or None, got {prefix!r}")
+        # Room for "_" and at least one character of the server's name.
+        if prefix is not None and (not prefix or _TOOL_NAME.fullmatch(f"{prefix}_x") is None):
+            raise ValueError(
+                "prefix must be letters, digits, '_' or '-' (at most 62 of them), as model "
+                f"providers require of tool names, or None; got {prefix!r}"
+            )
+        if max_result_chars is not None and not _positive_int(max_result_chars):
+            raise ValueError(
+                f"max_result_chars must be a positive int or None, got {max_result_chars!r}"
+            )
         if not startup_timeout > 0:
             raise ValueError(f"startup_timeout must be positive, got {startup_timeout!r}")
         if call_timeout is not None and not call_timeout > 0:
@@ -150,6 +189,7 @@ class MCPClient:
         self._prefix = prefix
         self._startup_timeout = startup_timeout
         self._call_timeout = call_timeout
+        self._max_result_chars = max_result_chars
         self._lock = threading.Lock()
         self._state = "new"
         self._thread = LoopThread(f"stageware-mcp {server.label()}")
@@ -162,6 +202,8 @@ class MCPClient:
         self._stale = False
         self._wake: anyio.Event | None = None
         self._refreshing: anyio.Lock | None = None
+        # Set whenever _fresh is; waited on in the session's loop by refresh_tools().
+        self._listed: anyio.Event | None = None
 
     @classmethod
     def stdio(
@@ -173,7 +215,8 @@ class MCPClient:
         cwd: str | os.PathLike[str] | None = None,
         prefix: str | None = None,
         startup_timeout: float = _DEFAULT_STARTUP_TIMEOUT,
-        call_timeout: float | None = None,
+        call_timeout: float | None = _DEFAULT_CALL_TIMEOUT,
+        max_result_chars: int | None = _DEFAULT_MAX_RESULT_CHARS,
     ) -> MCPClient:
         """A server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -191,10 +234,14 @@ class MCPClient:
             startup_timeout: Seconds to start the server and open the session.
             call_timeout: Seconds a tool call may take before it ends in an error result
                 (and is cancelled on the server); ``None``: no limit.
+            max_result_chars: The most characters of text and JSON a tool result brings
+                into the history; past it the result is cut, with a note saying so that
+                the model reads. ``None``: no limit.
 
         Raises:
             TypeError: If *args* is a single string.
-            ValueError: For an empty command or prefix, or a timeout that is not positive.
+            ValueError: For an empty command, a prefix that is not a valid tool-name
+                part, or a timeout or limit that is not positive.
         """
         if isinstance(args, str):
             raise TypeError(f"args must be a list of strings, not one string: [{args!r}]")
@@ -207,7 +254,11 @@ class MCPClient:
             None if cwd is None else os.fspath(cwd),
         )
         return cls(
-            server, prefix=prefix, startup_timeout=startup_timeout, call_timeout=call_timeout
+            server,
+            prefix=prefix,
+            startup_timeout=startup_timeout,
+            call_timeout=call_timeout,
+            max_result_chars=max_result_chars,
         )
 
     @classmethod
@@ -218,7 +269,8 @@ class MCPClient:
         headers: Mapping[str, str] | None = None,
         prefix: str | None = None,
         startup_timeout: float = _DEFAULT_STARTUP_TIMEOUT,
-        call_timeout: float | None = None,
+        call_timeout: float | None = _DEFAULT_CALL_TIMEOUT,
+        max_result_chars: int | None = _DEFAULT_MAX_RESULT_CHARS,
     ) -> MCPClient:
         """A server spoken to over streamable HTTP at *url*.
 
@@ -231,16 +283,23 @@ class MCPClient:
             startup_timeout: Seconds to connect and open the session.
             call_timeout: Seconds a tool call may take before it ends in an error result
                 (and is cancelled on the server); ``None``: no limit.
+            max_result_chars: The most characters of text and JSON a tool result brings
+                into the history; past it the result is cut, with a note saying so that
+                the model reads. ``None``: no limit.
 
         Raises:
-            ValueError: For a URL that is not http(s), an empty prefix, or a timeout that
-                is not positive.
+            ValueError: For a URL that is not http(s), a prefix that is not a valid
+                tool-name part, or a timeout or limit that is not positive.
         """
         if urlsplit(url).scheme not in ("http", "https"):
             raise ValueError(f"url must be an http:// or https:// URL, got {redact_url(url)!r}")
         server = _Http(url, None if headers is None else dict(headers))
         return cls(
-            server, prefix=prefix, startup_timeout=startup_timeout, call_timeout=call_timeout
+            server,
+            prefix=prefix,
+            startup_timeout=startup_timeout,
+            call_timeout=call_timeout,
+            max_result_chars=max_result_chars,
         )
 
     # -- lifetime ----------------------------------------------------------------------
@@ -257,8 +316,10 @@ class MCPClient:
         with self._lock:
             if self._state == "open":
                 return
+            if self._state == "failed":
+                self._thread.stop()  # joins the thread whose session ended
             try:
-                self._thread.start(self._serve, self._startup_timeout + 5.0)
+                self._thread.start(self._serve, self._startup_timeout + 5.0, self._ended)
             except Exception as error:
                 self._thread.stop()
                 raise MCPConnectionError(
@@ -273,7 +334,7 @@ class MCPClient:
     def close(self) -> None:
         """Cancel running calls, close the session and stop the server; idempotent."""
         with self._lock:
-            if self._state != "open":
+            if self._state not in ("open", "failed"):
                 return
             self._state = "closed"
             _open_clients.discard(self)
@@ -320,30 +381,47 @@ class MCPClient:
         return self._server.label()
 
     def current_tools(self) -> Sequence[MCPTool]:
-        """The server's tools as last listed (``ToolProvider``); connects a new client.
+        """The server's tools as last listed (``ToolProvider``); never blocks.
 
-        The same tuple while the list is unchanged. When the server has said that its
-        tools changed and the new list is still on its way, waits for it (one
-        ``tools/list`` round trip), so the model call that reads it offers the new list.
+        The same tuple while the list is unchanged; empty before the client is started
+        (``refresh_tools()`` or ``start()`` connects it) and after its server exited.
 
         Raises:
-            MCPConnectionError: If a new client cannot connect.
             RuntimeError: If the client was closed.
         """
-        if self._state == "new":
-            self.start()
-        elif self._state == "closed":
+        if self._state == "closed":
             raise RuntimeError(
                 f"MCPClient {self.label} is closed: its tools are gone; use the agent inside "
                 "`with client:`, or start() the client again"
             )
-        if not self._fresh.is_set():
-            self._fresh.wait(_REFRESH_WAIT)
         return self._tools
+
+    async def refresh_tools(self) -> None:
+        """Get the tools ready for a model call (``RefreshingToolProvider``).
+
+        Connects a new client (in a worker thread, so the caller's loop runs on; a
+        cancelled caller leaves the connecting to finish in the background), and, when
+        the server has said that its tools changed, waits for the new list, at most
+        ``_REFRESH_WAIT`` seconds (then the old list is offered). Cancelling the caller
+        ends the wait at once.
+
+        Raises:
+            MCPConnectionError: If a new client cannot connect.
+        """
+        if self._state == "new":
+            await anyio.to_thread.run_sync(self.start, abandon_on_cancel=True)
+        if self._state != "open" or self._fresh.is_set():
+            return
+        with anyio.move_on_after(_REFRESH_WAIT):
+            # Closed or ended meanwhile: current_tools() says which.
+            with contextlib.suppress(LoopThreadClosedError):
+                await self._thread.call(self._wait_listed)
 
     @property
     def tool_names(self) -> list[str]:
-        """The names the agent offers the server's tools by."""
+        """The names the agent offers the server's tools by; connects a new client."""
+        if self._state == "new":
+            self.start()
         return [tool.tool_name for tool in self.current_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
@@ -364,7 +442,8 @@ class MCPClient:
         try:
             return await self._thread.call(call)
         except LoopThreadClosedError as error:
-            raise MCPConnectionError(f"MCPClient {self.label} is closed: {error}") from error
+            reason = "its server exited" if self._state == "failed" else "the client is closed"
+            raise MCPUnavailableError(self.label, reason) from error
 
     def __repr__(self) -> str:
         return f"MCPClient({self.label}, {self._state})"
@@ -374,12 +453,15 @@ class MCPClient:
     async def _serve(self, serve_portal: Callable[[], Awaitable[None]]) -> None:
         self._stale = False
         self._fresh.set()
+        self._listed = anyio.Event()
+        self._listed.set()
         self._wake = anyio.Event()
         self._refreshing = anyio.Lock()
         with anyio.CancelScope(deadline=anyio.current_time() + self._startup_timeout) as startup:
             async with AsyncExitStack() as stack:
+                transport = WatchedTransport(await self._transport(stack))
                 client = Client(
-                    await self._transport(stack),
+                    transport,
                     message_handler=self._on_message,
                     client_info=mcp_types.Implementation(name="stageware", version=__version__),
                     # The client keeps the list itself, refreshed on list_changed.
@@ -387,7 +469,7 @@ class MCPClient:
                 )
                 self._client = await stack.enter_async_context(client)
                 try:
-                    await self._run(self._client, startup, serve_portal)
+                    await self._run(self._client, startup, serve_portal, transport.ended)
                 finally:
                     self._client = None
         if startup.cancelled_caught:
@@ -398,6 +480,7 @@ class MCPClient:
         client: Client,
         startup: anyio.CancelScope,
         serve_portal: Callable[[], Awaitable[None]],
+        ended: anyio.Event,
     ) -> None:
         self._tools = await self._list_tools(client)
         async with anyio.create_task_group() as background:
@@ -409,10 +492,14 @@ class MCPClient:
                 # no change after that is missed.
                 await background.start(self._listen, client)
             startup.deadline = math.inf
-            try:
-                await serve_portal()
-            finally:
-                background.cancel_scope.cancel()
+            with anyio.CancelScope() as serving:
+                # The server's side ended (a stdio server exited): the session is over,
+                # and returning ends the thread, which reports it (_ended).
+                background.start_soon(_cancel_when_set, ended, serving)
+                try:
+                    await serve_portal()
+                finally:
+                    background.cancel_scope.cancel()
 
     async def _transport(self, stack: AsyncExitStack) -> Transport:
         server = self._server
@@ -437,7 +524,22 @@ class MCPClient:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        return tuple(MCPTool(self, tool, prefix=self._prefix) for tool in listed)
+        tools: list[MCPTool] = []
+        for tool in listed:
+            name = tool.name if self._prefix is None else f"{self._prefix}_{tool.name}"
+            if _TOOL_NAME.fullmatch(name) is None:
+                shown = name if len(name) <= 80 else f"{name[:77]}..."
+                _log.warning(
+                    "MCP server %s: tool %r left out: model providers take tool names of "
+                    "1 to 64 letters, digits, '_' or '-'",
+                    self.label,
+                    shown,
+                )
+                continue
+            tools.append(
+                MCPTool(self, tool, prefix=self._prefix, max_result_chars=self._max_result_chars)
+            )
+        return tuple(tools)
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
@@ -445,6 +547,8 @@ class MCPClient:
             # notification finds the mark and waits for the new list.
             self._stale = True
             self._fresh.clear()
+            if self._listed is not None and self._listed.is_set():
+                self._listed = anyio.Event()
             if self._wake is not None:
                 self._wake.set()
         elif isinstance(message, Exception):
@@ -474,6 +578,12 @@ class MCPClient:
             finally:
                 if not self._stale:
                     self._fresh.set()
+                    if self._listed is not None:
+                        self._listed.set()
+
+    async def _wait_listed(self) -> None:
+        while not self._fresh.is_set() and self._listed is not None:
+            await self._listed.wait()
 
     async def _listen(
         self, client: Client, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -505,6 +615,30 @@ class MCPClient:
         if self._stale:
             await self._refresh_if_stale()
         return result
+
+    def _ended(self, error: BaseException | None) -> None:
+        """In the session's thread, when the session ended without ``stop()``."""
+        if self._state != "open":
+            return
+        self._state = "failed"
+        self._tools = ()
+        self._fresh.set()
+        why = "its server exited" if error is None else _reason(error)
+        _log.warning(
+            "MCP server %s: the session ended (%s); its tools are dropped until start()",
+            self.label,
+            why,
+        )
+
+
+def _positive_int(value: object) -> bool:
+    # A float would cut mid-character count; a bool is an int only by accident.
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _reason(error: BaseException) -> str:

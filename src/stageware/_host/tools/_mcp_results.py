@@ -8,6 +8,10 @@
   is asked by the protocol to send the same JSON as text too; that text copy is dropped,
   so the model does not read the answer twice.
 - ``isError`` makes an error result, with the same content.
+- Past ``max_chars`` characters of text and JSON (the client's ``max_result_chars``), the
+  result is cut: the block that crosses the limit keeps its beginning (a JSON block as
+  text), later text and JSON blocks are left out, and a last text block tells the model
+  how much it got of how much. Images are not counted: providers bound them themselves.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ _IMAGE_FORMATS: dict[str, ImageFormat] = {
 }
 
 
-def tool_result(tool_use_id: str, result: mcp_types.CallToolResult) -> ToolResult:
+def tool_result(
+    tool_use_id: str, result: mcp_types.CallToolResult, *, max_chars: int | None = None
+) -> ToolResult:
     """The Converse result for *result*, the answer to the call *tool_use_id*."""
     content: list[ToolResultContent] = []
     structured = result.structured_content
@@ -43,8 +49,37 @@ def tool_result(tool_use_id: str, result: mcp_types.CallToolResult) -> ToolResul
     return {
         "toolUseId": tool_use_id,
         "status": "error" if result.is_error else "success",
-        "content": content,
+        "content": content if max_chars is None else _cut(content, max_chars),
     }
+
+
+def _cut(content: list[ToolResultContent], max_chars: int) -> list[ToolResultContent]:
+    """*content* with at most *max_chars* characters of text and JSON, and a note if cut."""
+    kept: list[ToolResultContent] = []
+    left, total = max_chars, 0
+    for block in content:
+        if "text" in block:
+            text = block["text"]
+        elif "json" in block:
+            text = json.dumps(block["json"], ensure_ascii=False)
+        else:
+            kept.append(block)
+            continue
+        total += len(text)
+        if len(text) <= left:
+            kept.append(block)
+            left -= len(text)
+        elif left > 0:
+            kept.append({"text": text[:left]})
+            left = 0
+    if total > max_chars:
+        kept.append(
+            {
+                "text": f"[the result was cut: these are the first {max_chars} of its "
+                f"{total} characters]"
+            }
+        )
+    return kept
 
 
 def _is_copy_of(block: mcp_types.ContentBlock, structured: Any) -> bool:

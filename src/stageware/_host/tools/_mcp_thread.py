@@ -6,10 +6,11 @@ runs on the caller's (asyncio or trio), and two agents in two threads may share 
 server. So the session gets a loop of its own, in a thread of its own, and every request
 is carried there and its outcome carried back:
 
-- ``LoopThread.start(serve)`` runs ``serve`` on a new asyncio loop in a daemon thread and
-  waits until it has opened its portal (``anyio.from_thread.BlockingPortal``), or failed.
-  Daemon, so an unclosed client never keeps the interpreter alive; the client closes
-  itself at exit instead.
+- ``LoopThread.start(serve, timeout, on_end)`` runs ``serve`` on a new asyncio loop in a
+  daemon thread and waits until it has opened its portal
+  (``anyio.from_thread.BlockingPortal``), or failed. Daemon, so an unclosed client never
+  keeps the interpreter alive; the client closes itself at exit instead. A session that
+  ends afterwards without ``stop()`` (its server exited) is reported to ``on_end``.
 - ``LoopThread.call(func, ...)`` runs ``func`` in that loop and awaits its outcome from
   the caller's loop without blocking it and without a worker thread: the portal's future
   wakes the caller through its own loop's token. Cancelling the caller cancels the task
@@ -54,15 +55,21 @@ class LoopThreadClosedError(RuntimeError):
 class LoopThread:
     """One daemon thread running one event loop, for one MCP session."""
 
-    __slots__ = ("_name", "_portal", "_thread")
+    __slots__ = ("_name", "_portal", "_stopping", "_thread")
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._thread: threading.Thread | None = None
         self._portal: BlockingPortal | None = None
+        self._stopping = False
 
-    def start(self, serve: Serve, timeout: float) -> None:
+    def start(
+        self, serve: Serve, timeout: float, on_end: Callable[[BaseException | None], None]
+    ) -> None:
         """Run *serve* in a new thread and wait until it opened its portal.
+
+        *on_end* is called in the thread, with what ended the session (``None``: it
+        returned), if the session ends after it was ready and before ``stop()``.
 
         Raises:
             TimeoutError: If *serve* took longer than *timeout* seconds to get ready.
@@ -79,20 +86,24 @@ class LoopThread:
             await serve(serve_portal)
 
         def run() -> None:
+            ended: BaseException | None = None
             try:
                 anyio.run(main, backend="asyncio")
             except BaseException as error:
                 # Handed to the starting thread. After start, the calls waiting on the
-                # session got its errors already; what ended the session is logged.
+                # session got its errors already.
                 if not ready.done():
                     ready.set_exception(error)
-                else:
-                    _log.warning("%s: the session ended: %r", self._name, error)
+                ended = error
             if not ready.done():
                 ready.set_exception(LoopThreadClosedError("the session ended before it was ready"))
+            elif not self._stopping:
+                self._portal = None
+                on_end(ended)
 
         thread = threading.Thread(target=run, name=self._name, daemon=True)
         self._thread = thread
+        self._stopping = False
         thread.start()
         try:
             self._portal = ready.result(timeout)
@@ -102,6 +113,7 @@ class LoopThread:
     def stop(self) -> None:
         """Cancel the calls still running, let the session close, and join the thread."""
         portal, thread = self._portal, self._thread
+        self._stopping = True
         self._portal = None
         if portal is not None:
             # A RuntimeError: the loop has already ended (its session failed).
@@ -136,6 +148,10 @@ async def wait_for(future: concurrent.futures.Future[T]) -> T:
     done = anyio.Event()
 
     def wake(_: concurrent.futures.Future[T]) -> None:
+        # A loop token is how anyio itself (``anyio.from_thread.run_sync``) enters a loop
+        # from another thread; its ``backend_class.run_sync_soon`` is public on the
+        # token but documented only as part of the backend interface, so the version
+        # range in the mcp extra (anyio>=4.11,<5) is the one it is tested with.
         # RunFinishedError: the waiting loop has ended; nobody is left to wake.
         with contextlib.suppress(anyio.RunFinishedError):
             token.backend_class.run_sync_soon(done.set, (), token.native_token)

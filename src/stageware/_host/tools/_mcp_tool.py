@@ -4,7 +4,8 @@ It runs through the ExecuteTool chain, so middleware and policies (``tool.before
 ``tool.after``) see and govern it as they do a ``@tool``. Whatever goes wrong on the way
 to the server and back ends as an error result for the model that names the server and
 the tool, never as a hang: a JSON-RPC error, a timeout, a server that exited mid-call (its
-connection closes, and the SDK fails the waiting call at once), a closed client.
+connection closes, and the SDK fails the waiting call at once) or before it, a closed
+client.
 Cancellation is not a result: it propagates, and the call is cancelled on the server too.
 """
 
@@ -20,7 +21,7 @@ from stageware._generated.events import ExecuteToolEvent, ToolResultEvent
 from stageware._generated.payloads import ToolSpec, ToolUse
 
 from ._context import ToolContext
-from ._mcp_errors import MCPConnectionError
+from ._mcp_errors import MCPConnectionError, MCPUnavailableError
 from ._mcp_results import tool_result
 from ._results import error_result
 
@@ -49,10 +50,18 @@ class MCPTool:
             client's prefix).
     """
 
-    __slots__ = ("_caller", "_spec", "server_tool_name")
+    __slots__ = ("_caller", "_max_result_chars", "_spec", "server_tool_name")
 
-    def __init__(self, caller: ToolCaller, tool: mcp_types.Tool, *, prefix: str | None) -> None:
+    def __init__(
+        self,
+        caller: ToolCaller,
+        tool: mcp_types.Tool,
+        *,
+        prefix: str | None,
+        max_result_chars: int | None = None,
+    ) -> None:
         self._caller = caller
+        self._max_result_chars = max_result_chars
         self.server_tool_name: str = tool.name
         name = tool.name if prefix is None else f"{prefix}_{tool.name}"
         # Bedrock and Anthropic refuse an empty description; the title is the next best.
@@ -95,8 +104,11 @@ class MCPTool:
             result = await self._caller.call_tool(
                 self.server_tool_name, dict(cast(Mapping[str, Any], arguments))
             )
+        except MCPUnavailableError as error:
+            yield _failed(tool_use_id, f"Error: {where} cannot run: {error.reason}", error)
+            return
         except MCPConnectionError as error:
-            yield _failed(tool_use_id, f"Error: {where} cannot run: the client is closed", error)
+            yield _failed(tool_use_id, f"Error: {where} cannot run: {error}", error)
             return
         except MCPError as error:
             yield _failed(tool_use_id, f"Error: {where} failed: {_describe(error)}", error)
@@ -105,7 +117,9 @@ class MCPTool:
             text = f"Error: {where} failed: {type(error).__name__}: {error}"
             yield _failed(tool_use_id, text, error)
             return
-        yield ToolResultEvent(tool_result=tool_result(tool_use_id, result))
+        yield ToolResultEvent(
+            tool_result=tool_result(tool_use_id, result, max_chars=self._max_result_chars)
+        )
 
     def __repr__(self) -> str:
         return f"MCPTool({self.tool_name!r}, server={self._caller.label})"
