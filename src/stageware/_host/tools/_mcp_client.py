@@ -30,10 +30,10 @@ messages and stops a stdio server's process. What this module adds is the lifeti
 - A session that ends on its own (the server exited, the connection dropped for good)
   marks the client failed: its tools are dropped with a WARNING, and a call says that the
   server exited. ``start()`` connects again.
-- Over HTTP, the SDK (from mcp 2.3, the floor the extra sets) follows a redirect only
-  within the endpoint's origin, so the headers and credentials given for one server, and
-  the tool calls, never reach another; a redirect elsewhere fails the request, naming
-  where it led.
+- Over HTTP, a redirect is followed only within the endpoint's origin (the client's own
+  request hook checks every request, whatever the SDK's version does), so the headers and
+  credentials given for one server, and the tool calls, never reach another; a redirect
+  elsewhere fails the request, naming where it led.
 - Nothing secret is shown: the client is named by the command's program and script, or
   by the URL without its password and query, never by its environment or headers.
 """
@@ -64,7 +64,6 @@ from anyio.abc import TaskStatus
 from mcp import StdioServerParameters, stdio_client
 from mcp.client import Client, IncomingMessage, Transport
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from stageware._host.models._credentials import redact_url, split_credentials
@@ -511,7 +510,18 @@ class MCPClient:
         url, credentials = split_credentials(server.url)
         auth = None if credentials is None else httpx2.BasicAuth(*credentials)
         http_client = await stack.enter_async_context(
-            create_mcp_http_client(headers=server.headers, auth=auth)
+            httpx2.AsyncClient(
+                headers=server.headers,
+                auth=auth,
+                # The SDK's own client timeouts: a long read for the server's event stream.
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                # Redirects are followed within the endpoint's origin only (a server mounted
+                # at /mcp/ answers /mcp with one), so the headers, credentials and tool calls
+                # given for one server never reach another: httpx drops only Authorization
+                # on a cross-origin redirect, and mcp before 2.3 followed any redirect.
+                follow_redirects=True,
+                event_hooks={"request": [_same_origin_as(httpx2.URL(url))]},
+            )
         )
         return streamable_http_client(url, http_client=http_client)
 
@@ -665,3 +675,24 @@ _open_clients: weakref.WeakSet[MCPClient] = weakref.WeakSet()
 def _close_open_clients() -> None:
     for client in list(_open_clients):
         client.close()
+
+
+class _RedirectRefusedError(RuntimeError):
+    """A redirect that would have taken an MCP request to another origin."""
+
+
+def _same_origin_as(
+    endpoint: httpx2.URL,
+) -> Callable[[httpx2.Request], Awaitable[None]]:
+    """A request hook that refuses any request outside *endpoint*'s origin."""
+    origin = (endpoint.scheme, endpoint.host, endpoint.port)
+
+    async def check(request: httpx2.Request) -> None:
+        url = request.url
+        if (url.scheme, url.host, url.port) != origin:
+            elsewhere = redact_url(str(url.copy_with(query=None)))
+            raise _RedirectRefusedError(
+                f"a redirect to {elsewhere} was not followed: it leaves the server's origin"
+            )
+
+    return check
