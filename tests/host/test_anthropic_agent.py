@@ -98,6 +98,44 @@ def test_a_tool_round_trip_with_thinking_goes_back_in_anthropics_form(
     ]
 
 
+def test_a_tool_call_whose_arguments_are_not_an_object_does_not_end_the_conversation(
+    server: FakeAnthropicServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A call cut short (or a model's bad arguments): its input is text, not an object.
+    bad_call = [
+        {
+            "type": "content_block_start",
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "delta": {"type": "input_json_delta", "partial_json": '{"city": "Os'},
+        },
+        {"type": "content_block_stop"},
+    ]
+    server.reply(
+        SSEReply(message(bad_call, stop_reason="tool_use")),
+        SSEReply(message(text_block("Sorry, which city?"))),
+        SSEReply(message(text_block("Sunny."))),
+    )
+    agent = Agent(
+        AnthropicModel("claude-test", base_url=server.base_url, api_key="test"), tools=[weather]
+    )
+
+    with caplog.at_level("INFO", logger="stageware._host.models._anthropic_request"):
+        assert agent("Weather?").text == "Sorry, which city?"
+        assert agent("Oslo.").text == "Sunny."
+
+    second, third = (request.body["messages"] for request in server.requests[1:])
+    call, result = second[1]["content"][0], second[2]["content"][0]
+    # The call goes as an empty object; its result says what was wrong with the arguments.
+    assert call == {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
+    assert (result["tool_use_id"], result["is_error"]) == ("toolu_1", True)
+    assert third[:3] == second
+    assert "messages[1].content[0]: the tool call's input is not a JSON object" in caplog.text
+    assert "'{\"city\": \"Os'" in caplog.text
+
+
 def test_system_blocks_with_a_cache_point_reach_the_server_as_cache_control(
     server: FakeAnthropicServer,
 ) -> None:
