@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pydantic
 import pytest
 
 from stageware import Agent, ModelRetryStrategy, tool
@@ -134,6 +135,44 @@ def test_a_tool_call_whose_arguments_are_not_an_object_does_not_end_the_conversa
     assert third[:3] == second
     assert "messages[1].content[0]: the tool call's input is not a JSON object" in caplog.text
     assert '\'{"city": "Os\'' in caplog.text
+
+
+class Forecast(pydantic.BaseModel):
+    """A forecast."""
+
+    city: str
+    sunny: bool
+
+
+def test_a_structured_run_on_the_tool_path_with_thinking_asks_without_forcing(
+    server: FakeAnthropicServer,
+) -> None:
+    server.reply(
+        SSEReply(message(thinking_block("Easy.", "sig-A"), text_block("Sunny in Oslo."))),
+        SSEReply(
+            message(
+                thinking_block("The tool, then.", "sig-B"),
+                tool_block("toolu_1", "Forecast", {"city": "Oslo", "sunny": True}),
+                stop_reason="tool_use",
+            )
+        ),
+    )
+    model = AnthropicModel(
+        "claude-test",
+        base_url=server.base_url,
+        api_key="test",
+        structured_output="tool",
+        params={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    )
+
+    result = Agent(model)("Weather in Oslo?", output_type=Forecast)
+
+    assert result.output == Forecast(city="Oslo", sunny=True)
+    first, second = (request.body for request in server.requests)
+    assert "tool_choice" not in first
+    # The host forces its tool after the prose reply; with thinking on, that goes as auto.
+    assert second["tool_choice"] == {"type": "auto"}
+    assert "calling the Forecast tool" in second["messages"][-1]["content"][0]["text"]
 
 
 def test_system_blocks_with_a_cache_point_reach_the_server_as_cache_control(

@@ -363,6 +363,32 @@ async def test_the_tool_mode_never_sends_a_format(
     assert "output_config" not in server.requests[0].body
 
 
+@pytest.mark.parametrize(
+    ("thinking", "sent"),
+    [
+        pytest.param({"type": "enabled", "budget_tokens": 1024}, "auto", id="thinking"),
+        pytest.param({"type": "disabled"}, "tool", id="thinking disabled"),
+        pytest.param(None, "tool", id="no thinking"),
+    ],
+)
+async def test_a_forced_tool_with_thinking_on_is_sent_as_auto(
+    server: FakeAnthropicServer,
+    client: anthropic.AsyncAnthropic,
+    thinking: dict[str, Any] | None,
+    sent: str,
+) -> None:
+    params = {} if thinking is None else {"thinking": thinking}
+    model = AnthropicModel("claude-test", client=client, params=params)
+    server.reply(SSEReply(message(text_block("ok"))), SSEReply(message(text_block("ok"))))
+
+    await collect(model, tool_specs=[WEATHER], tool_choice={"tool": {"name": "weather"}})
+    await collect(model, tool_specs=[WEATHER], tool_choice={"any": {}})
+
+    first, second = (request.body["tool_choice"] for request in server.requests)
+    assert first == ({"type": "tool", "name": "weather"} if sent == "tool" else {"type": "auto"})
+    assert second == {"type": "any" if sent == "tool" else "auto"}
+
+
 async def test_cancelling_mid_stream_closes_the_connection(
     model: AnthropicModel, server: FakeAnthropicServer
 ) -> None:

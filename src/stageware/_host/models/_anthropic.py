@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Any, Final, Literal, Self, final
+from typing import Any, Final, Literal, Self, cast, final
 
 import anthropic
 import httpx2
@@ -79,6 +79,11 @@ class AnthropicModel:
         structured_output: How a structured run asks for its object: ``"native"`` uses
             the API's JSON-schema output (``output_config.format``), ``"tool"`` leaves
             it to the host's forced tool, for proxies without the native mode.
+
+    With ``thinking`` on, a ``tool_choice`` that forces a tool (``any`` or a named tool)
+    is sent as ``auto``: the API refuses to force a tool while the model thinks. A
+    structured run on the tool path then relies on the host's request in words to call
+    the output tool, which it repeats within ``output_retries``.
         max_retries: The SDK's own retries of a failed request (2 in the SDK); 0 by
             default, so that throttling reaches the agent's retry strategy. Only used
             when the model builds its client.
@@ -246,12 +251,27 @@ class AnthropicModel:
                 tools[-1]["cache_control"] = {"type": "ephemeral"}
             request["tools"] = tools
             if tool_choice is not None:
-                request["tool_choice"] = convert_tool_choice(tool_choice)
+                choice = convert_tool_choice(tool_choice)
+                if choice["type"] != "auto" and self._thinks():
+                    # With extended thinking on, the API refuses a choice that forces a
+                    # tool ("any" or a named one) and accepts only "auto". Asking is left
+                    # to the prompt: the host's structured run tells the model which
+                    # tool to call, and asks again (within output_retries) if it did not.
+                    choice = {"type": "auto"}
+                request["tool_choice"] = choice
         if output_schema is not None and self.supports_structured_output:
             config = dict(request.get("output_config") or {})
             config["format"] = output_format(output_schema.json_schema)
             request["output_config"] = config
         return request
+
+    def _thinks(self) -> bool:
+        """Whether requests turn on extended thinking (``params["thinking"]``, not disabled)."""
+        thinking = self._params.get("thinking")
+        if not isinstance(thinking, Mapping):
+            return False
+        kind = cast("Mapping[str, object]", thinking).get("type")
+        return kind != "disabled"
 
     async def _refuse_a_plain_body(
         self, response: anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent]
