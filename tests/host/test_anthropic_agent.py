@@ -8,6 +8,7 @@ throttled call is retried by the agent with the server's wait.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pydantic
 import pytest
@@ -103,7 +104,7 @@ def test_a_tool_call_whose_arguments_are_not_an_object_does_not_end_the_conversa
     server: FakeAnthropicServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A call cut short (or a model's bad arguments): its input is text, not an object.
-    bad_call = [
+    bad_call: list[dict[str, Any]] = [
         {
             "type": "content_block_start",
             "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}},

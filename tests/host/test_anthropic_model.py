@@ -6,6 +6,7 @@ check the Converse events the adapter yields and the request bodies the server r
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -478,3 +479,34 @@ def test_a_built_client_serves_its_loop_and_is_closed_when_the_loop_ends(
     assert first is again
     assert first.is_closed()
     assert len(server.requests) == 3
+
+
+def test_openai_and_anthropic_clients_share_one_ssl_context(
+    server: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Loading the CA certificates is nearly all of a client's cost: one context for all.
+    from stageware._host.models import _loop_clients
+    from stageware.openai import OpenAIModel
+
+    built: list[object] = []
+    create = _loop_clients.httpx2.create_ssl_context
+
+    def counted() -> ssl.SSLContext:
+        context = create()
+        built.append(context)
+        return context
+
+    monkeypatch.setattr(_loop_clients, "_ssl_context", None)
+    monkeypatch.setattr(_loop_clients.httpx2, "create_ssl_context", counted)
+    anthropic_model = AnthropicModel("claude-test", base_url=server.base_url, api_key="k")
+    # A key no other test uses: a client the shared OpenAI clients must build now.
+    openai_model = OpenAIModel("gpt-test", base_url=server.base_url, api_key="k-ssl-context")
+    server.reply(SSEReply(message(text_block("ok"))))
+
+    async def use_both() -> None:
+        await collect(anthropic_model)
+        assert openai_model.client is not None
+
+    anyio.run(use_both)
+
+    assert len(built) == 1

@@ -3,7 +3,7 @@
 ``AnthropicModel`` converts the Converse conversation (``_anthropic_request``), streams
 ``POST /v1/messages`` with ``anthropic.AsyncAnthropic``, and turns the event stream back
 into Converse events (``_anthropic_stream``); ``_anthropic_errors`` says what a failure
-was, ``_anthropic_clients`` keeps a client per event loop. This module makes the call.
+was, ``_loop_clients`` keeps a client per event loop. This module makes the call.
 
 The SDK's HTTP stack (httpx2) runs on asyncio and on trio, so the model does too.
 """
@@ -29,7 +29,6 @@ from stageware._generated.payloads import (
     ToolSpec,
 )
 
-from ._anthropic_clients import LoopClients, shared_ssl_context
 from ._anthropic_errors import describe
 from ._anthropic_request import (
     convert_messages,
@@ -42,6 +41,7 @@ from ._anthropic_stream import ContextWindowFilledError, StreamFormatError, Stre
 from ._credentials import hidden_texts, redact_url, split_credentials
 from ._errors import ContextWindowOverflowError, ModelError, ModelThrottledError
 from ._http_failures import Failure, quote
+from ._loop_clients import LoopClients, shared_ssl_context
 from ._output_schema import OutputSchema
 
 __all__ = ["AnthropicModel"]
@@ -89,7 +89,7 @@ class AnthropicModel:
             when the model builds its client.
 
     Without a *client*, the model builds one per event loop, closed when that loop ends
-    (``_anthropic_clients``). ``repr()`` and errors show the endpoint with any password
+    (``_loop_clients``). ``repr()`` and errors show the endpoint with any password
     redacted and never the key. Every failure is a ``ModelError`` naming the model and
     the endpoint, never an answer that looks complete: 429, 529 and an overloaded stream
     are ``ModelThrottledError`` (with the server's ``retry-after``), a prompt that does
@@ -148,7 +148,9 @@ class AnthropicModel:
         )
         self._api_key = api_key
         self._max_retries = max_retries
-        self._clients = LoopClients(self._build_client)
+        # Per model, not shared between models as OpenAIModel's are: a deployment has a
+        # few models, and a client costs little on the shared SSL context.
+        self._clients = LoopClients(self._build_client, "AnthropicModel")
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -297,7 +299,7 @@ class AnthropicModel:
         )
 
     def _build_client(self) -> anthropic.AsyncAnthropic:
-        """A client for this model on the running loop (see ``_anthropic_clients``).
+        """A client for this model on the running loop (see ``_loop_clients``).
 
         Credentials in the base URL become the HTTP client's basic auth, so that no
         request URL (which the HTTP library logs whole) carries them.
