@@ -12,6 +12,7 @@ from typing import Any
 
 import anthropic
 import anyio
+import httpx2
 import pydantic
 import pytest
 
@@ -489,7 +490,7 @@ def test_openai_and_anthropic_clients_share_one_ssl_context(
     from stageware.openai import OpenAIModel
 
     built: list[object] = []
-    create = _loop_clients.httpx2.create_ssl_context
+    create = httpx2.create_ssl_context
 
     def counted() -> ssl.SSLContext:
         context = create()
@@ -497,7 +498,7 @@ def test_openai_and_anthropic_clients_share_one_ssl_context(
         return context
 
     monkeypatch.setattr(_loop_clients, "_ssl_context", None)
-    monkeypatch.setattr(_loop_clients.httpx2, "create_ssl_context", counted)
+    monkeypatch.setattr(httpx2, "create_ssl_context", counted)
     anthropic_model = AnthropicModel("claude-test", base_url=server.base_url, api_key="k")
     # A key no other test uses: a client the shared OpenAI clients must build now.
     openai_model = OpenAIModel("gpt-test", base_url=server.base_url, api_key="k-ssl-context")
