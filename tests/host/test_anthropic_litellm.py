@@ -4,16 +4,22 @@ The proxy (``conftest.litellm_proxy``, a real third-party server run on loopback
 session) takes the Messages API request, forwards it as a chat completion to the fake
 provider behind its ``via-upstream`` model, and streams the answer back as Anthropic's
 SSE events, re-encoded by LiteLLM, not by us. So the adapter reads a stream written by
-someone else's encoder, as it would behind a LiteLLM deployment. (The proxy's mocked
-models answer ``/v1/messages`` with one JSON body even when asked to stream, which the
-adapter reports as an error: not a case worth a test of its own here.)
+someone else's encoder, as it would behind a LiteLLM deployment. The proxy's mocked
+models answer ``/v1/messages`` with one JSON body even when asked to stream, so they
+serve only its errors (throttling, a context window exceeded), in the proxy's words.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from stageware import Agent, tool
+from stageware import (
+    Agent,
+    ContextWindowOverflowError,
+    ModelError,
+    ModelThrottledError,
+    tool,
+)
 from stageware.anthropic import AnthropicModel
 
 from .fake_openai_server import FakeOpenAIServer, SSEReply, chunk, tool_delta, usage_chunk
@@ -85,3 +91,23 @@ async def test_an_agent_calls_a_tool_and_answers_through_the_proxys_messages_api
     assert sent[-1]["role"] == "tool"
     assert sent[-1]["tool_call_id"] == uses[0]["toolUseId"]
     assert "shipped" in str(sent[-1]["content"])
+
+
+@pytest.mark.parametrize(
+    ("model_id", "kind"),
+    [
+        pytest.param("mock-throttled", ModelThrottledError, id="throttled"),
+        pytest.param("mock-overflow", ContextWindowOverflowError, id="context window exceeded"),
+    ],
+)
+async def test_the_proxys_errors_reach_the_agent_as_their_kind(
+    litellm_proxy: LiteLLMProxy, model_id: str, kind: type[ModelError]
+) -> None:
+    model = AnthropicModel(model_id, base_url=litellm_proxy.base_url, api_key=litellm_proxy.api_key)
+
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream([{"role": "user", "content": [{"text": "Hi"}]}]):
+            pass
+
+    assert type(caught.value) is kind
+    assert str(caught.value).startswith(f"model '{model_id}' at {litellm_proxy.base_url}")
