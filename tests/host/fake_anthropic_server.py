@@ -12,6 +12,9 @@ trio alike, speaking Anthropic's SSE event stream (``event: <type>`` then ``data
 - ``ResetReply``: the connection reset after some events, or before any answer;
 - ``HangReply``: some events, then pings until the client hangs up, which the server
   records (``disconnected``), to prove that a cancelled call closes its connection.
+
+Whatever the script, it refuses with the API's 400 what the API always refuses: a
+forced ``tool_choice`` with extended thinking on.
 """
 
 from __future__ import annotations
@@ -240,9 +243,26 @@ class FakeAnthropicServer:
         """Record *request* and return the reply scripted for it (called by the handler)."""
         with self._lock:
             self._requests.append(request)
+            refusal = _refusal(request.body)
+            if refusal is not None:
+                # Refused as the API refuses it, without using up a scripted reply.
+                return ErrorReply(400, error_body("invalid_request_error", refusal))
             if self._replies:
                 return self._replies.popleft()
         return ErrorReply(500, error_body("api_error", "the test scripted no reply for this"))
+
+
+def _refusal(body: dict[str, Any]) -> str | None:
+    """What the API says to a request it refuses whatever the script, or ``None``.
+
+    Extended thinking and a forced tool do not go together: the API accepts only
+    ``tool_choice`` ``auto`` (or ``none``) while thinking is on.
+    """
+    thinking = body.get("thinking")
+    forced = (body.get("tool_choice") or {}).get("type") in ("any", "tool")
+    if isinstance(thinking, dict) and thinking.get("type") != "disabled" and forced:
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    return None
 
 
 class _HTTPServer(ThreadingHTTPServer):

@@ -8,7 +8,9 @@ throttled call is retried by the agent with the server's wait.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+import pydantic
 import pytest
 
 from stageware import Agent, ModelRetryStrategy, tool
@@ -96,6 +98,82 @@ def test_a_tool_round_trip_with_thinking_goes_back_in_anthropics_form(
             ],
         },
     ]
+
+
+def test_a_tool_call_whose_arguments_are_not_an_object_does_not_end_the_conversation(
+    server: FakeAnthropicServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A call cut short (or a model's bad arguments): its input is text, not an object.
+    bad_call: list[dict[str, Any]] = [
+        {
+            "type": "content_block_start",
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "delta": {"type": "input_json_delta", "partial_json": '{"city": "Os'},
+        },
+        {"type": "content_block_stop"},
+    ]
+    server.reply(
+        SSEReply(message(bad_call, stop_reason="tool_use")),
+        SSEReply(message(text_block("Sorry, which city?"))),
+        SSEReply(message(text_block("Sunny."))),
+    )
+    agent = Agent(
+        AnthropicModel("claude-test", base_url=server.base_url, api_key="test"), tools=[weather]
+    )
+
+    with caplog.at_level("INFO", logger="stageware._host.models._anthropic_request"):
+        assert agent("Weather?").text == "Sorry, which city?"
+        assert agent("Oslo.").text == "Sunny."
+
+    second, third = (request.body["messages"] for request in server.requests[1:])
+    call, result = second[1]["content"][0], second[2]["content"][0]
+    # The call goes as an empty object; its result says what was wrong with the arguments.
+    assert call == {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
+    assert (result["tool_use_id"], result["is_error"]) == ("toolu_1", True)
+    assert third[:3] == second
+    assert "messages[1].content[0]: the tool call's input is not a JSON object" in caplog.text
+    assert '\'{"city": "Os\'' in caplog.text
+
+
+class Forecast(pydantic.BaseModel):
+    """A forecast."""
+
+    city: str
+    sunny: bool
+
+
+def test_a_structured_run_on_the_tool_path_with_thinking_asks_without_forcing(
+    server: FakeAnthropicServer,
+) -> None:
+    server.reply(
+        SSEReply(message(thinking_block("Easy.", "sig-A"), text_block("Sunny in Oslo."))),
+        SSEReply(
+            message(
+                thinking_block("The tool, then.", "sig-B"),
+                tool_block("toolu_1", "Forecast", {"city": "Oslo", "sunny": True}),
+                stop_reason="tool_use",
+            )
+        ),
+    )
+    model = AnthropicModel(
+        "claude-test",
+        base_url=server.base_url,
+        api_key="test",
+        structured_output="tool",
+        params={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    )
+
+    result = Agent(model)("Weather in Oslo?", output_type=Forecast)
+
+    assert result.output == Forecast(city="Oslo", sunny=True)
+    first, second = (request.body for request in server.requests)
+    assert "tool_choice" not in first
+    # The host forces its tool after the prose reply; with thinking on, that goes as auto.
+    assert second["tool_choice"] == {"type": "auto"}
+    assert "calling the Forecast tool" in second["messages"][-1]["content"][0]["text"]
 
 
 def test_system_blocks_with_a_cache_point_reach_the_server_as_cache_control(

@@ -150,10 +150,20 @@ async def test_another_error_event_mid_stream_is_a_model_error(
     assert "(api_error): Internal server error" in str(error)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("prompt is too long: 210000 tokens > 200000 maximum", id="prompt too long"),
+        pytest.param(
+            "input length and `max_tokens` exceed context limit: 198000 + 4096 > 200000, "
+            "decrease input length or `max_tokens` and try again",
+            id="input and max_tokens exceed the limit",
+        ),
+    ],
+)
 async def test_a_prompt_too_long_is_a_context_window_overflow(
-    model: AnthropicModel, server: FakeAnthropicServer
+    model: AnthropicModel, server: FakeAnthropicServer, text: str
 ) -> None:
-    text = "prompt is too long: 210000 tokens > 200000 maximum"
     server.reply(ErrorReply(400, error_body("invalid_request_error", text)))
 
     error = await failure(model)

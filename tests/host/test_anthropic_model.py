@@ -6,11 +6,13 @@ check the Converse events the adapter yields and the request bodies the server r
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anthropic
 import anyio
+import httpx2
 import pydantic
 import pytest
 
@@ -363,6 +365,32 @@ async def test_the_tool_mode_never_sends_a_format(
     assert "output_config" not in server.requests[0].body
 
 
+@pytest.mark.parametrize(
+    ("thinking", "sent"),
+    [
+        pytest.param({"type": "enabled", "budget_tokens": 1024}, "auto", id="thinking"),
+        pytest.param({"type": "disabled"}, "tool", id="thinking disabled"),
+        pytest.param(None, "tool", id="no thinking"),
+    ],
+)
+async def test_a_forced_tool_with_thinking_on_is_sent_as_auto(
+    server: FakeAnthropicServer,
+    client: anthropic.AsyncAnthropic,
+    thinking: dict[str, Any] | None,
+    sent: str,
+) -> None:
+    params = {} if thinking is None else {"thinking": thinking}
+    model = AnthropicModel("claude-test", client=client, params=params)
+    server.reply(SSEReply(message(text_block("ok"))), SSEReply(message(text_block("ok"))))
+
+    await collect(model, tool_specs=[WEATHER], tool_choice={"tool": {"name": "weather"}})
+    await collect(model, tool_specs=[WEATHER], tool_choice={"any": {}})
+
+    first, second = (request.body["tool_choice"] for request in server.requests)
+    assert first == ({"type": "tool", "name": "weather"} if sent == "tool" else {"type": "auto"})
+    assert second == {"type": "any" if sent == "tool" else "auto"}
+
+
 async def test_cancelling_mid_stream_closes_the_connection(
     model: AnthropicModel, server: FakeAnthropicServer
 ) -> None:
@@ -452,3 +480,34 @@ def test_a_built_client_serves_its_loop_and_is_closed_when_the_loop_ends(
     assert first is again
     assert first.is_closed()
     assert len(server.requests) == 3
+
+
+def test_openai_and_anthropic_clients_share_one_ssl_context(
+    server: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Loading the CA certificates is nearly all of a client's cost: one context for all.
+    from stageware._host.models import _loop_clients
+    from stageware.openai import OpenAIModel
+
+    built: list[object] = []
+    create = httpx2.create_ssl_context
+
+    def counted() -> ssl.SSLContext:
+        context = create()
+        built.append(context)
+        return context
+
+    monkeypatch.setattr(_loop_clients, "_ssl_context", None)
+    monkeypatch.setattr(httpx2, "create_ssl_context", counted)
+    anthropic_model = AnthropicModel("claude-test", base_url=server.base_url, api_key="k")
+    # A key no other test uses: a client the shared OpenAI clients must build now.
+    openai_model = OpenAIModel("gpt-test", base_url=server.base_url, api_key="k-ssl-context")
+    server.reply(SSEReply(message(text_block("ok"))))
+
+    async def use_both() -> None:
+        await collect(anthropic_model)
+        assert openai_model.client is not None
+
+    anyio.run(use_both)
+
+    assert len(built) == 1

@@ -175,17 +175,6 @@ def test_the_system_prompt_string_is_sent_when_there_are_no_blocks() -> None:
             id="a tool use from the user",
         ),
         pytest.param(
-            [
-                {"role": "user", "content": [{"text": "hi"}]},
-                {
-                    "role": "assistant",
-                    "content": [{"toolUse": {"toolUseId": "t", "name": "n", "input": "[1, 2"}}],
-                },
-            ],
-            r"messages\[1\]\.content\[0\]: the tool call's input is not a JSON object",
-            id="raw tool input that is not an object",
-        ),
-        pytest.param(
             [{"role": "user", "content": [{"text": "a", "image": {}}]}],
             r"messages\[0\]\.content\[0\]: a content block must have exactly one key",
             id="two keys in one block",
@@ -197,6 +186,24 @@ def test_a_block_anthropic_cannot_carry_is_a_value_error_naming_where(
 ) -> None:
     with pytest.raises(ValueError, match=error):
         convert_messages(messages)
+
+
+@pytest.mark.parametrize("raw", ["[1, 2", "[1, 2]", '{"city": "Os', ""])
+def test_raw_tool_input_that_is_not_an_object_is_sent_as_an_empty_one(raw: str) -> None:
+    messages: Messages = [
+        {"role": "user", "content": [{"text": "hi"}]},
+        {
+            "role": "assistant",
+            "content": [{"toolUse": {"toolUseId": "t", "name": "n", "input": raw}}],
+        },
+    ]
+
+    assert convert_messages(messages)[1]["content"][0] == {
+        "type": "tool_use",
+        "id": "t",
+        "name": "n",
+        "input": {},
+    }
 
 
 def test_raw_tool_input_that_is_a_json_object_is_sent_parsed() -> None:

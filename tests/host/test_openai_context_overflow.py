@@ -109,6 +109,16 @@ async def failing_call(model: OpenAIModel) -> ModelError:
             {"error": {"message": "Prompt is too long: 210000 tokens > 200000 maximum"}},
             id="413 in words",
         ),
+        pytest.param(
+            400,
+            {
+                "error": {
+                    "message": "input length and `max_tokens` exceed context limit: "
+                    "198000 + 4096 > 200000, decrease input length or `max_tokens` and try again"
+                }
+            },
+            id="Anthropic's words through a proxy",
+        ),
     ],
 )
 async def test_a_context_window_refusal_is_a_context_window_overflow_error(

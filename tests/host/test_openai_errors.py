@@ -20,7 +20,7 @@ import pytest
 
 from stageware import Agent, ModelError, ModelThrottledError
 from stageware._generated.payloads import Messages, StreamEvent, ToolSpec
-from stageware._host.models._openai_clients import shared_clients
+from stageware._host.models import _loop_clients
 from stageware.openai import OpenAIModel
 
 from .fake_openai_server import (
@@ -323,9 +323,10 @@ async def test_a_tool_spec_that_is_not_json_data_is_a_model_error_before_any_req
 async def test_a_shared_client_that_cannot_be_built_is_a_model_error_naming_why(
     server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The SSL context is built with the first client and kept; this model's client is
-    # the first with its key, so it builds one, from a certificate file that is not there.
-    monkeypatch.setattr(shared_clients, "_ssl_context", None)
+    # The SSL context every adapter shares is built with the first client and kept; with
+    # none built yet, this model's client (the first with its key) builds it, from a
+    # certificate file that is not there.
+    monkeypatch.setattr(_loop_clients, "_ssl_context", None)
     monkeypatch.setenv("SSL_CERT_FILE", str(Path(__file__).parent / "no-such-file.pem"))
     model = OpenAIModel("test-model", base_url=server.base_url, api_key="unbuildable")
 

@@ -9,9 +9,11 @@ out of sight) needs the ``openai`` extra, so it is not imported here;
 ``_bedrock_request``, ``_bedrock_pump``, ``_bedrock_events`` and ``_bedrock_errors``) needs
 the ``bedrock`` extra; ``stageware.bedrock`` is its public face.
 The Anthropic adapter (``_anthropic``, with
-``_anthropic_request``, ``_anthropic_stream``, ``_anthropic_errors`` and
-``_anthropic_clients``; ``_http_failures`` holds what any HTTP adapter's errors need)
-needs the ``anthropic`` extra in the same way; ``stageware.anthropic`` is its face.
+``_anthropic_request``, ``_anthropic_stream`` and ``_anthropic_errors``) needs the
+``anthropic`` extra in the same way; ``stageware.anthropic`` is its face. What the HTTP
+adapters share lives beside them: ``_http_failures`` (what a failure says, which
+messages mean a context-window overflow) and ``_loop_clients`` (SDK clients per event
+loop, one SSL context).
 """
 
 from ._errors import (

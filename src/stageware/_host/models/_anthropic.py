@@ -3,7 +3,7 @@
 ``AnthropicModel`` converts the Converse conversation (``_anthropic_request``), streams
 ``POST /v1/messages`` with ``anthropic.AsyncAnthropic``, and turns the event stream back
 into Converse events (``_anthropic_stream``); ``_anthropic_errors`` says what a failure
-was, ``_anthropic_clients`` keeps a client per event loop. This module makes the call.
+was, ``_loop_clients`` keeps a client per event loop. This module makes the call.
 
 The SDK's HTTP stack (httpx2) runs on asyncio and on trio, so the model does too.
 """
@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Any, Final, Literal, Self, final
+from typing import Any, Final, Literal, Self, cast, final
 
 import anthropic
 import httpx2
@@ -29,7 +29,6 @@ from stageware._generated.payloads import (
     ToolSpec,
 )
 
-from ._anthropic_clients import LoopClients, shared_ssl_context
 from ._anthropic_errors import describe
 from ._anthropic_request import (
     convert_messages,
@@ -42,6 +41,7 @@ from ._anthropic_stream import ContextWindowFilledError, StreamFormatError, Stre
 from ._credentials import hidden_texts, redact_url, split_credentials
 from ._errors import ContextWindowOverflowError, ModelError, ModelThrottledError
 from ._http_failures import Failure, quote
+from ._loop_clients import LoopClients, shared_ssl_context
 from ._output_schema import OutputSchema
 
 __all__ = ["AnthropicModel"]
@@ -79,12 +79,17 @@ class AnthropicModel:
         structured_output: How a structured run asks for its object: ``"native"`` uses
             the API's JSON-schema output (``output_config.format``), ``"tool"`` leaves
             it to the host's forced tool, for proxies without the native mode.
+
+    With ``thinking`` on, a ``tool_choice`` that forces a tool (``any`` or a named tool)
+    is sent as ``auto``: the API refuses to force a tool while the model thinks. A
+    structured run on the tool path then relies on the host's request in words to call
+    the output tool, which it repeats within ``output_retries``.
         max_retries: The SDK's own retries of a failed request (2 in the SDK); 0 by
             default, so that throttling reaches the agent's retry strategy. Only used
             when the model builds its client.
 
     Without a *client*, the model builds one per event loop, closed when that loop ends
-    (``_anthropic_clients``). ``repr()`` and errors show the endpoint with any password
+    (``_loop_clients``). ``repr()`` and errors show the endpoint with any password
     redacted and never the key. Every failure is a ``ModelError`` naming the model and
     the endpoint, never an answer that looks complete: 429, 529 and an overloaded stream
     are ``ModelThrottledError`` (with the server's ``retry-after``), a prompt that does
@@ -143,7 +148,9 @@ class AnthropicModel:
         )
         self._api_key = api_key
         self._max_retries = max_retries
-        self._clients = LoopClients(self._build_client)
+        # Per model, not shared between models as OpenAIModel's are: a deployment has a
+        # few models, and a client costs little on the shared SSL context.
+        self._clients = LoopClients(self._build_client, "AnthropicModel")
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -246,12 +253,27 @@ class AnthropicModel:
                 tools[-1]["cache_control"] = {"type": "ephemeral"}
             request["tools"] = tools
             if tool_choice is not None:
-                request["tool_choice"] = convert_tool_choice(tool_choice)
+                choice = convert_tool_choice(tool_choice)
+                if choice["type"] != "auto" and self._thinks():
+                    # With extended thinking on, the API refuses a choice that forces a
+                    # tool ("any" or a named one) and accepts only "auto". Asking is left
+                    # to the prompt: the host's structured run tells the model which
+                    # tool to call, and asks again (within output_retries) if it did not.
+                    choice = {"type": "auto"}
+                request["tool_choice"] = choice
         if output_schema is not None and self.supports_structured_output:
             config = dict(request.get("output_config") or {})
             config["format"] = output_format(output_schema.json_schema)
             request["output_config"] = config
         return request
+
+    def _thinks(self) -> bool:
+        """Whether requests turn on extended thinking (``params["thinking"]``, not disabled)."""
+        thinking = self._params.get("thinking")
+        if not isinstance(thinking, Mapping):
+            return False
+        kind = cast("Mapping[str, object]", thinking).get("type")
+        return kind != "disabled"
 
     async def _refuse_a_plain_body(
         self, response: anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent]
@@ -277,7 +299,7 @@ class AnthropicModel:
         )
 
     def _build_client(self) -> anthropic.AsyncAnthropic:
-        """A client for this model on the running loop (see ``_anthropic_clients``).
+        """A client for this model on the running loop (see ``_loop_clients``).
 
         Credentials in the base URL become the HTTP client's basic auth, so that no
         request URL (which the HTTP library logs whole) carries them.

@@ -9,7 +9,8 @@ the protocol or ended early. :func:`describe` turns each into a ``Failure``.
 Throttling, which the agent retries with backoff: HTTP 429 (but not a spent limit,
 which waiting does not refill), HTTP 529 ("overloaded"), and an ``overloaded_error`` or
 ``rate_limit_error`` event in the middle of a stream. A 400 saying the prompt is too long
-is a context-window overflow.
+(or that input and ``max_tokens`` together exceed the context limit) is a context-window
+overflow, read by the phrases all HTTP adapters share (``_http_failures``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ import anthropic
 import httpx2
 
 from ._anthropic_stream import ContextWindowFilledError, IncompleteStreamError, StreamFormatError
-from ._http_failures import Failure, describe_cause, quote, retry_after_seconds
+from ._http_failures import (
+    Failure,
+    describe_cause,
+    quote,
+    retry_after_seconds,
+    says_context_overflow,
+)
 
 __all__ = ["describe"]
 
@@ -32,9 +39,11 @@ _THROTTLING_TYPES: Final = frozenset({"rate_limit_error", "overloaded_error"})
 _NOT_THROTTLING_CODES: Final = frozenset(
     {"contract_spend_limit_reached", "enforced_spend_limit_reached"}
 )
-# How Anthropic words a prompt that does not fit (HTTP 400, invalid_request_error):
-# "prompt is too long: 210000 tokens > 200000 maximum"; some proxies say "context window".
-_OVERFLOW_PHRASES: Final = ("prompt is too long", "context window", "context length")
+# A prompt that does not fit is an `invalid_request_error` (HTTP 400; 413 from some
+# proxies), worded as `says_context_overflow` knows: "prompt is too long: 210000 tokens >
+# 200000 maximum", "input length and `max_tokens` exceed context limit: 198000 + 4096 >
+# 200000".
+_OVERFLOW_STATUSES: Final = frozenset({400, 413})
 
 
 def describe(error: Exception) -> Failure:
@@ -89,7 +98,7 @@ def _describe_status(error: anthropic.APIStatusError) -> Failure:
         status_code in (429, 529) or (status_code == 200 and error_type in _THROTTLING_TYPES)
     ) and error.error_code not in _NOT_THROTTLING_CODES
     retry_after = retry_after_seconds(error.response.headers) if status is not None else None
-    overflow = status_code == 400 and any(phrase in detail.lower() for phrase in _OVERFLOW_PHRASES)
+    overflow = status_code in _OVERFLOW_STATUSES and says_context_overflow(detail)
     return Failure(
         what,
         status_code=status,

@@ -14,12 +14,15 @@
   and (as an entry of its own in the tool list) in the tools.
 
 A block Anthropic cannot carry is a ``ValueError`` naming the message and the block,
-raised before any request is sent.
+raised before any request is sent. A tool call whose input is not a JSON object (text a
+model sent as arguments) goes as ``{}``, logged: its error result follows it, and
+Anthropic would refuse the whole history over it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
@@ -34,6 +37,7 @@ from stageware._generated.payloads import (
     ToolResult,
     ToolSpec,
 )
+from stageware._host._shorten import shorten
 
 __all__ = [
     "convert_messages",
@@ -44,6 +48,10 @@ __all__ = [
 ]
 
 Json = dict[str, Any]
+
+_log: Final = logging.getLogger(__name__)
+# How much of a tool call's unusable input the log quotes.
+_MAX_LOGGED_INPUT: Final = 80
 
 # What Anthropic accepts as a cache breakpoint: "ephemeral" is its only kind.
 _CACHE_CONTROL: Final[Mapping[str, str]] = {"type": "ephemeral"}
@@ -198,12 +206,18 @@ def _image(image_format: str, data: str) -> Json:
     }
 
 
-def _tool_input(tool_input: object, where: str) -> object:
+def _tool_input(tool_input: object, where: str) -> Json:
     """The ``input`` of a tool call in the history: Anthropic takes only a JSON object.
 
-    A string is the raw text of arguments that were not a JSON object (the stream
-    assembler keeps it, and the host reported it to the model as an error).
+    A string is the raw text of arguments: a JSON object is sent parsed. Anything else
+    (text that is not an object: a model's bad arguments, a call cut short by
+    ``max_tokens``, from this model or from another before a fallback) cannot be sent as
+    it was, and refusing the whole history would end the conversation for good. So the
+    call goes as ``{}``: its tool result, right after it, already told the model that
+    those arguments were not an object.
     """
+    if isinstance(tool_input, dict):
+        return cast("Json", tool_input)
     if isinstance(tool_input, str):
         try:
             parsed: object = json.loads(tool_input)
@@ -211,13 +225,13 @@ def _tool_input(tool_input: object, where: str) -> object:
             parsed = None
         if isinstance(parsed, dict):
             return cast("Json", parsed)
-        raise ValueError(
-            f"{where}: the tool call's input is not a JSON object ({tool_input[:80]!r}); "
-            "Anthropic accepts only an object as tool input"
-        )
-    if isinstance(tool_input, dict):
-        return cast("Json", tool_input)
-    raise ValueError(f"{where}: the tool call's input is not a JSON object")
+    _log.info(
+        "%s: the tool call's input is not a JSON object (%s); Anthropic accepts only an "
+        "object, so it is sent as {}",
+        where,
+        shorten(repr(tool_input), _MAX_LOGGED_INPUT),
+    )
+    return {}
 
 
 def _tool_result(result: ToolResult, where: str) -> Json:

@@ -1,11 +1,13 @@
 """What any HTTP model adapter needs to describe a failed call, whatever its SDK.
 
 A :class:`Failure` is one failed call in words a person can act on: what happened, the
-HTTP status, and whether it was throttling worth a retry (with the wait the server
-asked for, read by :func:`retry_after_seconds`). :func:`describe_cause` names the
-transport error at the bottom of an SDK's wrapped exceptions; :func:`quote` shortens a
-body or an event's data for a message. The adapters' own ``_*_errors`` modules map their
-SDK's exceptions onto these.
+HTTP status, whether it was throttling worth a retry (with the wait the server asked
+for, read by :func:`retry_after_seconds`), and whether the request did not fit the
+model's context window (:func:`says_context_overflow` reads that from the server's
+words). :func:`describe_cause` names the transport error at the bottom of an SDK's
+wrapped exceptions; :func:`quote` shortens a body or an event's data for a message. The
+adapters' own ``_*_errors`` modules map their SDK's exceptions onto these, so that every
+adapter says the same thing the same way.
 """
 
 from __future__ import annotations
@@ -20,12 +22,46 @@ from typing import Final, final
 
 from stageware._host._shorten import shorten
 
-__all__ = ["Failure", "describe_cause", "quote", "retry_after_seconds"]
+__all__ = [
+    "CONTEXT_OVERFLOW_PHRASES",
+    "Failure",
+    "describe_cause",
+    "quote",
+    "retry_after_seconds",
+    "says_context_overflow",
+]
 
 # How much of a response body or an event's data a message quotes.
 _MAX_QUOTE: Final = 300
 # How deep a message follows an exception's cause chain.
 _MAX_CAUSES: Final = 8
+
+CONTEXT_OVERFLOW_PHRASES: Final = (
+    # OpenAI, OpenRouter, vLLM and most hosted OpenAI-compatible servers: "This model's
+    # maximum context length is 8192 tokens"; OpenAI's code, as some proxies spell it.
+    "maximum context length",
+    "context_length_exceeded",
+    # vLLM's newer wording: "... exceeds the max_model_len".
+    "max_model_len",
+    # llama.cpp's server: "the request exceeds the available context size".
+    "the available context size",
+    # LiteLLM's proxy: "litellm.ContextWindowExceededError: ...".
+    "contextwindowexceeded",
+    # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum", and "input length
+    # and `max_tokens` exceed context limit: 198000 + 4096 > 200000".
+    "prompt is too long",
+    "exceed context limit",
+    # Bedrock, by the model behind it: "Input is too long for requested model", "too many
+    # total text bytes".
+    "input is too long",
+    "too long for requested model",
+    "too many total text bytes",
+    # Proxies and the rest, in plain words ("context window exceeded", "exceeds the
+    # context length").
+    "context window",
+    "context length",
+)
+"""What servers say (lowercased) when a request does not fit the model's context window."""
 
 
 @final
@@ -38,7 +74,8 @@ class Failure:
         status_code: The HTTP status of an error response.
         throttled: Whether the server was throttling (retrying later may succeed).
         retry_after: Seconds the server asked to wait, from ``Retry-After``.
-        context_overflow: Whether the request did not fit the model's context window.
+        context_overflow: Whether the server refused the request as longer than the
+            model's context window (a shorter history may succeed, the same one never).
     """
 
     what: str
@@ -46,6 +83,16 @@ class Failure:
     throttled: bool = False
     retry_after: float | None = None
     context_overflow: bool = False
+
+
+def says_context_overflow(message: str) -> bool:
+    """Whether an error's *message* says the request did not fit the context window.
+
+    Only a client error's message means it (a 400, or a 413 from a proxy): a server error
+    that mentions a context length is the server's failure, and the caller checks that.
+    """
+    lowered = message.lower()
+    return any(phrase in lowered for phrase in CONTEXT_OVERFLOW_PHRASES)
 
 
 def describe_cause(error: BaseException) -> str:

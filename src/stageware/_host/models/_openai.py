@@ -31,6 +31,7 @@ from stageware._generated.payloads import (
 
 from ._credentials import hidden_texts, redact_url
 from ._errors import ContextWindowOverflowError, ModelError, ModelThrottledError
+from ._http_failures import Failure, quote
 from ._openai_clients import ClientSettings, shared_clients
 from ._openai_convert import (
     StreamFormatError,
@@ -38,7 +39,7 @@ from ._openai_convert import (
     convert_messages,
     convert_tool_choice,
 )
-from ._openai_errors import Failure, describe, quote_body
+from ._openai_errors import describe
 from ._openai_output import response_format
 from ._openai_request import RequestEncoder
 from ._output_schema import OutputSchema
@@ -246,7 +247,7 @@ class OpenAIModel:
         if content_type.partition(";")[0].strip().lower() != "application/json":
             return
         try:
-            body = quote_body(await response.response.aread())
+            body = quote(await response.response.aread())
         except Exception as error:  # The body is only quoted; failing to read it is no news.
             body = f"(unreadable: {type(error).__name__})"
         raise self._model_error(

@@ -14,8 +14,8 @@ the async generators still suspended when their run ends, while the loop can sti
 the close. So no socket outlives its loop and nothing warns "unclosed" at exit. (A loop
 closed without that step, by hand and without ``shutdown_asyncgens()``, keeps its
 clients until the process ends.) A client built before any loop ran (``model.client``
-read outside one) is adopted by the first loop that uses it. All clients use one SSL
-context, built with the first.
+read outside one) is adopted by the first loop that uses it. All clients use the SSL
+context every adapter shares; the parking and the context come from ``_loop_clients``.
 
 Nothing counts the models that use a client, so a loop keeps every client it made until
 it ends: on a long-lived loop, each distinct key or endpoint costs a client for good (the
@@ -25,17 +25,16 @@ README says so, and to pass a client of one's own there).
 from __future__ import annotations
 
 import os
-import ssl
 import threading
 from collections.abc import AsyncGenerator
 from typing import NamedTuple, final
 
-import httpx2
 import openai
 
 from stageware._host._running_loop import running_loop
 
 from ._credentials import split_credentials
+from ._loop_clients import park_in_running_loop, shared_ssl_context
 
 __all__ = ["ClientSettings", "SharedClients", "shared_clients"]
 
@@ -105,16 +104,13 @@ class _LoopClients:
 class SharedClients:
     """The clients of a process, by settings and event loop. Safe to use from any thread."""
 
-    __slots__ = ("_by_loop", "_lock", "_ssl_context", "_unbound")
+    __slots__ = ("_by_loop", "_lock", "_unbound")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_loop: dict[object, _LoopClients] = {}
         # Clients built outside any loop, waiting for the first loop that uses them.
         self._unbound: dict[ClientSettings, openai.AsyncOpenAI] = {}
-        # Loading the CA certificates is nearly all of a client's cost (about 40 ms); the
-        # context holds no connection, so every client on every loop can use one.
-        self._ssl_context: ssl.SSLContext | None = None
 
     def peek(self, settings: ClientSettings) -> openai.AsyncOpenAI:
         """The client a request with *settings* would use now, built if there is none.
@@ -159,7 +155,7 @@ class SharedClients:
         if entry is None:
             entry = self._by_loop[loop] = _LoopClients()
             entry.closer = self._close_at_loop_end(loop, entry)
-            _run_to_first_yield(entry.closer)
+            park_in_running_loop(entry.closer)
         client = entry.clients.get(settings) or self._unbound.pop(settings, None)
         if client is None:
             client = self._build(settings)
@@ -203,11 +199,8 @@ class SharedClients:
         bare_url, credentials = (
             (None, None) if settings.base_url is None else split_credentials(settings.base_url)
         )
-        if self._ssl_context is None:
-            # As `httpx` builds it for `verify=True`, reading SSL_CERT_FILE/SSL_CERT_DIR.
-            self._ssl_context = httpx2.create_ssl_context()
         auth = None if credentials is None else (credentials.username, credentials.password)
-        http_client = openai.DefaultAsyncHttpxClient(verify=self._ssl_context, auth=auth)
+        http_client = openai.DefaultAsyncHttpxClient(verify=shared_ssl_context(), auth=auth)
         api_key = (
             environment.get("OPENAI_API_KEY") if settings.api_key is None else settings.api_key
         )
@@ -219,21 +212,6 @@ class SharedClients:
             project=environment.get("OPENAI_PROJECT_ID"),
             http_client=http_client,
         )
-
-
-def _run_to_first_yield(closer: AsyncGenerator[None, None]) -> None:
-    """Start *closer* without awaiting it (``peek`` cannot): from here the loop knows it.
-
-    Asking for its first step is what registers it with the running loop (asyncio's and
-    trio's async-generator hooks); its body reaches ``yield`` without awaiting anything,
-    so one ``send`` runs the step to its end.
-    """
-    step = closer.asend(None)
-    try:
-        step.send(None)
-    except StopIteration:
-        return
-    raise AssertionError("the closer awaited before its first yield")
 
 
 shared_clients = SharedClients()

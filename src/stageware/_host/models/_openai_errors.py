@@ -3,75 +3,40 @@
 ``_openai`` catches the failures of a request and its stream: ``openai`` exceptions (an
 HTTP error, a refused or reset connection, a timeout, an error event), a body the SSE
 decoder could not parse, a stream that broke the chat-completions protocol or ended
-early. :func:`describe` turns each into a :class:`Failure`: what happened, the HTTP status,
-whether it was throttling worth a retry (with the wait the server asked for), and whether
-the server refused a conversation too long for the model's context window.
+early. :func:`describe` turns each into a ``Failure`` (``_http_failures``, shared with the
+other adapters): what happened, the HTTP status, whether it was throttling worth a retry
+(with the wait the server asked for), and whether the server refused a conversation too
+long for the model's context window.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
-import math
-import re
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC
-from typing import Final, cast, final
+from typing import Final, cast
 
 import openai
 
-from stageware._host._shorten import shorten
-
+from ._http_failures import (
+    Failure,
+    describe_cause,
+    quote,
+    retry_after_seconds,
+    says_context_overflow,
+)
 from ._openai_convert import IncompleteStreamError, StreamFormatError
 
-__all__ = ["Failure", "describe", "describe_cause", "quote_body", "retry_after_seconds"]
-
-# How much of a response body or an SSE event's data a message quotes.
-_MAX_QUOTE: Final = 300
-# How deep a message follows an exception's cause chain.
-_MAX_CAUSES: Final = 8
+__all__ = ["describe"]
 
 # Statuses that mean "too busy now, the same request may succeed later".
 _THROTTLING_STATUSES: Final = frozenset({429, 529})
 # The error codes and types OpenAI-compatible servers give a conversation longer than the
-# model's context window: OpenAI's and OpenRouter's code, llama.cpp's server's type.
+# model's context window: OpenAI's and OpenRouter's code, llama.cpp's server's type. Servers
+# that send only a message are read by `says_context_overflow`.
 _OVERFLOW_CODES: Final = frozenset({"context_length_exceeded", "exceed_context_size_error"})
-# The same refusal in words, for servers that send only a message (lowercased): OpenAI,
-# vLLM, OpenRouter and most hosted servers ("This model's maximum context length is 8192
-# tokens"), vLLM's newer "exceeds the max_model_len", llama.cpp's "the request exceeds the
-# available context size", LiteLLM's proxy ("ContextWindowExceededError", "context window
-# exceeded"), Anthropic-style "prompt is too long", Bedrock-style "input is too long".
-_OVERFLOW_WORDS: Final = re.compile(
-    r"maximum context length|context[ _]length[ _]exceeded|max_model_len"
-    r"|exceeds? the available context size|context ?window ?exceeded"
-    r"|prompt is too long|input is too long"
-)
 # A context-window refusal is a client error; 413 is what some proxies send for a body too
 # large. A 5xx that happens to mention a context length is a server failure, not this.
 _OVERFLOW_STATUSES: Final = frozenset({400, 413, 422})
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """One failed call, described.
-
-    Attributes:
-        what: What went wrong, as the end of a sentence that names the model.
-        status_code: The HTTP status of an error response.
-        throttled: Whether the server was throttling (retrying later may succeed).
-        retry_after: Seconds the server asked to wait, from ``Retry-After``.
-        context_overflow: Whether the server refused the request as longer than the
-            model's context window (a shorter history may succeed, the same one never).
-    """
-
-    what: str
-    status_code: int | None = None
-    throttled: bool = False
-    retry_after: float | None = None
-    context_overflow: bool = False
 
 
 def describe(error: Exception) -> Failure:
@@ -94,63 +59,9 @@ def describe(error: Exception) -> Failure:
         # The SSE decoder parses each event's data; the document is that event's data.
         return Failure(
             f"malformed response stream: an event's data is not JSON ({error.msg}, at "
-            f"character {error.pos}): {_quote(error.doc)}"
+            f"character {error.pos}): {quote(error.doc)}"
         )
     return Failure(f"malformed response stream: {type(error).__name__}: {error}")
-
-
-def describe_cause(error: BaseException) -> str:
-    """An exception and the root of its cause chain, each as its type and its text.
-
-    Transport errors are often wrapped several times without text of their own
-    (``ReadError('')`` around ``ReadError('')`` around ...); the OS error at the bottom
-    (``ConnectionResetError: [Errno 104] ...``) is what tells a reset from a refusal. So
-    the chain is followed through suppressed contexts too, and the links in between that
-    say nothing new are left out.
-    """
-    chain: list[BaseException] = []
-    link: BaseException | None = error
-    while link is not None and link not in chain and len(chain) < _MAX_CAUSES:
-        chain.append(link)
-        link = link.__cause__ or link.__context__
-    shown = [chain[0]]
-    for link in chain[1:-1]:
-        if str(link) and str(link) != str(shown[-1]):
-            shown.append(link)
-    if len(chain) > 1:
-        shown.append(chain[-1])
-    return ", caused by ".join(
-        f"{type(link).__name__}: {link}" if str(link) else type(link).__name__ for link in shown
-    )
-
-
-def quote_body(body: bytes) -> str:
-    """The start of a response body, for a message about it."""
-    return _quote(body.decode("utf-8", errors="replace"))
-
-
-def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """The wait a throttling response asked for, in seconds, or ``None``.
-
-    Reads ``retry-after-ms`` (OpenAI's, more precise) and then ``Retry-After``, as seconds
-    or as an HTTP date; *now* is the current time (``time.time()``) for a date.
-    """
-    milliseconds = _non_negative(headers.get("retry-after-ms"))
-    if milliseconds is not None:
-        return milliseconds / 1000
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    seconds = _non_negative(value)
-    if seconds is not None:
-        return seconds
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _describe_status(error: openai.APIStatusError) -> Failure:
@@ -178,7 +89,7 @@ def _is_overflow(error: openai.APIStatusError) -> bool:
     """Whether a client error says the conversation does not fit the context window."""
     if error.code in _OVERFLOW_CODES or error.type in _OVERFLOW_CODES:
         return True
-    return _OVERFLOW_WORDS.search(_detail(error).lower()) is not None
+    return says_context_overflow(_detail(error))
 
 
 def _detail(error: openai.APIError) -> str:
@@ -190,17 +101,3 @@ def _detail(error: openai.APIError) -> str:
         if isinstance(message, str) and message:
             return message
     return error.message
-
-
-def _non_negative(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
-
-
-def _quote(text: str) -> str:
-    return repr(shorten(text.strip(), _MAX_QUOTE))
