@@ -10,10 +10,10 @@ import stageware.policy
 import stageware.runtime
 
 # Public submodules: importing one binds it on the package, but they stay out of __all__,
-# so that `from stageware import *` works without the extras `openai`, `bedrock`,
+# so that `from stageware import *` works without the extras the model adapters, MCP,
 # `postgres` and `conformance` (`testing`) need.
-SUBMODULES = {"bedrock", "conformance", "openai", "policy", "postgres", "runtime"}
-OPTIONAL_SUBMODULES = {"bedrock", "conformance", "openai", "postgres"}
+OPTIONAL_SUBMODULES = {"anthropic", "bedrock", "conformance", "mcp", "openai", "postgres"}
+SUBMODULES = {*OPTIONAL_SUBMODULES, "middleware", "policy", "runtime"}
 
 
 def test_every_public_name_is_in_all() -> None:
@@ -24,8 +24,10 @@ def test_every_public_name_is_in_all() -> None:
 
 
 def test_optional_submodules_are_not_star_exported() -> None:
+    import stageware.anthropic
     import stageware.bedrock
     import stageware.conformance  # binds the submodules on the package
+    import stageware.mcp
     import stageware.openai
     import stageware.postgres
 

@@ -24,7 +24,12 @@ import botocore.exceptions
 import botocore.parsers
 import urllib3.exceptions
 
-from ._http_failures import Failure, describe_cause, retry_after_seconds
+from ._http_failures import (
+    Failure,
+    describe_cause,
+    retry_after_seconds,
+    says_context_overflow,
+)
 
 __all__ = ["Failure", "StreamFailedError", "describe"]
 
@@ -41,17 +46,6 @@ _THROTTLING_CODES: Final = frozenset(
     }
 )
 _THROTTLING_STATUSES: Final = frozenset({429, 503})
-# What Bedrock's ValidationException says when the conversation does not fit the model's
-# context window; the wording depends on the model behind it.
-_OVERFLOW_TEXTS: Final = (
-    "input is too long",
-    "too long for requested model",
-    "exceed context limit",
-    "exceeds the context window",
-    "too many total text bytes",
-    "prompt is too long",
-    "context length",
-)
 
 
 @final
@@ -110,9 +104,9 @@ def _describe_service_error(error: botocore.exceptions.ClientError, *, mid_strea
     if request_id:
         what += f" (request id {request_id})"
     throttled = code.lower() in _THROTTLING_CODES or status in _THROTTLING_STATUSES
-    overflow = code.lower() == "validationexception" and any(
-        text in message.lower() for text in _OVERFLOW_TEXTS
-    )
+    # What the ValidationException says depends on the model behind it; the phrases are
+    # every adapter's (`_http_failures`).
+    overflow = code.lower() == "validationexception" and says_context_overflow(message)
     return Failure(
         what,
         status_code=status,
