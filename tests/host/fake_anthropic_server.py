@@ -1,9 +1,9 @@
 """A scripted Anthropic Messages API server on loopback, for adapter tests.
 
-It runs the stdlib ``ThreadingHTTPServer`` in a daemon thread and serves
-``POST /v1/messages`` to the real ``anthropic`` client over real sockets, on asyncio and
-trio alike, speaking Anthropic's SSE event stream (``event: <type>`` then ``data:
-<json>``). Each test scripts the replies and reads back the requests received:
+On the shared plumbing of ``loopback_server``, it serves ``POST /v1/messages`` to the
+real ``anthropic`` client over real sockets, on asyncio and trio alike; this module holds
+Anthropic's SSE event stream (``event: <type>`` then ``data: <json>``). Each test scripts
+the replies and reads back the requests received:
 
 - ``SSEReply``: a stream of events, as the API sends them (``message()`` builds the
   events of a whole message from its blocks);
@@ -20,14 +20,12 @@ forced ``tool_choice`` with extended thinking on.
 from __future__ import annotations
 
 import json
-import socket
-import struct
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, final
+
+from .loopback_server import LoopbackHandler, LoopbackServer
 
 __all__ = [
     "ErrorReply",
@@ -202,53 +200,27 @@ def message(
 
 
 @final
-class FakeAnthropicServer:
+class FakeAnthropicServer(LoopbackServer[RecordedRequest, Reply]):
     """Serves ``POST /v1/messages`` from a queue of scripted replies."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._replies: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._http = _HTTPServer(self)
-        # A short poll interval keeps `close()` (which waits for the serve loop) fast.
-        self._thread = threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
+        super().__init__(_Handler)
 
     @property
     def base_url(self) -> str:
         """The URL to give the client (the SDK adds ``/v1/messages``)."""
-        return f"http://127.0.0.1:{self._http.server_address[1]}"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """The requests received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    def reply(self, *replies: Reply) -> None:
-        """Queue replies for the next requests, in order."""
-        with self._lock:
-            self._replies.extend(replies)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join()
+        return self.origin
 
     def take_reply(self, request: RecordedRequest) -> Reply:
         """Record *request* and return the reply scripted for it (called by the handler)."""
-        with self._lock:
-            self._requests.append(request)
-            refusal = _refusal(request.body)
-            if refusal is not None:
-                # Refused as the API refuses it, without using up a scripted reply.
-                return ErrorReply(400, error_body("invalid_request_error", refusal))
-            if self._replies:
-                return self._replies.popleft()
+        refusal = _refusal(request.body)
+        if refusal is not None:
+            # Refused as the API refuses it, without using up a scripted reply.
+            self.record(request)
+            return ErrorReply(400, error_body("invalid_request_error", refusal))
+        return super().take_reply(request)
+
+    def unscripted_reply(self) -> Reply:
         return ErrorReply(500, error_body("api_error", "the test scripted no reply for this"))
 
 
@@ -265,52 +237,35 @@ def _refusal(body: dict[str, Any]) -> str | None:
     return None
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeAnthropicServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-
-
-class _Handler(BaseHTTPRequestHandler):
-    # HTTP/1.1 with chunked bodies, as the API streams; the client keeps the connection.
-    protocol_version = "HTTP/1.1"
-
+class _Handler(LoopbackHandler):
     def do_POST(self) -> None:
-        assert isinstance(self.server, _HTTPServer)
-        length = int(self.headers.get("Content-Length", "0"))
-        body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        request = RecordedRequest(self.path, headers, body)
+        fake = self.fake_as(FakeAnthropicServer)
+        body: dict[str, Any] = json.loads(self.read_body() or b"{}")
+        request = RecordedRequest(self.path, self.lower_headers(), body)
         if self.path.partition("?")[0] != "/v1/messages":
             self._send_json(404, error_body("not_found_error", f"no route {self.path}"))
             return
-        reply = self.server.fake.take_reply(request)
+        reply = fake.take_reply(request)
         if isinstance(reply, ErrorReply):
             self._send_json(reply.status, reply.body, reply.headers)
             return
         if isinstance(reply, RawReply):
-            self._send_body(reply.body, reply.content_type)
+            self.send_body(reply.body, reply.content_type)
             return
         if isinstance(reply, ResetReply) and reply.before_headers:
-            self._reset()
+            self.reset()
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_chunked("text/event-stream; charset=utf-8")
         try:
             for event in reply.events:
                 self._send_event(event)
             if isinstance(reply, ResetReply):
-                self._reset()
+                self.reset()
                 return
             if isinstance(reply, HangReply):
                 self._ping_until_gone(reply)
                 return
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.end_chunks()
         except (BrokenPipeError, ConnectionResetError):
             # The client hung up mid-stream: a test stopped reading early, or the client
             # gave up at an error event. Nothing to answer any more.
@@ -327,37 +282,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def _send_event(self, event: Event) -> None:
-        data = f"event: {event.get('type', 'unknown')}\ndata: {json.dumps(event)}\n\n".encode()
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
-    def _reset(self) -> None:
-        # SO_LINGER with a zero timeout makes close() send a TCP RST instead of a FIN.
-        self.wfile.flush()
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.connection.close()
-        self.close_connection = True
+        self.send_chunk(
+            f"event: {event.get('type', 'unknown')}\ndata: {json.dumps(event)}\n\n".encode()
+        )
 
     def _send_json(
         self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> None:
-        self._send_body(json.dumps(body).encode(), "application/json", status, headers)
-
-    def _send_body(
-        self,
-        data: bytes,
-        content_type: str,
-        status: int = 200,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # Keep test output clean.
+        self.send_body(json.dumps(body).encode(), "application/json", status, headers)

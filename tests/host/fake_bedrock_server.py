@@ -4,8 +4,9 @@ It answers ``POST /model/{modelId}/converse-stream`` as the service does: a 200 
 whose body is the AWS event-stream binary framing (each message a prelude with its total
 and header lengths, the prelude's CRC32, typed headers, a JSON payload and the message's
 CRC32), which botocore decodes; or an error response with ``x-amzn-ErrorType`` and a JSON
-body. boto3 sends it real, SigV4-signed requests. The stdlib ``ThreadingHTTPServer`` runs
-in a daemon thread, so it serves on asyncio and trio alike.
+body. boto3 sends it real, SigV4-signed requests. It runs on the shared plumbing of
+``loopback_server``, so it serves on asyncio and trio alike; this module holds the AWS
+event-stream protocol.
 
 Replies: ``StreamReply`` (events, and exception messages mid-stream, then optionally a
 hang until the client hangs up), ``ErrorReply``, ``RawReply`` (any bytes as the stream: a
@@ -23,11 +24,11 @@ import socket
 import struct
 import threading
 import zlib
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, final
 from urllib.parse import unquote
+
+from .loopback_server import LoopbackHandler, LoopbackServer
 
 __all__ = [
     "ACCESS_KEY",
@@ -222,51 +223,19 @@ def blob(data: bytes) -> str:
 
 
 @final
-class FakeBedrockServer:
+class FakeBedrockServer(LoopbackServer[RecordedRequest, Reply]):
     """Serves ``POST /model/{modelId}/converse-stream`` from a queue of scripted replies."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._replies: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
+        super().__init__(_Handler)
         self.hung_up = threading.Event()
         """Set when a client hangs up on a hanging ``StreamReply``."""
-        self._http = _HTTPServer(self)
-        self._thread = threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
 
     @property
     def endpoint_url(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_address[1]}"
+        return self.origin
 
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    def reply(self, *replies: Reply) -> None:
-        with self._lock:
-            self._replies.extend(replies)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join()
-
-    def record(self, request: RecordedRequest) -> None:
-        """Record a request that is refused before it takes a scripted reply."""
-        with self._lock:
-            self._requests.append(request)
-
-    def take_reply(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            self._requests.append(request)
-            if self._replies:
-                return self._replies.popleft()
+    def unscripted_reply(self) -> Reply:
         return ErrorReply(500, "InternalServerException", "the test scripted no reply for this")
 
 
@@ -295,30 +264,16 @@ def _validation_error(body: dict[str, Any]) -> ErrorReply | None:
     return None
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeBedrockServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
+class _Handler(LoopbackHandler):
     def do_POST(self) -> None:
-        assert isinstance(self.server, _HTTPServer)
-        fake = self.server.fake
-        raw_body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        fake = self.fake_as(FakeBedrockServer)
+        raw_body = self.read_body()
         parts = self.path.partition("?")[0].split("/")
         if len(parts) != 4 or parts[1] != "model" or parts[3] != "converse-stream":
             self._send_error(ErrorReply(404, "UnknownOperationException", f"no route {self.path}"))
             return
         request = RecordedRequest(
-            self.path,
-            unquote(parts[2]),
-            {name.lower(): value for name, value in self.headers.items()},
-            json.loads(raw_body or b"{}"),
+            self.path, unquote(parts[2]), self.lower_headers(), json.loads(raw_body or b"{}")
         )
         refusal = _validation_error(request.body)
         if refusal is not None:
@@ -329,25 +284,22 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, ErrorReply):
             self._send_error(reply)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "application/vnd.amazon.eventstream")
-        self.send_header("x-amzn-RequestId", "req-stream-1")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_chunked(
+            "application/vnd.amazon.eventstream", {"x-amzn-RequestId": "req-stream-1"}
+        )
         try:
             if isinstance(reply, RawReply):
-                self._send_chunk(reply.body)
+                self.send_chunk(reply.body)
             else:
                 for item in reply.items:
-                    self._send_chunk(_frame(item))
+                    self.send_chunk(_frame(item))
             if isinstance(reply, ResetReply):
-                self._reset()
+                self.reset()
                 return
             if isinstance(reply, StreamReply) and reply.hang:
                 self._wait_for_hang_up(fake)
                 return
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.end_chunks()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -360,34 +312,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
 
-    def _reset(self) -> None:
-        self.wfile.flush()
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.connection.close()
-        self.close_connection = True
-
-    def _send_chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
     def _send_error(self, reply: ErrorReply) -> None:
-        data = json.dumps({"message": reply.message}).encode()
-        self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header(
-            "x-amzn-ErrorType",
-            f"{reply.error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/",
+        headers = {
+            "x-amzn-ErrorType": (
+                f"{reply.error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+            ),
+            "x-amzn-RequestId": "req-error-1",
+            **reply.headers,
+        }
+        self.send_body(
+            json.dumps({"message": reply.message}).encode(),
+            "application/json",
+            reply.status,
+            headers,
         )
-        self.send_header("x-amzn-RequestId", "req-error-1")
-        for name, value in reply.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # Keep test output clean.
 
 
 # Static credentials for the signed requests; tests check that the secret never leaks.

@@ -1,22 +1,20 @@
 """A scripted OpenAI-compatible chat-completions server on loopback, for adapter tests.
 
-It runs the stdlib ``ThreadingHTTPServer`` in a daemon thread, so it serves the real
-``openai`` client over real sockets on asyncio and trio alike. Each test scripts the
-replies and reads back the requests it received: ``SSEReply`` and ``ErrorReply`` as a
-well-behaved server sends them, ``RawReply`` (any body: a non-streaming one, broken SSE)
-and ``ResetReply`` (the connection reset by the peer) as a broken one does.
+It serves the real ``openai`` client over real sockets on asyncio and trio alike, on the
+shared plumbing of ``loopback_server``; this module holds the OpenAI SSE protocol. Each
+test scripts the replies and reads back the requests it received: ``SSEReply`` and
+``ErrorReply`` as a well-behaved server sends them, ``RawReply`` (any body: a
+non-streaming one, broken SSE) and ``ResetReply`` (the connection reset by the peer) as a
+broken one does.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import struct
-import threading
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, final
+
+from .loopback_server import LoopbackHandler, LoopbackServer
 
 __all__ = [
     "ErrorReply",
@@ -126,73 +124,27 @@ def usage_chunk(
 
 
 @final
-class FakeOpenAIServer:
+class FakeOpenAIServer(LoopbackServer[RecordedRequest, Reply]):
     """Serves ``POST /v1/chat/completions`` from a queue of scripted replies."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._replies: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._http = _HTTPServer(self)
-        # A short poll interval keeps `close()` (which waits for the serve loop) fast.
-        self._thread = threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
+        super().__init__(_Handler)
 
     @property
     def base_url(self) -> str:
         """The URL to give the client, ending in ``/v1``."""
-        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+        return f"{self.origin}/v1"
 
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """The requests received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    def reply(self, *replies: Reply) -> None:
-        """Queue replies for the next requests, in order."""
-        with self._lock:
-            self._replies.extend(replies)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join()
-
-    def take_reply(self, request: RecordedRequest) -> Reply:
-        """Record *request* and return the reply scripted for it (called by the handler)."""
-        with self._lock:
-            self._requests.append(request)
-            if self._replies:
-                return self._replies.popleft()
+    def unscripted_reply(self) -> Reply:
         return ErrorReply(500, {"error": {"message": "the test scripted no reply for this"}})
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeOpenAIServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        # The handler reaches the scripted replies through the server it is given.
-        self.fake = fake
-
-
-class _Handler(BaseHTTPRequestHandler):
-    # HTTP/1.1 with chunked bodies, as real servers stream; the client keeps the connection.
-    protocol_version = "HTTP/1.1"
-
+class _Handler(LoopbackHandler):
     def do_POST(self) -> None:
-        assert isinstance(self.server, _HTTPServer)
-        fake = self.server.fake
-        length = int(self.headers.get("Content-Length", "0"))
-        raw_body = self.rfile.read(length)
+        fake = self.fake_as(FakeOpenAIServer)
+        raw_body = self.read_body()
         body: dict[str, Any] = json.loads(raw_body or b"{}")
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        request = RecordedRequest(self.path, headers, body, raw_body)
+        request = RecordedRequest(self.path, self.lower_headers(), body, raw_body)
         if self.path.partition("?")[0] != "/v1/chat/completions":
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -201,61 +153,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, reply.body, reply.headers)
             return
         if isinstance(reply, RawReply):
-            self._send_body(reply.body, reply.content_type)
+            self.send_body(reply.body, reply.content_type)
             return
         if isinstance(reply, ResetReply) and reply.before_headers:
-            self._reset()
+            self.reset()
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_chunked("text/event-stream")
         try:
             for event in reply.events:
-                self._send_chunk(f"data: {json.dumps(event)}\n\n".encode())
+                self.send_chunk(f"data: {json.dumps(event)}\n\n".encode())
             if isinstance(reply, ResetReply):
-                self._reset()
+                self.reset()
                 return
-            self._send_chunk(b"data: [DONE]\n\n")
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.send_chunk(b"data: [DONE]\n\n")
+            self.end_chunks()
         except (BrokenPipeError, ConnectionResetError):
             # The client hung up mid-stream: a test stopped reading early, or the client
             # gave up at an error event. Nothing to answer any more.
             self.close_connection = True
 
-    def _reset(self) -> None:
-        # SO_LINGER with a zero timeout makes close() send a TCP RST instead of a FIN:
-        # the client sees "connection reset by peer", as when a proxy dies.
-        self.wfile.flush()
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.connection.close()
-        self.close_connection = True
-
-    def _send_chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
     def _send_json(
         self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> None:
-        self._send_body(json.dumps(body).encode(), "application/json", status, headers)
-
-    def _send_body(
-        self,
-        data: bytes,
-        content_type: str,
-        status: int = 200,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # Keep test output clean.
+        self.send_body(json.dumps(body).encode(), "application/json", status, headers)
