@@ -268,7 +268,10 @@ class _Handler(LoopbackHandler):
             self.end_chunks()
         except (BrokenPipeError, ConnectionResetError):
             # The client hung up mid-stream: a test stopped reading early, or the client
-            # gave up at an error event. Nothing to answer any more.
+            # gave up at an error event. Nothing to answer any more. A client that hangs up
+            # before the hang's own events are all out has hung up all the same.
+            if isinstance(reply, HangReply):
+                reply.disconnected.set()
             self.close_connection = True
 
     def _ping_until_gone(self, reply: HangReply) -> None:
