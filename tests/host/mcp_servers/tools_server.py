@@ -41,7 +41,11 @@ _PIXEL = (
 def _record(kind: str, text: str) -> None:
     if options.record is not None:
         name = f"{kind}-{time.monotonic_ns()}-{os.getpid()}"
-        (options.record / name).write_text(text, encoding="utf-8")
+        # Written aside and renamed, so a test that reads the directory meanwhile never
+        # sees the file before its text.
+        partial = options.record / f".{name}"
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(options.record / name)
 
 
 class Forecast(BaseModel):
