@@ -288,12 +288,13 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> Copies:
     # (only the copied package differs between copies; a cache is not safe to share).
     caches = [tmp_path_factory.mktemp("mypy-cache") for _ in range(2)]
     names = list(roots)
+
+    def run_lane(lane: int) -> list[tuple[str, tuple[int, str]]]:
+        return [(name, _mypy(roots[name], caches[lane])) for name in names[lane :: len(caches)]]
+
     with ThreadPoolExecutor(max_workers=len(caches)) as pool:
-        outcomes = pool.map(
-            lambda lane: [(name, _mypy(roots[name], caches[lane])) for name in names[lane::2]],
-            range(len(caches)),
-        )
-        mypy = {name: outcome for lane in outcomes for name, outcome in lane}
+        lanes = list(pool.map(run_lane, range(len(caches))))
+    mypy = {name: outcome for lane in lanes for name, outcome in lane}
     output, _ = pyright.communicate()
     report = json.loads(output)
     errors: dict[str, list[str]] = {name: [] for name in roots}
