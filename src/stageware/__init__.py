@@ -142,6 +142,7 @@ if _typing.TYPE_CHECKING:
         StructuredOutputError,
         ToolContext,
         ToolProvider,
+        estimate_tokens,
         tool,
     )
     from stageware._runtime import (
@@ -320,6 +321,7 @@ __all__ = [
     "WrapHandler",
     "WrapPhase",
     "__version__",
+    "estimate_tokens",
     "tool",
 ]
 

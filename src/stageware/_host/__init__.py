@@ -57,6 +57,7 @@ from ._interrupt_state import InterruptAnsweredError
 from ._model_retry import ModelRetryStrategy
 from ._prompt import Prompt
 from ._structured_errors import StructuredOutputError
+from ._token_estimate import estimate_tokens
 from .models import (
     ContextWindowOverflowError,
     Model,
@@ -139,5 +140,6 @@ __all__ = [
     "StructuredOutputError",
     "ToolContext",
     "ToolProvider",
+    "estimate_tokens",
     "tool",
 ]

@@ -21,7 +21,6 @@ import anyio
 import anyio.lowlevel
 
 from stageware._generated.payloads import (
-    ContentBlock,
     Message,
     Messages,
     StopReason,
@@ -33,6 +32,13 @@ from stageware._generated.payloads import (
 )
 from stageware._host._history_copies import common_prefix
 from stageware._host._shorten import shorten
+from stageware._host._token_estimate import (
+    estimate_tokens,
+    message_characters,
+    tokens_for_characters,
+)
+
+from ._errors import ContextWindowOverflowError
 
 if TYPE_CHECKING:
     from ._output_schema import OutputSchema
@@ -326,6 +332,11 @@ class ScriptedModel:
         chunk_size: Characters per text, reasoning and tool-input delta.
         chunk_delay: Seconds slept between events; 0 only yields to the event loop
             once per event, so a test can still cancel the stream.
+        context_window: Play a model with this many tokens of context: a request whose
+            estimate (``stageware.estimate_tokens`` over its messages, system prompt and
+            tool specs) is larger raises ``ContextWindowOverflowError`` from the stream
+            before any event, as a provider answers an over-long request, and consumes
+            no script entry. ``None`` (the default) accepts any length.
         structured_output: Play a model with a native structured-output mode: a
             structured run then passes ``output_schema=`` (recorded in
             ``ModelRequest.output_schema``) and reads the JSON object from the scripted
@@ -340,8 +351,11 @@ class ScriptedModel:
         model_id: str = "scripted",
         chunk_size: int = 16,
         chunk_delay: float = 0.0,
+        context_window: int | None = None,
         structured_output: bool = False,
     ) -> None:
+        if context_window is not None and context_window < 1:
+            raise ValueError(f"context_window must be at least 1, got {context_window}")
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         if chunk_delay < 0:
@@ -352,6 +366,8 @@ class ScriptedModel:
         self.model_id = model_id
         self.chunk_size = chunk_size
         self.chunk_delay = chunk_delay
+        self.context_window = context_window
+        """Tokens of context the model accepts (``None``: any number)."""
         self.supports_structured_output: bool = structured_output
         """Whether a structured run asks this model natively (``output_schema=``)."""
         #: Every request, in call order.
@@ -402,7 +418,7 @@ class ScriptedModel:
         sent = [*self._sent[:kept], *added]
         characters = self._characters[: kept + 1]
         for message in added:
-            characters.append(characters[-1] + _message_characters(message))
+            characters.append(characters[-1] + message_characters(message))
         self._sent = sent
         self._characters = characters
         # The one caller of the private constructor: only the model builds shared requests.
@@ -420,6 +436,12 @@ class ScriptedModel:
         )
         call_number = len(self.requests)
         self.requests.append(request)
+        if self.context_window is not None:
+            tokens = tokens_for_characters(characters[-1]) + estimate_tokens(
+                (), system_prompt=system_prompt_content or system_prompt, tool_specs=tool_specs
+            )
+            if tokens > self.context_window:
+                return _overflow(self.model_id, tokens, self.context_window)
         entry = self._turns.popleft() if self._turns else None
         return self._play(entry, request, sent, characters[-1], call_number)
 
@@ -454,6 +476,15 @@ class ScriptedModel:
             yield event
         if turn.error is not None:
             raise turn.error
+
+
+async def _overflow(model_id: str, tokens: int, window: int) -> AsyncIterator[StreamEvent]:
+    # Raised while the stream is read, as a provider's error arrives.
+    raise ContextWindowOverflowError(
+        f"ScriptedModel {model_id!r}: the request is about {tokens} tokens, over the "
+        f"context window of {window}"
+    )
+    yield  # pragma: no cover  (makes this an async generator)
 
 
 _T = TypeVar("_T")
@@ -574,7 +605,7 @@ def _turn_events(
     if turn.usage is not None:
         usage = turn.usage.copy()
     else:
-        input_tokens = math.ceil(_request_characters(request, characters) / 4)
+        input_tokens = tokens_for_characters(_request_characters(request, characters))
         output_tokens = math.ceil(produced / 4)
         usage = Usage(
             inputTokens=input_tokens,
@@ -583,30 +614,6 @@ def _turn_events(
         )
     events.append(StreamEvent(metadata={"usage": usage, "metrics": {"latencyMs": 0}}))
     return events
-
-
-def _json_characters(value: Any) -> int:
-    # default=str: the estimate must not fail on a value a host put in the history.
-    return len(json.dumps(value, sort_keys=True, default=str))
-
-
-def _block_characters(block: ContentBlock) -> int:
-    total = len(block.get("text", ""))
-    if "toolUse" in block:
-        total += _json_characters(block["toolUse"]["input"])
-    if "toolResult" in block:
-        for part in block["toolResult"]["content"]:
-            total += len(part.get("text", ""))
-            if "json" in part:
-                total += _json_characters(part["json"])
-    if "reasoningContent" in block:
-        total += len(block["reasoningContent"].get("reasoningText", {"text": ""})["text"])
-    return total
-
-
-def _message_characters(message: Message) -> int:
-    """Characters of text and JSON in *message*, for the default input-token count."""
-    return sum(_block_characters(block) for block in message["content"])
 
 
 def _request_characters(request: ModelRequest, message_characters: int) -> int:
