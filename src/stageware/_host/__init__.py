@@ -70,6 +70,7 @@ from .models import (
     ScriptedTurn,
     ScriptExhaustedError,
     StreamAssemblyError,
+    TokenCounter,
 )
 from .sessions import (
     Escalation,
@@ -138,6 +139,7 @@ __all__ = [
     "StoredSession",
     "StreamAssemblyError",
     "StructuredOutputError",
+    "TokenCounter",
     "ToolContext",
     "ToolProvider",
     "estimate_tokens",
