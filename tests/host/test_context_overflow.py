@@ -187,4 +187,3 @@ async def test_a_structured_run_names_the_stop_when_its_output_is_read() -> None
     assert result.stop_reason == "context_window_overflow"
     with pytest.raises(StructuredOutputError, match="context_window_overflow"):
         _ = result.output
-

@@ -93,7 +93,9 @@ class Counting:
     ) -> int:
         if self.fails:
             raise ConnectionError("the counting endpoint is down")
-        count = 1_000 + estimate_tokens(messages, system_prompt=system_prompt, tool_specs=tool_specs)
+        count = 1_000 + estimate_tokens(
+            messages, system_prompt=system_prompt, tool_specs=tool_specs
+        )
         self.counted.append(count)
         return count
 
