@@ -48,7 +48,7 @@ async def test_an_overflow_ends_the_run_with_its_stop_reason_and_the_history_val
     assert result.stop_reason == "context_window_overflow"
     assert isinstance(result.error, ContextWindowOverflowError)
     assert "over the context window of 100" in str(result.error)
-    assert result.message == {"role": "assistant", "content": []}
+    assert (result.message["role"], result.message["content"]) == ("assistant", [])
     assert agent.messages == [{"role": "user", "content": [{"text": LONG}]}]
     assert_valid_converse(agent.messages)
     assert model.remaining == 1

@@ -100,11 +100,12 @@ class Counting:
         return count
 
 
-def record_projections(agent: Agent) -> list[int | None]:
+def record_projections(agent: Agent) -> list[int]:
     """Record what an Input handler sees in ``projected_input_tokens``, call by call."""
-    seen: list[int | None] = []
+    seen: list[int] = []
 
     def record(context: InvokeModelContext) -> InvokeModelContext:
+        assert context.projected_input_tokens is not None, "the host left it empty"
         seen.append(context.projected_input_tokens)
         return context
 
