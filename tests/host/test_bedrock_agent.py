@@ -128,14 +128,17 @@ def test_the_agent_retries_throttling_after_the_wait_bedrock_asked_for(
     assert len(server.requests) == 2
 
 
-def test_a_context_window_overflow_reaches_the_caller_as_its_own_error(
+def test_a_context_window_overflow_ends_the_run_with_its_own_stop_reason(
     server: FakeBedrockServer,
 ) -> None:
     server.reply(ErrorReply(400, "ValidationException", "Input is too long for requested model."))
     agent = Agent(make_model(server))
 
-    with pytest.raises(ContextWindowOverflowError, match=r"anthropic\.claude-test-v1:0"):
-        agent("A very long prompt")
+    result = agent("A very long prompt")
+
+    assert result.stop_reason == "context_window_overflow"
+    assert isinstance(result.error, ContextWindowOverflowError)
+    assert "anthropic.claude-test-v1:0" in str(result.error)
 
     assert agent.messages == [{"role": "user", "content": [{"text": "A very long prompt"}]}]
 

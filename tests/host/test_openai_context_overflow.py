@@ -167,9 +167,10 @@ async def test_the_agent_is_not_retried_on_overflow_and_keeps_no_assistant_turn(
     server.reply(ErrorReply(400, body), ErrorReply(400, body))
     agent = Agent(model)
 
-    with pytest.raises(ContextWindowOverflowError) as caught:
-        await agent.invoke_async("Hi")
+    result = await agent.invoke_async("Hi")
 
-    assert not isinstance(caught.value, ModelThrottledError)
+    assert result.stop_reason == "context_window_overflow"
+    assert isinstance(result.error, ContextWindowOverflowError)
+    assert not isinstance(result.error, ModelThrottledError)
     assert len(server.requests) == 1  # one request: the retry strategy retries throttling only
     assert [message["role"] for message in agent.messages] == ["user"]

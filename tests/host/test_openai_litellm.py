@@ -87,10 +87,11 @@ async def test_the_proxys_rate_limit_is_a_throttled_error(client: openai.AsyncOp
 async def test_the_proxys_context_window_error_is_an_overflow(client: openai.AsyncOpenAI) -> None:
     model = OpenAIModel("mock-overflow", client=client)
 
-    with pytest.raises(ContextWindowOverflowError) as caught:
-        await Agent(model).invoke_async("Hi")
+    result = await Agent(model).invoke_async("Hi")
 
-    assert (caught.value.model_id, caught.value.status_code) == ("mock-overflow", 400)
+    assert result.stop_reason == "context_window_overflow"
+    assert isinstance(result.error, ContextWindowOverflowError)
+    assert (result.error.model_id, result.error.status_code) == ("mock-overflow", 400)
 
 
 async def test_a_failed_upstream_is_a_model_error(client: openai.AsyncOpenAI) -> None:

@@ -159,9 +159,10 @@ async def test_a_context_window_overflow_does_not_move_on_by_default() -> None:
     large = ScriptedModel(["unused"], model_id="large")
     agent = agent_with(small, large)
 
-    with pytest.raises(ContextWindowOverflowError):
-        await agent.invoke_async("Hi")
+    result = await agent.invoke_async("Hi")
 
+    assert result.stop_reason == "context_window_overflow"
+    assert result.error is overflow
     assert large.requests == []
 
 

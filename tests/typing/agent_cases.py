@@ -25,10 +25,15 @@ from stageware import (
     InvokeModelResult,
     InvokeModelStage,
     MessageAddedEvent,
+    Messages,
+    ModelError,
     ScriptedModel,
     StopReason,
+    SystemContentBlock,
+    TokenCounter,
     ToolContext,
     ToolResultEvent,
+    ToolSpec,
     tool,
 )
 
@@ -94,6 +99,7 @@ async def results_and_events_are_typed() -> None:
     assert_type(result, AgentResult)
     assert_type(result.stop_reason, StopReason)
     assert_type(result.interrupts, list[Interrupt])
+    assert_type(result.error, ModelError | None)
     assert_type(agent("hi"), AgentResult)
     async for event in agent.stream_async("hi"):
         assert_type(event, AgentStreamEvent | AgentResultEvent)
@@ -175,3 +181,39 @@ def a_strands_style_handler_for_another_stage_is_rejected() -> None:
 
 def a_tool_is_called_with_its_own_signature() -> None:
     add("1", 2)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+class OwnCounter:
+    async def count_tokens(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        system_prompt_content: list[SystemContentBlock] | None = None,
+    ) -> int:
+        return len(messages)
+
+
+class BlockingCounter:
+    def count_tokens(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        system_prompt_content: list[SystemContentBlock] | None = None,
+    ) -> int:
+        return len(messages)
+
+
+async def token_counters_are_async_and_count_in_ints(model: object) -> None:
+    counter: TokenCounter = OwnCounter()
+    scripted: TokenCounter = ScriptedModel([])
+    assert_type(await counter.count_tokens([]), int)
+    assert_type(await scripted.count_tokens([], [], "system"), int)
+    if isinstance(model, TokenCounter):
+        assert_type(await model.count_tokens([]), int)
+    # A count must not block the event loop: a sync count_tokens is not a TokenCounter.
+    counters: list[TokenCounter] = [counter, scripted]
+    counters.append(BlockingCounter())  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]

@@ -74,7 +74,12 @@ class InvokeModelContext:
     one call at another model without changing the agent.
     """
     projected_input_tokens: int | None = None
-    """Estimated input token count for this call, if the host computed one."""
+    """Estimated input tokens of this call (messages, system prompt and tool specs as the host
+    built them), if the host computed one. The reference host fills it where an Input or
+    Wrap handler sees the context: the model's own count for a model with `count_tokens`,
+    otherwise `estimate_tokens` scaled by the last call's reported input tokens. A handler
+    that changes the messages may replace it for the handlers after it.
+    """
     dynamic_trailing_blocks: int = 0
     """Trailing blocks of the last user message that are rebuilt on every call."""
     structured_output_model: type[Any] | None = None
@@ -111,8 +116,12 @@ class InvokeModelContext:
                 hooks and tools write to it while the model streams.
             model: The model this call invokes. It starts as the agent's model; replacing it
                 points this one call at another model without changing the agent.
-            projected_input_tokens: Estimated input token count for this call, if the host
-                computed one.
+            projected_input_tokens: Estimated input tokens of this call (messages, system
+                prompt and tool specs as the host built them), if the host computed one. The
+                reference host fills it where an Input or Wrap handler sees the context: the
+                model's own count for a model with `count_tokens`, otherwise
+                `estimate_tokens` scaled by the last call's reported input tokens. A handler
+                that changes the messages may replace it for the handlers after it.
             dynamic_trailing_blocks: Trailing blocks of the last user message that are
                 rebuilt on every call.
             structured_output_model: The type the run asked for with `output_type=` (a
@@ -162,8 +171,12 @@ class InvokeModelContext:
                 hooks and tools write to it while the model streams.
             model: The model this call invokes. It starts as the agent's model; replacing it
                 points this one call at another model without changing the agent.
-            projected_input_tokens: Estimated input token count for this call, if the host
-                computed one.
+            projected_input_tokens: Estimated input tokens of this call (messages, system
+                prompt and tool specs as the host built them), if the host computed one. The
+                reference host fills it where an Input or Wrap handler sees the context: the
+                model's own count for a model with `count_tokens`, otherwise
+                `estimate_tokens` scaled by the last call's reported input tokens. A handler
+                that changes the messages may replace it for the handlers after it.
             dynamic_trailing_blocks: Trailing blocks of the last user message that are
                 rebuilt on every call.
 

@@ -308,6 +308,7 @@ StopReason: TypeAlias = Literal[
     "limit_model_calls",
     "blocked",
     "escalated",
+    "context_window_overflow",
 ]
 """
 Why the model, or the agent loop, stopped.
@@ -326,6 +327,8 @@ Why the model, or the agent loop, stopped.
 - blocked: a policy middleware blocked a step (Block); the step did not run.
 - escalated: a policy middleware handed the run to a human queue (Escalate); the
   session takes no new prompts until the escalation is resolved.
+- context_window_overflow: the request was too long for the model's context window
+  (ContextWindowOverflowError) and nothing reduced it; the history is kept as it was.
 """
 
 

@@ -17,7 +17,9 @@ The core loop, from the outside in:
 - ``_model_call``: the InvokeModel chain, its terminal and the model-call hooks;
   ``_model_retry``: when a throttled model call is tried again; ``_history_copies``: the
   copies of the history handlers see, kept from one model call to the next;
-  ``_tool_specs``: the tool specs every model call offers, and the copies handlers see.
+  ``_tool_specs``: the tool specs every model call offers, and the copies handlers see;
+  ``_input_tokens``: the call's ``projected_input_tokens`` and its calibration, on
+  ``_token_estimate``, the documented estimate.
 - ``_tool_executor``: a tool round, concurrently, through hooks and the ExecuteTool chain;
   ``_agent_tools``: the agent's tools and tool providers by name, read per model call.
 - ``_interrupt_state``: what waits for a human, and how long answers live;
@@ -70,6 +72,7 @@ from .models import (
     ScriptedTurn,
     ScriptExhaustedError,
     StreamAssemblyError,
+    TokenCounter,
 )
 from .sessions import (
     Escalation,
@@ -138,6 +141,7 @@ __all__ = [
     "StoredSession",
     "StreamAssemblyError",
     "StructuredOutputError",
+    "TokenCounter",
     "ToolContext",
     "ToolProvider",
     "estimate_tokens",

@@ -12,6 +12,7 @@ from stageware._runtime import Interrupt
 
 from ._halt import Decision, Halt
 from ._structured_errors import StructuredOutputError
+from .models import ModelError
 
 __all__ = ["AgentMetrics", "AgentResult", "AgentResultEvent", "OutputT"]
 
@@ -86,6 +87,9 @@ class AgentResult(Generic[OutputT]):
             ``stop_reason`` is ``blocked`` or ``escalated``.
         output_type: The type the run was asked to produce (``output_type=``), or
             ``None`` for a plain run.
+        error: The model error that ended the run without raising: the
+            ``ContextWindowOverflowError`` when ``stop_reason`` is
+            ``context_window_overflow``; otherwise ``None``.
     """
 
     stop_reason: StopReason
@@ -97,6 +101,7 @@ class AgentResult(Generic[OutputT]):
     decisions: list[Decision] = field(default_factory=list[Decision])
     halt: Halt | None = None
     output_type: type[Any] | None = None
+    error: ModelError | None = None
 
     @property
     def output(self) -> OutputT:
@@ -105,7 +110,7 @@ class AgentResult(Generic[OutputT]):
         Raises:
             StructuredOutputError: If the run was asked for an output but stopped before
                 producing it (``stop_reason`` says why: ``interrupt``, ``blocked``,
-                ``cancelled``, ``limit_model_calls``, ...).
+                ``cancelled``, ``limit_model_calls``, ``context_window_overflow``, ...).
         """
         if self.output_type is None or self.structured_output is not None:
             # A plain run's OutputT is None, and so is its structured_output.

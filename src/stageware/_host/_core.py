@@ -32,7 +32,7 @@ from ._hooks import HookRegistry
 from ._interrupt_state import AnswerCheck, InterruptState
 from ._limits import DEFAULT_MAX_MODEL_CALLS
 from ._model_retry import ModelRetryStrategy
-from .models import Model
+from .models import Model, ModelError
 from .sessions import Escalation
 from .tracing import Tracing
 
@@ -146,6 +146,8 @@ class PassState:
             the pass with the limit's stop.
         decisions: The policy decisions taken in the pass, in order.
         halt: Why the pass was halted by a policy, once it was.
+        error: The model error that ended the pass without raising: the
+            ``ContextWindowOverflowError`` of a ``context_window_overflow`` stop.
         trace: The invocation's spans, when it is traced.
         takeover: Whether the pass continues a run whose worker died before its final
             save (an unfinished session, continued with no prompt).
@@ -162,6 +164,7 @@ class PassState:
     model_call_refused: bool = False
     decisions: list[Decision] = field(default_factory=list[Decision])
     halt: Halt | None = None
+    error: ModelError | None = None
     trace: InvocationTrace | None = None
     takeover: bool = False
     output: StructuredRun | None = None

@@ -5,8 +5,9 @@ history (as in Strands 1.62: a replaced input is what the history gets). Then it
 alternates model calls and tool rounds, starting with the tool round an interrupt
 halted, when there is one, so a resume replays the tools without asking the model again.
 It ends with exactly one ``EventLoopStopEvent``: the model's own stop, an ``interrupt``
-(tools are waiting for a human), ``cancelled``, or ``limit_model_calls`` when the
-invocation has made all the model calls it may.
+(tools are waiting for a human), ``cancelled``, ``limit_model_calls`` when the
+invocation has made all the model calls it may, or ``context_window_overflow`` when a
+model call raised ``ContextWindowOverflowError`` that no middleware or hook resolved.
 
 The input joins the history as ``_history`` describes, so that what an earlier
 invocation left behind (a user turn the model never answered, tool calls without
@@ -67,6 +68,7 @@ from ._structured_output import (
     supports_native_output,
 )
 from ._tool_executor import ToolExecutor, ToolRound
+from .models import ContextWindowOverflowError
 from .tools import error_result
 
 __all__ = ["EventLoop", "build_stop_event", "empty_assistant_message"]
@@ -183,6 +185,10 @@ class EventLoop:
                 except HaltRun as halted:
                     # The response (if any) never enters the history.
                     yield await self._halt(halted.halt, invocation_state)
+                    return
+                except ContextWindowOverflowError as error:
+                    # A result, not an exception: retrying the same request cannot help.
+                    yield self._overflow_stop(error, invocation_state)
                     return
                 if self._pass.model_call_refused and not core.cancel.is_set():
                     # The limit refused a retry: the response a hook retried is not used.
@@ -344,6 +350,24 @@ class EventLoop:
         if history and history[-1]["role"] == "user":
             await self._core.append_message(halt.message)
         return self.stop(halt.stop_reason, halt.message, invocation_state)
+
+    def _overflow_stop(
+        self, error: ContextWindowOverflowError, invocation_state: dict[str, Any]
+    ) -> EventLoopStopEvent:
+        """The stop of a pass whose request did not fit the model's context window.
+
+        The history is left as it is, ending on the user turn the model never answered
+        (the input, or a tool round's results): valid, as after any early ending, so the
+        next prompt joins that turn (``_history``). The stop's message is empty: no
+        assistant text is made up.
+        """
+        self._pass.error = error
+        logger.warning(
+            "agent pass stopped: the request does not fit the model's context window (%s); "
+            "shorten agent.messages or add a conversation manager",
+            error,
+        )
+        return self.stop("context_window_overflow", empty_assistant_message(), invocation_state)
 
     def _limit_stop(self, invocation_state: dict[str, Any]) -> EventLoopStopEvent:
         """The stop of a pass out of model calls: the history's last message, as in Strands."""

@@ -188,6 +188,7 @@ class Invocation:
                     structured_output=self._checked_output(stop),
                     decisions=pass_state.decisions,
                     halt=pass_state.halt,
+                    error=pass_state.error,
                     output_type=None if output is None else output.output_type,
                 )
             finally:

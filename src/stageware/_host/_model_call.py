@@ -15,6 +15,12 @@ first: what it catches is never retried here.
 In a structured run the context carries ``structured_output_model``, and the terminal asks
 the model it calls for the output (``_structured_output``): natively, or with the output
 tool added to the call's tool specs.
+
+Where a handler sees the context, it carries ``projected_input_tokens``, and the terminal
+calibrates the next projection against the input tokens the response reports
+(``_input_tokens``). A ``ContextWindowOverflowError`` is never retried here (the
+throttling strategy takes only ``ModelThrottledError``): after the hooks it ends the pass
+(``_event_loop``).
 """
 
 from __future__ import annotations
@@ -32,10 +38,11 @@ from ._core import AgentCore, PassState
 from ._halt import HaltRun, RedoStep
 from ._history_copies import HistoryCopies
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
+from ._input_tokens import InputTokens
 from ._model_retry import ThrottleRetries
 from ._structured_output import supports_native_output
 from ._tool_specs import ToolSpecCopies
-from .models import ResponseAssembler
+from .models import ResponseAssembler, TokenCounter
 from .models._streaming import check_tool_use_ids
 
 __all__ = ["ModelCall", "split_system_prompt"]
@@ -63,12 +70,13 @@ def split_system_prompt(
 class ModelCall:
     """Runs the InvokeModel stage for one agent, with its hooks and hook-driven retries."""
 
-    __slots__ = ("_copies", "_core", "_spec_copies")
+    __slots__ = ("_copies", "_core", "_spec_copies", "_tokens")
 
     def __init__(self, core: AgentCore) -> None:
         self._core = core
         self._copies = HistoryCopies()
         self._spec_copies = ToolSpecCopies()
+        self._tokens = InputTokens()
 
     async def run(
         self, pass_state: PassState, invocation_state: dict[str, Any]
@@ -100,7 +108,7 @@ class ModelCall:
             await core.tools.refresh()
             if core.cancel.is_set():  # a hook cancelled: do not pay for the request
                 return
-            context = self._context(invocation_state)
+            context = await self._context(invocation_state)
             if pass_state.output is not None:
                 # Until the terminal says otherwise (middleware may serve the call without
                 # it), the reply is read as the agent's model would give it.
@@ -164,7 +172,7 @@ class ModelCall:
                 pass_state.metrics.add_usage(result.usage)
                 return
 
-    def _context(self, invocation_state: dict[str, Any]) -> InvokeModelContext:
+    async def _context(self, invocation_state: dict[str, Any]) -> InvokeModelContext:
         """The call's context, with the copy rules applied where a handler can see it.
 
         The copies protect the agent's history and tool specs from handlers. Without an
@@ -172,7 +180,8 @@ class ModelCall:
         history or many tools' specs would be most of the call's cost, so the model gets the
         agent's own messages and specs, as in Strands. With one, the copies of both are kept
         from call to call (``HistoryCopies``, ``ToolSpecCopies``), and ``from_host`` copies
-        the rest.
+        the rest. ``projected_input_tokens`` is filled there too, and only there: nobody
+        else can read it.
         """
         core = self._core
         output = core.current_pass.output if core.current_pass is not None else None
@@ -199,9 +208,12 @@ class ModelCall:
             model=core.model,
             structured_output_model=output_type,
         )
+        messages = self._copies.copy_of(core.messages)
+        tool_specs = self._spec_copies.copy_of(core.tool_specs.current())
+        text, blocks = split_system_prompt(context.system_prompt)
+        projected = await self._tokens.project(core.model, messages, tool_specs, text, blocks)
         return context.replace(
-            messages=self._copies.copy_of(core.messages),
-            tool_specs=self._spec_copies.copy_of(core.tool_specs.current()),
+            messages=messages, tool_specs=tool_specs, projected_input_tokens=projected
         )
 
     async def _terminal(self, context: InvokeModelContext) -> AsyncIterator[InvokeModelEvent]:
@@ -219,6 +231,12 @@ class ModelCall:
         # model_state is excluded from the context: the terminal hands the agent's own
         # dict to the model, so whatever the provider writes there is kept for next time.
         # invocation_state is the context's, so a replacement reaches the model too.
+        sent: int | None = None
+        if core.registry.sees_context(InvokeModelStage) and not isinstance(
+            context.model, TokenCounter
+        ):
+            # Counted before the call: the model reads the request and must leave it as is.
+            sent = self._tokens.estimate_sent(context.messages, tool_specs, text, blocks)
         chunks = context.model.stream(
             context.messages,
             tool_specs,
@@ -237,6 +255,8 @@ class ModelCall:
             # Closed here, in this task, not whenever the garbage collector gets to it.
             await close_all([chunks])
         stop_reason, message, usage, metrics = assembler.finish()
+        if sent is not None:
+            self._tokens.calibrate(context.model, sent, usage)
         yield ModelStopReason(
             stop_reason=stop_reason, message=message, usage=usage, metrics=metrics
         )

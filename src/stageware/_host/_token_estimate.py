@@ -16,6 +16,9 @@ English prose averages about four characters per token on current tokenizers; co
 other languages run denser, so a budget built on this estimate should leave a margin (the
 conversation managers keep 10% by default). ``ScriptedModel`` counts its default input
 usage and checks its ``context_window`` with this same rule.
+
+:class:`RunningCharacters` counts a conversation that grows from call to call at the cost
+of its new messages: the host's ``projected_input_tokens`` and ``ScriptedModel`` use it.
 """
 
 from __future__ import annotations
@@ -23,19 +26,24 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, final
 
 from stageware._generated.payloads import (
     ContentBlock,
     Message,
+    Messages,
     SystemContentBlock,
     ToolSpec,
 )
 
+from ._history_copies import common_prefix
+
 __all__ = [
     "MEDIA_TOKENS",
+    "RunningCharacters",
     "estimate_tokens",
     "message_characters",
+    "request_characters",
     "tokens_for_characters",
 ]
 
@@ -88,6 +96,20 @@ def _system_characters(system_prompt: str | Iterable[SystemContentBlock] | None)
     return sum(len(block.get("text", "")) for block in system_prompt)
 
 
+def request_characters(
+    *,
+    system_prompt: str | Iterable[SystemContentBlock] | None = None,
+    tool_specs: Iterable[ToolSpec] | None = None,
+) -> int:
+    """The characters a request's system prompt and tool specs count for, messages aside."""
+    characters = _system_characters(system_prompt)
+    for spec in tool_specs or ():
+        characters += _json_characters(
+            [spec["name"], spec.get("description", ""), spec["inputSchema"]]
+        )
+    return characters
+
+
 def estimate_tokens(
     messages: Iterable[Message],
     *,
@@ -100,9 +122,40 @@ def estimate_tokens(
     name, description and input schema.
     """
     characters = sum(message_characters(message) for message in messages)
-    characters += _system_characters(system_prompt)
-    for spec in tool_specs or ():
-        characters += _json_characters(
-            [spec["name"], spec.get("description", ""), spec["inputSchema"]]
-        )
+    characters += request_characters(system_prompt=system_prompt, tool_specs=tool_specs)
     return tokens_for_characters(characters)
+
+
+@final
+class RunningCharacters:
+    """The characters of the message lists one caller counts, call after call.
+
+    Consecutive calls of one conversation share most of their messages, so the messages
+    of the last list are kept (references, not copies) with the running sum of their
+    characters, and a new list costs one comparison with the last (in C, where a message
+    that is the same object compares equal at once) plus counting the messages that
+    differ from the last list's from their first difference on. So a history that grows
+    by a turn costs that turn, and one a handler trimmed at the front is counted again,
+    once.
+
+    A message changed in place after it was counted, and passed again as the same
+    object, keeps its old count: the host passes its history copies, which are new
+    objects wherever the history changed (``HistoryCopies``).
+    """
+
+    __slots__ = ("_messages", "_sums")
+
+    def __init__(self) -> None:
+        self._messages: Messages = []
+        # The characters of the first i messages at [i].
+        self._sums: list[int] = [0]
+
+    def count(self, messages: Messages) -> int:
+        """The characters of *messages*, as :func:`message_characters` sums them."""
+        kept = common_prefix(self._messages, messages)
+        sums = self._sums
+        del sums[kept + 1 :]
+        for message in messages[kept:]:
+            sums.append(sums[-1] + message_characters(message))
+        self._messages = list(messages)
+        return sums[-1]

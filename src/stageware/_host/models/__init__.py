@@ -23,7 +23,7 @@ from ._errors import (
     StreamAssemblyError,
 )
 from ._output_schema import OutputSchema
-from ._protocol import Model
+from ._protocol import Model, TokenCounter
 from ._scripted import (
     ModelRequest,
     Respond,
@@ -49,5 +49,6 @@ __all__ = [
     "ScriptedToolCall",
     "ScriptedTurn",
     "StreamAssemblyError",
+    "TokenCounter",
     "collect_response",
 ]

@@ -1,8 +1,9 @@
-"""The ``Model`` protocol: what the host streams a model call from.
+"""The ``Model`` protocol: what the host streams a model call from; and ``TokenCounter``.
 
 It is typed with the generated Converse payloads, so it lives above them, not in the
 runtime. Any object with a fitting ``stream`` method is a model; the adapters beside
-this module are two of them.
+this module are two of them. A model that can count a request's input tokens itself
+also has ``count_tokens`` (:class:`TokenCounter`), which the host prefers to its estimate.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from stageware._generated.payloads import (
     ToolSpec,
 )
 
-__all__ = ["Model"]
+__all__ = ["Model", "TokenCounter"]
 
 
 @runtime_checkable
@@ -46,5 +47,31 @@ class Model(Protocol):
         ``OutputSchema``), and the text of its final reply must be that JSON object. Any
         other model is never passed ``output_schema``: the host asks it for the object
         through a tool instead.
+        """
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A model that counts a request's input tokens by its own rule.
+
+    The host asks it for ``InvokeModelContext.projected_input_tokens`` instead of
+    estimating (``stageware.estimate_tokens`` scaled by what the last call reported), on
+    every model call an InvokeModel Input or Wrap handler sees. So implement it only
+    where a count is cheap and local; a count that costs a request to the provider
+    belongs behind an option the user turns on. ``ScriptedModel`` implements it.
+    """
+
+    async def count_tokens(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        system_prompt_content: list[SystemContentBlock] | None = None,
+    ) -> int:
+        """The input tokens of a request with these parameters, as ``stream`` takes them.
+
+        Read the arguments, never change them (they may be the agent's own).
         """
         ...

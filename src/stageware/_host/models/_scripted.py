@@ -33,8 +33,9 @@ from stageware._generated.payloads import (
 from stageware._host._history_copies import common_prefix
 from stageware._host._shorten import shorten
 from stageware._host._token_estimate import (
-    estimate_tokens,
+    RunningCharacters,
     message_characters,
+    request_characters,
     tokens_for_characters,
 )
 
@@ -378,6 +379,7 @@ class ScriptedModel:
         self._characters: list[int] = [0]
         self._script_length = len(script)
         self._turns: deque[ScriptEntry] = deque(script)
+        self._counted = RunningCharacters()
 
     @property
     def remaining(self) -> int:
@@ -437,13 +439,36 @@ class ScriptedModel:
         call_number = len(self.requests)
         self.requests.append(request)
         if self.context_window is not None:
-            tokens = tokens_for_characters(characters[-1]) + estimate_tokens(
-                (), system_prompt=system_prompt_content or system_prompt, tool_specs=tool_specs
+            tokens = tokens_for_characters(
+                characters[-1]
+                + request_characters(
+                    system_prompt=system_prompt_content or system_prompt, tool_specs=tool_specs
+                )
             )
             if tokens > self.context_window:
                 return _overflow(self.model_id, tokens, self.context_window)
         entry = self._turns.popleft() if self._turns else None
         return self._play(entry, request, sent, characters[-1], call_number)
+
+    async def count_tokens(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        system_prompt_content: list[SystemContentBlock] | None = None,
+    ) -> int:
+        """The request's tokens by the rule ``context_window`` checks: ``estimate_tokens``.
+
+        Exact for this model, and cheap: the messages of the last count are kept (as
+        references), so a conversation that grew by a turn costs that turn. Neither
+        consumes a script entry nor is recorded in :attr:`requests`.
+        """
+        characters = self._counted.count(messages)
+        characters += request_characters(
+            system_prompt=system_prompt_content or system_prompt, tool_specs=tool_specs
+        )
+        return tokens_for_characters(characters)
 
     async def _play(
         self,
