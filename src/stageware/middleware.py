@@ -7,6 +7,22 @@ policy middleware for a ``PolicyEngine``). Nothing here needs an extra.
 
 from __future__ import annotations
 
-from stageware._middleware import ApprovalCondition, ModelFallback, require_approval
+from stageware._middleware import (
+    ApprovalCondition,
+    ModelFallback,
+    PIIName,
+    PIIPattern,
+    PIIReplacement,
+    RedactPII,
+    require_approval,
+)
 
-__all__ = ["ApprovalCondition", "ModelFallback", "require_approval"]
+__all__ = [
+    "ApprovalCondition",
+    "ModelFallback",
+    "PIIName",
+    "PIIPattern",
+    "PIIReplacement",
+    "RedactPII",
+    "require_approval",
+]

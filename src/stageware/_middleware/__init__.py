@@ -8,6 +8,16 @@ package costs no more than the agent's own import.
 """
 
 from ._model_fallback import ModelFallback
+from ._pii_patterns import PIIName, PIIPattern
+from ._redact import PIIReplacement, RedactPII
 from ._require_approval import ApprovalCondition, require_approval
 
-__all__ = ["ApprovalCondition", "ModelFallback", "require_approval"]
+__all__ = [
+    "ApprovalCondition",
+    "ModelFallback",
+    "PIIName",
+    "PIIPattern",
+    "PIIReplacement",
+    "RedactPII",
+    "require_approval",
+]
