@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from stageware._middleware import (
     ApprovalCondition,
+    CallLimits,
     ModelFallback,
+    OnLimit,
     PIIName,
     PIIPattern,
     PIIReplacement,
@@ -19,7 +21,9 @@ from stageware._middleware import (
 
 __all__ = [
     "ApprovalCondition",
+    "CallLimits",
     "ModelFallback",
+    "OnLimit",
     "PIIName",
     "PIIPattern",
     "PIIReplacement",

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from stageware import Agent, ScriptedModel, SQLiteSessionStore, tool
+from stageware import Agent, AgentTool, ScriptedModel, SQLiteSessionStore, tool
 from stageware.middleware import require_approval
 from stageware.policy import ApprovalRefused, MiddlewareDef, PolicyEngine, SignedCredentials
 from stageware_codegen.cli import main
@@ -46,7 +46,7 @@ class Desk:
             self.lookups.append(order_id)
             return "shipped"
 
-        self.tools = [refund, lookup_order]
+        self.tools: list[AgentTool] = [refund, lookup_order]
 
     def agent(
         self, script: list[Any], *gates: MiddlewareDef, backend: str = "asyncio", **options: Any

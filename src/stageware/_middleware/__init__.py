@@ -7,6 +7,7 @@ A module that needs the policy layer imports it when it is used, so that importi
 package costs no more than the agent's own import.
 """
 
+from ._call_limits import CallLimits, OnLimit
 from ._model_fallback import ModelFallback
 from ._pii_patterns import PIIName, PIIPattern
 from ._redact import PIIReplacement, RedactPII
@@ -14,7 +15,9 @@ from ._require_approval import ApprovalCondition, require_approval
 
 __all__ = [
     "ApprovalCondition",
+    "CallLimits",
     "ModelFallback",
+    "OnLimit",
     "PIIName",
     "PIIPattern",
     "PIIReplacement",

@@ -90,7 +90,15 @@ logger = logging.getLogger("stageware.policy")
 
 # Stops that are not the model's final answer: output.final does not fire for them.
 _NO_FINAL_ANSWER = frozenset(
-    {"interrupt", "blocked", "escalated", "cancelled", "limit_model_calls", "tool_use"}
+    {
+        "interrupt",
+        "blocked",
+        "escalated",
+        "cancelled",
+        "limit_model_calls",
+        "limit_tool_calls",
+        "tool_use",
+    }
 )
 
 
