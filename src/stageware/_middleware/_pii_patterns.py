@@ -111,7 +111,8 @@ BUILTIN_PATTERNS: Final[Mapping[PIIName, PIIPattern]] = MappingProxyType(
         "ipv4": PIIPattern("ipv4", rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\.?\d)"),
         "phone": PIIPattern(
             "phone",
-            r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]?\d{2,4}){1,4}(?!\w)",
+            r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?"
+            r"\d{2,4}(?:[ .-]?\d{2,4}){1,4}(?!\w)",
             _phone_digits,
         ),
     }

@@ -29,8 +29,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
+from functools import partial
 from typing import Any, Literal, TypeAlias, cast, final
 
 from stageware import (
@@ -52,7 +54,7 @@ from stageware import (
 
 from ._pii_patterns import BUILTIN_PATTERNS, PIIName, PIIPattern
 
-__all__ = ["RedactPII", "PIIReplacement"]
+__all__ = ["PIIReplacement", "RedactPII"]
 
 PIIReplacement: TypeAlias = Literal["label", "mask", "hash"]
 """How a match is replaced: ``[email]``, ``*****`` or ``[email:1f2e3d4c]``."""
@@ -142,10 +144,11 @@ class RedactPII:
     def redact(self, text: str) -> str:
         """*text* with every match of the patterns replaced."""
         for pattern in self._patterns:
-            text = pattern.compiled.sub(lambda match: self._replace(pattern, match[0]), text)
+            text = pattern.compiled.sub(partial(self._replace, pattern), text)
         return text
 
-    def _replace(self, pattern: PIIPattern, value: str) -> str:
+    def _replace(self, pattern: PIIPattern, match: re.Match[str]) -> str:
+        value = match[0]
         if pattern.check is not None and not pattern.check(value):
             return value
         if self._replacement == "mask":
