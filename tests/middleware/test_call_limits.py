@@ -11,8 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import BaseModel
 
-from stageware import Agent, AgentTool, ScriptedModel, StopReason, tool
+from stageware import Agent, AgentTool, ScriptedModel, StopReason, StructuredOutputError, tool
 from stageware.middleware import CallLimits, require_approval
 from stageware.policy import PolicyEngine, SignedCredentials
 from tests.host.agent_helpers import calls
@@ -221,3 +222,21 @@ def test_bad_limits_are_refused_with_what_is_wrong(
 ) -> None:
     with pytest.raises(error, match=message):
         CallLimits(**options)
+
+
+@pytest.mark.anyio
+async def test_a_structured_run_stopped_by_a_limit_ends_without_output() -> None:
+    class Answer(BaseModel):
+        summary: str
+
+    tools = Tools()
+    script = [searches(1, 0), searches(1, 1), '{"summary": "never asked for"}']
+    agent, model = agent_with(tools, script, CallLimits(max_tool_calls=1, on_limit="stop"))
+
+    result = await agent.invoke_async("research", output_type=Answer)
+
+    # Not asked again for the output: the limit is not something a retry corrects.
+    assert (result.stop_reason, result.structured_output) == ("limit_tool_calls", None)
+    assert len(model.requests) == 2
+    with pytest.raises(StructuredOutputError, match="stop_reason 'limit_tool_calls'"):
+        _ = result.output

@@ -14,7 +14,7 @@ import os
 import pwd
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -49,7 +49,11 @@ class Desk:
         self.tools: list[AgentTool] = [refund, lookup_order]
 
     def agent(
-        self, script: list[Any], *gates: MiddlewareDef, backend: str = "asyncio", **options: Any
+        self,
+        script: list[Any],
+        *gates: MiddlewareDef,
+        backend: Literal["asyncio", "trio"] = "asyncio",
+        **options: Any,
     ) -> Agent:
         engine = PolicyEngine(
             list(gates) or [require_approval(tools=["refund"])],
@@ -59,7 +63,7 @@ class Desk:
             ScriptedModel(script),
             tools=self.tools,
             policy=engine,
-            backend=backend,  # type: ignore[arg-type]
+            backend=backend,
             **options,
         )
 
@@ -191,7 +195,7 @@ def _cli(*arguments: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_the_command_line_approves_and_a_second_agent_resumes_after_a_restart(
-    backend: str,
+    backend: Literal["asyncio", "trio"],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

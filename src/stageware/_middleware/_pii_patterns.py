@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal, TypeAlias, cast, final
+from typing import Any, Final, Literal, TypeAlias, cast, final
 
 __all__ = ["BUILTIN_PATTERNS", "PIIName", "PIIPattern", "luhn_valid"]
 
@@ -52,17 +52,22 @@ class PIIPattern:
                 "(it becomes the label, e.g. [customer_id])"
             )
         regex = cast(object, self.regex)
-        try:
-            compiled = re.compile(regex) if isinstance(regex, str) else regex
-        except re.error as error:
-            raise ValueError(f"PIIPattern {self.name!r}: bad regex: {error}") from None
-        if not isinstance(compiled, re.Pattern) or not isinstance(compiled.pattern, str):
-            raise TypeError(f"PIIPattern {self.name!r}: regex must be a str pattern")
+        if isinstance(regex, str):
+            try:
+                compiled = re.compile(regex)
+            except re.error as error:
+                raise ValueError(f"PIIPattern {self.name!r}: bad regex: {error}") from None
+        elif isinstance(regex, re.Pattern) and isinstance(
+            cast("re.Pattern[Any]", regex).pattern, str
+        ):
+            compiled = cast("re.Pattern[str]", regex)
+        else:
+            raise TypeError(f"PIIPattern {self.name!r}: regex must be a str or a str pattern")
         if compiled.match(""):
             raise ValueError(f"PIIPattern {self.name!r}: the regex matches the empty string")
         if self.check is not None and not callable(cast(object, self.check)):
             raise TypeError(f"PIIPattern {self.name!r}: check must be a callable (str) -> bool")
-        object.__setattr__(self, "compiled", cast("re.Pattern[str]", compiled))
+        object.__setattr__(self, "compiled", compiled)
 
 
 def luhn_valid(number: str) -> bool:
