@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeAlias, cast, final
+from typing import Final, Literal, TypeAlias, cast, final
 
 __all__ = ["BUILTIN_PATTERNS", "PIIName", "PIIPattern", "luhn_valid"]
 
@@ -58,7 +58,7 @@ class PIIPattern:
             except re.error as error:
                 raise ValueError(f"PIIPattern {self.name!r}: bad regex: {error}") from None
         elif isinstance(regex, re.Pattern) and isinstance(
-            cast("re.Pattern[Any]", regex).pattern, str
+            cast("re.Pattern[str] | re.Pattern[bytes]", regex).pattern, str
         ):
             compiled = cast("re.Pattern[str]", regex)
         else:
