@@ -11,7 +11,10 @@ import json
 import re
 from typing import Any
 
+import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stageware import (
     Agent,
@@ -223,3 +226,37 @@ async def test_the_handlers_register_one_by_one_with_add_middleware() -> None:
     result = await agent.invoke_async("hi")
 
     assert result.text == "Hi [email]"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    pieces=st.lists(
+        st.sampled_from([EMAIL, CARD, "+47 22 33 44 55", "ok.", "C-1", "\n", "x@", "(call)"]),
+        max_size=8,
+    ),
+    chunk_size=st.integers(min_value=1, max_value=7),
+)
+def test_whatever_the_chunking_the_reader_and_the_history_get_the_redacted_text(
+    pieces: list[str], chunk_size: int
+) -> None:
+    # Words apart, as in text: data glued to a word (`x@ana@...`) is another question.
+    answer = " ".join(pieces) or "empty"
+    redact = RedactPII()
+    model = ScriptedModel([answer], chunk_size=chunk_size)
+    agent = Agent(model)
+    redact.install(agent)
+    streamed: list[str] = []
+
+    async def read() -> None:
+        async for event in agent.stream_async("go"):
+            if isinstance(event, ModelStreamChunkEvent):
+                delta = event.chunk.get("contentBlockDelta")
+                if delta is not None and "text" in delta["delta"]:
+                    streamed.append(delta["delta"]["text"])
+
+    anyio.run(read)
+
+    assert "".join(streamed) == redact.redact(answer)
+    assert agent.messages[-1]["content"] == [{"text": redact.redact(answer)}]
+    for secret in (EMAIL, CARD, "22 33 44 55"):
+        assert secret not in json.dumps(agent.messages[-1]) + "".join(streamed)
