@@ -39,6 +39,12 @@ BEDROCK = "# from stageware.bedrock import BedrockModel; "
 MCP = "# from stageware.mcp import MCPClient; "
 
 ANSWER = "Your order has shipped."
+# A model line that asks for a refund instead of answering.
+ASKS_FOR_A_REFUND = (
+    "from stageware import ScriptedToolCall, ScriptedTurn\n"
+    "model = ScriptedModel([ScriptedTurn(tool_calls=["
+    "ScriptedToolCall('refund', {'order_id': 1042}, id='t1')]), 'Refunded.'])\n"
+)
 
 
 def _first_example() -> str:
@@ -79,6 +85,40 @@ def test_the_first_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     stop_reason, text = _printed(capsys)
     assert stop_reason == "end_turn"
     assert text.startswith(f"{ANSWER} {{")
+
+
+def test_the_approval_line_stops_a_refund_for_a_person() -> None:
+    # The example as written, on a model that asks for a refund.
+    code = _first_example()
+    line = 'model: Model = ScriptedModel(["Your order has shipped."])\n'
+    assert line in code
+
+    namespace = _run(code.replace(line, ASKS_FOR_A_REFUND))
+
+    result = namespace["result"]
+    assert result.stop_reason == "interrupt"
+    [interrupt] = result.interrupts
+    assert interrupt.id.startswith("v2:policy:tool.before:require_approval:t1#")
+    assert interrupt.reason["step"] == {"tool": "refund", "input": {"order_id": 1042}}
+    # The refund did not run: the history ends with the model's call, without a result.
+    history = namespace["agent"].messages
+    assert [block.keys() for block in history[-1]["content"]] == [{"toolUse"}]
+
+
+def test_without_the_approval_line_the_refund_runs() -> None:
+    # The contrast that shows the line above does the stopping.
+    code = _first_example()
+    line = 'policy = PolicyEngine([require_approval(tools=["refund"])])'
+    assert line in code
+    code = code.replace(line, "policy = PolicyEngine([])").replace(
+        'model: Model = ScriptedModel(["Your order has shipped."])\n', ASKS_FOR_A_REFUND
+    )
+
+    namespace = _run(code)
+
+    assert namespace["result"].stop_reason == "end_turn"
+    results = [b for m in namespace["agent"].messages for b in m["content"] if "toolResult" in b]
+    assert results[0]["toolResult"]["content"] == [{"text": "Order 1042 refunded."}]
 
 
 def test_each_swap_is_one_commented_line_with_its_import() -> None:
@@ -138,7 +178,7 @@ def test_the_openai_line(
     assert first["model"] == "gpt-4o-mini"
     # The middleware's system prompt is what the model is sent.
     assert first["messages"][0] == {"role": "system", "content": "Be terse."}
-    assert [tool["function"]["name"] for tool in first["tools"]] == ["lookup_order"]
+    assert [tool["function"]["name"] for tool in first["tools"]] == ["lookup_order", "refund"]
     assert json.loads(second["messages"][-1]["content"]) == {
         "order_id": 1042,
         "status": "shipped",
@@ -173,7 +213,7 @@ def test_the_anthropic_line(
     first, second = (request.body for request in server.requests)
     assert first["model"] == "claude-sonnet-4-6"
     assert first["system"] == [{"type": "text", "text": "Be terse."}]
-    assert [tool["name"] for tool in first["tools"]] == ["lookup_order"]
+    assert [tool["name"] for tool in first["tools"]] == ["lookup_order", "refund"]
     result = second["messages"][-1]["content"][0]
     assert (result["type"], result["tool_use_id"]) == ("tool_result", "toolu_1")
     assert "shipped" in json.dumps(result["content"])
@@ -215,7 +255,8 @@ def test_the_bedrock_line(
     first, second = server.requests
     assert first.model_id == "global.anthropic.claude-sonnet-4-6"
     assert first.body["system"] == [{"text": "Be terse."}]
-    assert [t["toolSpec"]["name"] for t in first.body["toolConfig"]["tools"]] == ["lookup_order"]
+    tools = [t["toolSpec"]["name"] for t in first.body["toolConfig"]["tools"]]
+    assert tools == ["lookup_order", "refund"]
     result = second.body["messages"][-1]["content"][0]["toolResult"]
     assert (result["toolUseId"], result["status"]) == ("tooluse_1", "success")
 
@@ -240,7 +281,11 @@ def test_the_mcp_line_offers_the_servers_tools(capsys: pytest.CaptureFixture[str
 
     assert _printed(capsys)[0] == "end_turn"
     [request] = namespace["model"].requests
-    assert [spec["name"] for spec in request.tool_specs] == ["lookup_order", "track_shipment"]
+    assert [spec["name"] for spec in request.tool_specs] == [
+        "lookup_order",
+        "refund",
+        "track_shipment",
+    ]
 
 
 @pytest.mark.usefixtures("in_the_orders_server_directory")
@@ -255,6 +300,7 @@ def test_the_mcp_line_with_a_model_line_calls_the_servers_tool(
     first, second = (request.body for request in openai_server.requests)
     assert [tool["function"]["name"] for tool in first["tools"]] == [
         "lookup_order",
+        "refund",
         "track_shipment",
     ]
     answer = second["messages"][-1]

@@ -1,4 +1,8 @@
-"""Ready-made middleware: registered like a user's own, on its stage and no other."""
+"""Ready-made middleware: registered like a user's own, on its stage and no other.
+
+``require_approval`` is a declared policy middleware: it goes into a ``PolicyEngine``,
+not onto a stage, and not straight into ``Agent(policy=...)``.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,12 @@ from typing import assert_type
 
 from stageware import (
     Agent,
+    AgentStreamStage,
     ContextWindowOverflowError,
+    ExecuteToolOutputHandler,
     ExecuteToolStage,
+    ExecuteToolWrapHandler,
+    InvokeModelInputHandler,
     InvokeModelStage,
     InvokeModelWrapHandler,
     MiddlewareRegistry,
@@ -15,7 +23,14 @@ from stageware import (
     ModelThrottledError,
     ScriptedModel,
 )
-from stageware.middleware import ModelFallback
+from stageware.middleware import (
+    CallLimits,
+    ModelFallback,
+    PIIPattern,
+    RedactPII,
+    require_approval,
+)
+from stageware.policy import MiddlewareDef, PolicyEngine
 
 agent = Agent(ScriptedModel([]))
 backup = ScriptedModel([])
@@ -30,6 +45,27 @@ handler: InvokeModelWrapHandler = fallback
 assert_type(fallback.fallbacks, tuple[Model, ...])
 ModelFallback((backup,), unless=(ContextWindowOverflowError,))
 
+gate = require_approval(["refund"], approvers=["role:finance"], when=lambda i: i["amount"] > 100)
+assert_type(gate, MiddlewareDef)
+names: list[str] = ["refund", "wire"]
+PolicyEngine([gate, require_approval(frozenset(names), name="wire_gate")])
+Agent(ScriptedModel([]), policy=PolicyEngine([require_approval(("refund",), reason="Pay?")]))
+
+redact = RedactPII(["email", PIIPattern("customer_id", r"C-\d+")], replacement="hash")
+redact.install(agent)
+RedactPII(model_output=False).install(MiddlewareRegistry())
+redact_input: InvokeModelInputHandler = redact.redact_input
+redact_output: InvokeModelWrapHandler = redact.redact_output
+redact_result: ExecuteToolOutputHandler = redact.redact_tool_result
+agent.add_middleware(InvokeModelStage, redact.redact_output)
+assert_type(redact.redact("ana@example.com"), str)
+assert_type(redact.patterns, tuple[PIIPattern, ...])
+
+limits = CallLimits(max_tool_calls=3, per_tool={"search": 2}, on_limit="stop")
+limits.install(agent)
+limit_tool_call: ExecuteToolWrapHandler = limits.limit_tool_call
+agent.add_middleware(AgentStreamStage.Input, limits.start_run)
+
 
 # Negative cases: each line must be an error under both checkers.
 
@@ -40,3 +76,15 @@ def wrong_uses() -> None:
     ModelFallback(["gpt-4o"])  # type: ignore[list-item]  # pyright: ignore[reportArgumentType]
     ModelFallback([backup], on=(int,))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     fallback.fallback  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+    require_approval(tools="refund")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    require_approval(tools=[1])  # type: ignore[list-item]  # pyright: ignore[reportArgumentType]
+    require_approval(["refund"], when=lambda i: i.amount > 100)  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownLambdaType]
+    Agent(ScriptedModel([]), policy=gate)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    agent.add_middleware(ExecuteToolStage.Input, gate)  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    RedactPII(["emial"])  # type: ignore[list-item]  # pyright: ignore[reportArgumentType]
+    RedactPII(replacement="blur")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    agent.add_middleware(InvokeModelStage.Output, redact.redact_input)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    agent.add_middleware(ExecuteToolStage, redact.redact_output)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    CallLimits(3)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    CallLimits(max_tool_calls=1, on_limit="halt")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    agent.add_middleware(InvokeModelStage, limits.limit_tool_call)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]

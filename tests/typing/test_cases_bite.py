@@ -165,6 +165,16 @@ LOOSENINGS = {
         "Authenticator: TypeAlias = Callable[[str], Approver]",
         "Authenticator: TypeAlias = Any",
     ),
+    "require_approval tools": Loosening(
+        "_middleware/_require_approval.py",
+        "tools: list[str] | tuple[str, ...] | Set[str],",
+        "tools: Any,",
+    ),
+    "redaction patterns": Loosening(
+        "_middleware/_redact.py",
+        "patterns: Iterable[PIIName | PIIPattern] = tuple(BUILTIN_PATTERNS),",
+        "patterns: Any = tuple(BUILTIN_PATTERNS),",
+    ),
     "bedrock structured output mode": Loosening(
         "_host/models/_bedrock.py",
         'structured_output: Literal["native", "tool"] = "tool",',

@@ -306,6 +306,7 @@ StopReason: TypeAlias = Literal[
     "interrupt",
     "cancelled",
     "limit_model_calls",
+    "limit_tool_calls",
     "blocked",
     "escalated",
     "context_window_overflow",
@@ -324,6 +325,8 @@ Why the model, or the agent loop, stopped.
 - cancelled: the run was cancelled.
 - limit_model_calls: the invocation reached its limit on model calls
   (max_model_calls).
+- limit_tool_calls: the invocation reached a limit on tool calls (CallLimits with
+  on_limit="stop"); the model was not called again.
 - blocked: a policy middleware blocked a step (Block); the step did not run.
 - escalated: a policy middleware handed the run to a human queue (Escalate); the
   session takes no new prompts until the escalation is resolved.

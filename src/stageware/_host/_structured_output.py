@@ -63,9 +63,10 @@ __all__ = [
 DEFAULT_OUTPUT_RETRIES: Final = 2
 """How many replies that fail validation a structured run sends back for correction."""
 
-REFUSALS: Final = frozenset({"content_filtered", "guardrail_intervened"})
-"""Stops that are a provider's refusal: asking again is not a correction, so the run ends
-with that stop reason and no output."""
+REFUSALS: Final = frozenset({"content_filtered", "guardrail_intervened", "limit_tool_calls"})
+"""Stops that are a provider's refusal (or a limit's: ``CallLimits`` answers for the model
+once a run is out of tool calls): asking again is not a correction, so the run ends with
+that stop reason and no output."""
 
 CUT_SHORT: Final = "max_tokens"
 """The stop of a reply cut by the model's output limit: its output is incomplete."""

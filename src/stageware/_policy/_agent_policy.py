@@ -97,6 +97,7 @@ _NO_FINAL_ANSWER = frozenset(
         "cancelled",
         "limit_model_calls",
         "context_window_overflow",
+        "limit_tool_calls",
         "tool_use",
     }
 )

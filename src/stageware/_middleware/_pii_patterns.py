@@ -1,0 +1,125 @@
+"""What counts as personal data for ``RedactPII``: patterns, their checks, the built-ins.
+
+A pattern is a regular expression and, where a look-alike is common, a check on each
+match (a card number must pass the Luhn check, an IBAN the mod-97 check), so that an
+order number is not taken for a card. The built-ins are deliberately conservative; a
+deployment adds its own ``PIIPattern`` for what its data holds (customer ids, ...).
+
+Order matters: patterns apply one after another, each on the text the previous ones
+left, so the more specific go first (a card number before a phone number; an address,
+once replaced by its label, matches nothing else).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal, TypeAlias, cast, final
+
+__all__ = ["BUILTIN_PATTERNS", "PIIName", "PIIPattern", "luhn_valid"]
+
+PIIName: TypeAlias = Literal["email", "credit_card", "iban", "us_ssn", "ipv4", "phone"]
+"""The names of the built-in patterns, in the order they apply."""
+
+_LABEL = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PIIPattern:
+    """One kind of personal data: how to find it and what it is called.
+
+    Attributes:
+        name: The label a match is replaced with (``[name]``); lower case letters,
+            digits and ``_``.
+        regex: The regular expression (a string or a compiled pattern) that finds it.
+        check: Called with each match; a match for which it returns ``False`` is left
+            as it is (``luhn_valid`` for card numbers).
+    """
+
+    name: str
+    regex: str | re.Pattern[str]
+    check: Callable[[str], bool] | None = None
+    compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        name = cast(object, self.name)  # untyped callers exist
+        if not isinstance(name, str) or not _LABEL.fullmatch(name):
+            raise ValueError(
+                f"PIIPattern name {self.name!r} must be lower case letters, digits and '_' "
+                "(it becomes the label, e.g. [customer_id])"
+            )
+        regex = cast(object, self.regex)
+        if isinstance(regex, str):
+            try:
+                compiled = re.compile(regex)
+            except re.error as error:
+                raise ValueError(f"PIIPattern {self.name!r}: bad regex: {error}") from None
+        elif isinstance(regex, re.Pattern) and isinstance(
+            cast("re.Pattern[str] | re.Pattern[bytes]", regex).pattern, str
+        ):
+            compiled = cast("re.Pattern[str]", regex)
+        else:
+            raise TypeError(f"PIIPattern {self.name!r}: regex must be a str or a str pattern")
+        if compiled.match(""):
+            raise ValueError(f"PIIPattern {self.name!r}: the regex matches the empty string")
+        if self.check is not None and not callable(cast(object, self.check)):
+            raise TypeError(f"PIIPattern {self.name!r}: check must be a callable (str) -> bool")
+        object.__setattr__(self, "compiled", compiled)
+
+
+def luhn_valid(number: str) -> bool:
+    """Whether the digits of *number* (separators ignored) pass the Luhn check."""
+    digits = [int(c) for c in number if c.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for index, digit in enumerate(reversed(digits)):
+        if index % 2:
+            digit *= 2
+            if digit > 9:
+                digit -= 9
+        total += digit
+    return total % 10 == 0
+
+
+def _iban_valid(text: str) -> bool:
+    """The ISO 13616 check: the rearranged IBAN, read as a number, is 1 mod 97."""
+    compact = text.replace(" ", "")
+    if not 15 <= len(compact) <= 34:
+        return False
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
+def _phone_digits(text: str) -> bool:
+    digits = sum(c.isdigit() for c in text)
+    # International (+...) numbers from 8 digits; national ones from 10, so that dates
+    # (2024-01-15) and short numbers are not taken for phones.
+    return 8 <= digits <= 15 if text.lstrip().startswith("+") else 10 <= digits <= 15
+
+
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+
+BUILTIN_PATTERNS: Final[Mapping[PIIName, PIIPattern]] = MappingProxyType(
+    {
+        "email": PIIPattern("email", r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}"),
+        "credit_card": PIIPattern(
+            "credit_card", r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])", luhn_valid
+        ),
+        "iban": PIIPattern(
+            "iban", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", _iban_valid
+        ),
+        "us_ssn": PIIPattern("us_ssn", r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b"),
+        "ipv4": PIIPattern("ipv4", rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\.?\d)"),
+        "phone": PIIPattern(
+            "phone",
+            r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?"
+            r"\d{2,4}(?:[ .-]?\d{2,4}){1,4}(?!\w)",
+            _phone_digits,
+        ),
+    }
+)
+"""The built-in patterns by name, in the order they apply."""
