@@ -6,5 +6,7 @@ into the host. ``stageware.middleware`` is the public face.
 """
 
 from ._model_fallback import ModelFallback
+from ._sliding_window import SlidingWindow
+from ._summarizing import Summarizing
 
-__all__ = ["ModelFallback"]
+__all__ = ["ModelFallback", "SlidingWindow", "Summarizing"]
