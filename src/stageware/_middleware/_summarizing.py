@@ -110,13 +110,15 @@ class Summarizing:
     model: Model | None = None
     summary_ratio: float = 0.3
     preserve_recent_messages: int = 10
-    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
+    summary_prompt: str = field(default=DEFAULT_SUMMARY_PROMPT, repr=False)
     reserve: float = 0.1
     _summaries: weakref.WeakKeyDictionary[object, _Summary] = field(
         default_factory=_no_summaries, init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
+        if cast(object, self.max_tokens) is None:
+            raise TypeError("Summarizing: max_tokens must be an int, got None")
         check_budget_settings(
             "Summarizing",
             max_tokens=self.max_tokens,
