@@ -249,7 +249,8 @@ async def test_the_summary_is_made_once_per_stretch_and_sent_first() -> None:
     assert 5 <= summaries <= 20, summaries
     assert len(model.requests) == 50  # no summary call went to the agent's model
     last = model.requests[-1].messages
-    assert text_of(last[0]).startswith(f"Summary of the earlier conversation:\nSUMMARY {summaries - 1}")
+    heading = f"Summary of the earlier conversation:\nSUMMARY {summaries - 1}"
+    assert text_of(last[0]).startswith(heading)
     assert_valid_converse(last)
     # Each summary condenses the one before it and the turns after it.
     assert "SUMMARY 0" in text_of(summarizer.requests[1].messages[0])
@@ -287,9 +288,7 @@ async def test_the_summary_goes_to_the_agents_own_model_by_default() -> None:
 async def test_a_failing_summary_falls_back_to_the_sliding_window(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    summarizer = ScriptedModel(
-        [ModelError("summarizer down")] * 30, model_id="summarizer"
-    )
+    summarizer = ScriptedModel([ModelError("summarizer down")] * 30, model_id="summarizer")
     model = ScriptedModel([f"Answer {n}. {FILLER}" for n in range(20)], context_window=1_000)
     agent = Agent(model, conversation_manager=Summarizing(max_tokens=1_000, model=summarizer))
 
@@ -306,7 +305,8 @@ async def test_a_failing_summary_falls_back_to_the_sliding_window(
 async def test_a_summary_is_not_reused_by_another_agent() -> None:
     summarizer = ScriptedModel([f"SUMMARY {n}" for n in range(40)], model_id="summarizer")
     manager = Summarizing(max_tokens=1_000, model=summarizer)
-    first = Agent(ScriptedModel([f"A {n}. {FILLER}" for n in range(10)]), conversation_manager=manager)
+    first_model = ScriptedModel([f"A {n}. {FILLER}" for n in range(10)])
+    first = Agent(first_model, conversation_manager=manager)
     second_model = ScriptedModel([f"B {n}. {FILLER}" for n in range(10)])
     second = Agent(second_model, conversation_manager=manager)
 
