@@ -23,7 +23,7 @@ from stageware import (
 )
 
 _TEXT = st.text(alphabet="abcdefghij klmnopqrstuvwxyz.", min_size=1, max_size=400)
-_IMAGE: ContentBlock = {"image": {"format": "png", "source": {"bytes": b"\x89PNG"}}}
+_IMAGE: ContentBlock = {"image": {"format": "png", "source": {"bytes": "iVBORw0KGgo="}}}
 
 
 @st.composite

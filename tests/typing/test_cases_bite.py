@@ -165,6 +165,11 @@ LOOSENINGS = {
         "Authenticator: TypeAlias = Callable[[str], Approver]",
         "Authenticator: TypeAlias = Any",
     ),
+    "sliding window token budget": Loosening(
+        "_middleware/_sliding_window.py",
+        "    max_tokens: int | None = None\n",
+        "    max_tokens: Any = None\n",
+    ),
     "bedrock structured output mode": Loosening(
         "_host/models/_bedrock.py",
         'structured_output: Literal["native", "tool"] = "tool",',

@@ -13,7 +13,7 @@ request would fail the same way). Each retry is logged at WARNING by
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Final
 
@@ -45,7 +45,7 @@ async def send_with_one_retry(
     request: InvokeModelContext,
     next_fn: InvokeModelNext,
     reduce: Callable[[InvokeModelContext], InvokeModelContext | None],
-) -> AsyncIterator[InvokeModelEvent]:
+) -> AsyncGenerator[InvokeModelEvent, None]:
     """Stream *request*; on an overflow before its first event, stream ``reduce(request)``."""
     passed_on = 0
     try:

@@ -41,6 +41,7 @@ from stageware import (
     Messages,
     Model,
 )
+from stageware.runtime import close_all
 
 from ._overflow_retry import fixed_tokens, send_with_one_retry, usable_tokens
 from ._sliding_window import check_budget_settings, reduce_by_half, sent_window
@@ -221,11 +222,14 @@ class Summarizing:
             self.summary_prompt,
             system_prompt_content=[{"text": self.summary_prompt}],
         )
-        async with aclosing(stream) as events:
-            async for event in events:
+        try:
+            async for event in stream:
                 delta = event.get("contentBlockDelta")
                 if delta is not None and "text" in delta["delta"]:
                     parts.append(delta["delta"]["text"])
+        finally:
+            # Closed here, in this task, not whenever the garbage collector gets to it.
+            await close_all([stream])
         text = "".join(parts).strip()
         if not text:
             raise ValueError("the model answered the summary request with no text")

@@ -94,17 +94,16 @@ def truncate_tool_results(messages: Messages, tokens: int, budget: int) -> Messa
     if excess <= 0:
         return messages
     found = [
-        (len(_result_text(block["toolResult"])), position, index)
+        (len(_result_text(block["toolResult"])), position, index, block["toolResult"])
         for position, message in enumerate(messages)
         for index, block in enumerate(message["content"])
         if "toolResult" in block
     ]
-    found.sort(reverse=True)
+    found.sort(key=lambda item: item[:3], reverse=True)
     cut: dict[tuple[int, int], ContentBlock] = {}
-    for size, position, index in found:
+    for size, position, index, result in found:
         if excess <= 0:
             break
-        result = messages[position]["content"][index]["toolResult"]
         text = _result_text(result)
         kept = max(_MIN_KEPT_CHARACTERS, size - excess)
         if kept >= size:
