@@ -6,12 +6,19 @@ with the same budget. Every 25th turn the model calls a tool first. The run must
 turn with an answer, the model must never have been sent too much (an overflow would show
 as an extra, refused request), and the history must keep all of it.
 
-This is the suite's one slow test: see the module's ``TURNS`` and the report of issue 19.
-The manager's own work per call is what its window holds; the time that grows with the
-conversation is the host's (its check of the history copies an InvokeModel handler sees).
+The suite runs 1,000 turns (about 2,100 messages, the window moved on some 40 times), on
+asyncio only (the managers' other tests run on both backends).
+``STAGEWARE_CONVERSATION_TURNS=5000`` runs the issue's full 5,000: it passes on asyncio and
+trio, but takes minutes, not seconds. The manager's own work per call is what its window
+holds; what grows with the conversation is the host's: every model call that an
+InvokeModel handler sees compares the handler's copies of the history with the history
+(``_host/_history_copies.py``), about 1 to 5 µs a message, so a 10,000-message history
+costs 10 to 50 ms per call.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -29,7 +36,7 @@ from tests.host.converse_history import assert_valid_converse
 
 pytestmark = pytest.mark.anyio
 
-TURNS = 5_000
+TURNS = int(os.environ.get("STAGEWARE_CONVERSATION_TURNS", "1000"))
 WINDOW = 32_000
 # About 190 tokens a message: the window holds about 150 of the 10,000-odd messages.
 ANSWER = "Here is what I found about that, in some detail. " * 15
@@ -46,7 +53,12 @@ def lookup(order: int) -> str:
     return f"Order {order}: shipped on Monday, tracking number ABC{order}. " * 10
 
 
-async def test_five_thousand_turns_in_a_32k_window_run_to_the_end() -> None:
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_a_long_conversation_in_a_32k_window_runs_to_the_end() -> None:
     calls = 0
     pending = False
 
@@ -85,6 +97,9 @@ async def test_five_thousand_turns_in_a_32k_window_run_to_the_end() -> None:
     last = model.requests[-1].messages
     assert last == agent.messages[-1 - len(last) : -1]
     assert 50 < len(last) < 400
+    # The window moved on many times, and stayed put in between (a prefix cache hits).
+    starts = {id(request.messages[0]) for request in model.requests[:: max(1, TURNS // 200)]}
+    assert len(starts) > 5
 
 
 def _calls_tool(turn: int) -> bool:
