@@ -28,7 +28,7 @@ from tests.middleware.conversation_helpers import (
     text_of,
 )
 
-_SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SYSTEM = st.one_of(st.none(), st.text(alphabet="abc ", max_size=200))
 
 

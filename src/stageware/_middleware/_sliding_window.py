@@ -139,13 +139,14 @@ class SlidingWindow:
         count = len(messages)
         max_messages = self.max_messages
         if self.max_tokens is None:
-            if max_messages is None or count <= max_messages:
+            if max_messages is None:
                 return context
-            found = fit_window(messages, UNLIMITED, _share(max_messages, self.trim_to))
-            return context.replace(messages=messages[found.start :])
-        usable = usable_tokens(self.max_tokens, self.reserve)
-        fixed = fixed_tokens(context)
-        budget = max(0, usable - fixed)
+            usable = fixed = 0
+            budget = UNLIMITED
+        else:
+            usable = usable_tokens(self.max_tokens, self.reserve)
+            fixed = fixed_tokens(context)
+            budget = max(0, usable - fixed)
         placed = self._placed_for(context.agent, messages)
         if placed is not None:
             # The window stays where it started while the conversation grows into it.
@@ -154,14 +155,14 @@ class SlidingWindow:
                 return self._send(context, placed.start, tokens, fixed)
         elif max_messages is None or count <= max_messages:
             projected = context.projected_input_tokens
-            if projected is not None and projected <= usable:
+            if self.max_tokens is not None and projected is not None and projected <= usable:
                 return context
             found = fit_window(messages, budget, max_messages)
             if found.start == 0 and found.fits:
                 return self._send(context, 0, found.tokens, fixed)
         found = fit_window(
             messages,
-            int(budget * self.trim_to),
+            budget if budget == UNLIMITED else int(budget * self.trim_to),
             None if max_messages is None else _share(max_messages, self.trim_to),
         )
         if found.tokens <= budget or not self.truncate_tool_results:
@@ -180,7 +181,8 @@ class SlidingWindow:
                 self._placed[context.agent] = placed
         if start == 0:
             return context
-        return context.replace(messages=messages[start:], projected_input_tokens=tokens + fixed)
+        projected = None if self.max_tokens is None else tokens + fixed
+        return context.replace(messages=messages[start:], projected_input_tokens=projected)
 
     def _placed_for(self, agent: object, messages: Messages) -> _Placed | None:
         try:
@@ -228,11 +230,12 @@ def sent_window(
     return context.replace(messages=window, projected_input_tokens=tokens + fixed)
 
 
-def check_budget_settings(
-    manager: str, *, max_tokens: int | None, reserve: float, max_messages: int | None
-) -> None:
-    """Refuse settings a manager cannot work with, naming the manager and the setting."""
-    for name, value in (("max_tokens", max_tokens), ("max_messages", max_messages)):
+def check_budget_settings(manager: str, *, reserve: float, **limits: int | None) -> None:
+    """Refuse settings a manager cannot work with, naming the manager and the setting.
+
+    Each of *limits* must be an int of at least 1, or ``None``; *reserve* a share in [0, 1).
+    """
+    for name, value in limits.items():
         given = cast(object, value)
         if given is None:
             continue

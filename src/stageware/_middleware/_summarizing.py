@@ -124,7 +124,7 @@ class Summarizing:
             "Summarizing",
             max_tokens=self.max_tokens,
             reserve=self.reserve,
-            max_messages=self.preserve_recent_messages,
+            preserve_recent_messages=self.preserve_recent_messages,
         )
         ratio = cast(object, self.summary_ratio)
         if not isinstance(ratio, (int, float)) or isinstance(ratio, bool):
