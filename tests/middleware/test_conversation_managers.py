@@ -169,8 +169,9 @@ async def test_an_overflow_is_retried_once_with_half_the_request(
         await agent.invoke_async(prompt(number))
 
     overflowed = [r for r in model.requests if estimate_tokens(r.messages) > 700]
-    assert overflowed, "the budget never let a call overflow"
-    assert len(model.requests) == 12 + len(overflowed)
+    # One overflow: after it, the manager keeps this agent's requests to the size retried.
+    assert len(overflowed) == 1
+    assert len(model.requests) == 13
     assert "retrying once with" in caplog.text
 
 

@@ -11,7 +11,15 @@ tool specs count. With ``context.projected_input_tokens`` (the host's estimate o
 call) within it, the call goes as it is, at no cost; otherwise the window is found by a
 scan from the newest message back (``stageware.estimate_tokens`` per message), which
 stops when the budget is spent. An overflow the model reports anyway is retried once with
-half of what failed (``_overflow_retry``).
+half of what failed (``_overflow_retry``), and the agent's later requests keep to that
+size: the budget was wrong for this model, and paying a refused call on every call
+would double the cost of each.
+
+Per agent (weakly keyed by its handle, so a different agent never shares it) the manager
+remembers where its last window started, and extends it by the new messages while it
+fits: a call then costs what is new, and the request's start stays the same from call to
+call, which providers' prompt caches need. The memory is checked against the history on
+each call (the first and last message it covered) and dropped when they differ.
 """
 
 from __future__ import annotations
@@ -61,6 +69,10 @@ def _no_placements() -> weakref.WeakKeyDictionary[object, _Placed]:
     return weakref.WeakKeyDictionary()
 
 
+def _no_caps() -> weakref.WeakKeyDictionary[object, int]:
+    return weakref.WeakKeyDictionary()
+
+
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SlidingWindow:
@@ -102,6 +114,10 @@ class SlidingWindow:
     truncate_tool_results: bool = True
     _placed: weakref.WeakKeyDictionary[object, _Placed] = field(
         default_factory=_no_placements, init=False, repr=False, compare=False
+    )
+    # Per agent, the request size (tokens) that fit after the model refused a larger one.
+    _fitted: weakref.WeakKeyDictionary[object, int] = field(
+        default_factory=_no_caps, init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
@@ -145,6 +161,8 @@ class SlidingWindow:
             budget = UNLIMITED
         else:
             usable = usable_tokens(self.max_tokens, self.reserve)
+            with suppress(TypeError):
+                usable = min(usable, self._fitted.get(context.agent, usable))
             fixed = fixed_tokens(context)
             budget = max(0, usable - fixed)
         placed = self._placed_for(context.agent, messages)
@@ -192,7 +210,14 @@ class SlidingWindow:
         return placed if placed is not None and placed.still_in(messages) else None
 
     def _reduce(self, failed: InvokeModelContext) -> InvokeModelContext | None:
-        return reduce_by_half(failed, truncate=self.truncate_tool_results)
+        smaller = reduce_by_half(failed, truncate=self.truncate_tool_results)
+        if smaller is not None and smaller.projected_input_tokens is not None:
+            # The budget was too large for this model: later calls of this agent keep to
+            # the size retried, so that an overflow is paid once, not on every call.
+            with suppress(TypeError):
+                self._placed.pop(failed.agent, None)
+                self._fitted[failed.agent] = smaller.projected_input_tokens
+        return smaller
 
 
 def _share(limit: int, share: float) -> int:
