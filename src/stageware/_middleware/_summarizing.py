@@ -162,7 +162,7 @@ class Summarizing:
         if _fits(request, usable):
             return request
         covered = 0 if summary is None else summary.covered
-        split = self._split(context.messages, covered, usable)
+        split = self._split(context.messages, covered, usable - fixed_tokens(context))
         if split is None:
             return sent_window(request, usable, None, truncate=True)
         try:
@@ -197,9 +197,12 @@ class Summarizing:
             return summary
         return None
 
-    def _split(self, messages: Messages, covered: int, usable: int) -> int | None:
-        """Where the kept turns start after a new summary; ``None`` when none can."""
-        kept_budget = int(usable * (1.0 - self.summary_ratio))
+    def _split(self, messages: Messages, covered: int, budget: int) -> int | None:
+        """Where the kept turns start after a new summary; ``None`` when none can.
+
+        *budget* is what the request's messages may hold.
+        """
+        kept_budget = int(max(0, budget) * (1.0 - self.summary_ratio))
         latest = len(messages) - self.preserve_recent_messages
         found = fit_window(messages[covered:], kept_budget)
         split = covered + found.start
