@@ -298,7 +298,8 @@ async def test_a_failing_summary_falls_back_to_the_sliding_window(
     for number in range(20):
         await agent.invoke_async(prompt(number))
 
-    assert summarizer.requests
+    # Asked again only after ten more messages (five turns), not on every call.
+    assert 2 <= len(summarizer.requests) <= 3
     assert len(model.requests) == 20
     last = model.requests[-1].messages
     assert last == agent.messages[-1 - len(last) : -1]  # a plain window, no summary

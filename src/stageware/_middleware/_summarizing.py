@@ -19,7 +19,8 @@ The rules it keeps:
   agent (this one included) and needs no tool specs.
 - **A failed summary is not a failed run.** A summary call that raises (a model error, an
   empty answer) is logged at WARNING by ``stageware.middleware`` and the call falls back
-  to the sliding window; the next call over budget asks again.
+  to the sliding window; a summary is asked for again once ``preserve_recent_messages``
+  more messages came, not on every call.
 - **Overflow** is retried once with half of what failed, as ``SlidingWindow`` does.
 """
 
@@ -78,6 +79,10 @@ def _no_summaries() -> weakref.WeakKeyDictionary[object, _Summary]:
     return weakref.WeakKeyDictionary()
 
 
+def _no_failures() -> weakref.WeakKeyDictionary[object, int]:
+    return weakref.WeakKeyDictionary()
+
+
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Summarizing:
@@ -115,6 +120,10 @@ class Summarizing:
     reserve: float = 0.1
     _summaries: weakref.WeakKeyDictionary[object, _Summary] = field(
         default_factory=_no_summaries, init=False, repr=False, compare=False
+    )
+    # Per agent, the history length at its last failed summary call.
+    _failed_at: weakref.WeakKeyDictionary[object, int] = field(
+        default_factory=_no_failures, init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
@@ -163,7 +172,7 @@ class Summarizing:
             return request
         covered = 0 if summary is None else summary.covered
         split = self._split(context.messages, covered, usable - fixed_tokens(context))
-        if split is None:
+        if split is None or self._waits_after_failure(context.agent, len(messages)):
             return sent_window(request, usable, None, truncate=True)
         try:
             text = await self._summarise(context, summary, messages[covered:split])
@@ -174,12 +183,27 @@ class Summarizing:
                 type(error).__name__,
                 error,
             )
+            with suppress(TypeError):
+                self._failed_at[context.agent] = len(messages)
             return sent_window(request, usable, None, truncate=True)
         summary = _Summary(covered=split, first=messages[0], last=messages[split - 1], text=text)
         # An agent handle without weak references: the summary serves this call only.
         with suppress(TypeError):
             self._summaries[context.agent] = summary
         return sent_window(_with_summary(context, summary), usable, None, truncate=True)
+
+    def _waits_after_failure(self, agent: object, length: int) -> bool:
+        """Whether a summary failed too recently to ask again.
+
+        After a failure the next request waits until *preserve_recent_messages* more
+        messages came, so that a summarizer that is down does not add a failing call to
+        every model call.
+        """
+        try:
+            failed_at = self._failed_at.get(agent)
+        except TypeError:
+            return False
+        return failed_at is not None and length < failed_at + self.preserve_recent_messages
 
     def _summary_for(self, agent: object, messages: Messages) -> _Summary | None:
         try:
