@@ -1,8 +1,16 @@
 """Ready-made middleware for the reference host's stages.
 
-Register them like your own: they are written with the same typed surface
-(``ModelFallback`` is an InvokeModel Wrap handler; ``require_approval`` returns a declared
-policy middleware for a ``PolicyEngine``). Nothing here needs an extra.
+Register them like your own: they are written with the same typed surface users have.
+Nothing here needs an extra.
+
+- ``SlidingWindow``, ``Summarizing``: conversation managers (InvokeModel Wrap) that send
+  each model call the newest turns that fit a budget, or a summary of the oldest; also
+  ``Agent(conversation_manager=...)``.
+- ``ModelFallback``: moves a failed model call on to the next model (InvokeModel Wrap).
+- ``require_approval``: a declared policy middleware that suspends the listed tools' calls
+  until an approver answers (for a ``PolicyEngine``).
+- ``RedactPII``: personal data out of model input, model output and tool results.
+- ``CallLimits``: tool-call limits per run and per tool.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from stageware._middleware import (
     PIIPattern,
     PIIReplacement,
     RedactPII,
+    SlidingWindow,
+    Summarizing,
     require_approval,
 )
 
@@ -28,5 +38,7 @@ __all__ = [
     "PIIPattern",
     "PIIReplacement",
     "RedactPII",
+    "SlidingWindow",
+    "Summarizing",
     "require_approval",
 ]

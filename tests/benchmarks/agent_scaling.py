@@ -18,6 +18,10 @@ Configurations:
   and only the new messages are copied.
 - **stageware, Input handler, deepcopy**: the same with the whole history copied by
   ``copy.deepcopy`` on every model call, as before issue 10: the reference.
+- **stageware, SlidingWindow**: ``Agent(conversation_manager=SlidingWindow(max_tokens=32_000,
+  max_messages=None))``: the model is sent the newest turns within 32k tokens. The
+  manager's own work is what the window holds; the history copies its Wrap handler sees
+  are kept and checked as for the Input handler.
 - **strands**: Strands Agents with the same conversation and an equally minimal model,
   when ``strands-agents`` is installed (the ``benchmarks`` extra); skipped otherwise.
 """
@@ -39,6 +43,7 @@ import anyio
 import stageware._generated.contexts as generated_contexts
 from stageware import Agent, InvokeModelContext, InvokeModelStage, Messages, StreamEvent, tool
 from stageware._host._history_copies import HistoryCopies
+from stageware.middleware import SlidingWindow
 from tests.benchmarks._conversation import TOOL_RESULT, conversation
 
 HISTORY_LENGTHS = (10, 100, 1_000, 5_000)
@@ -120,8 +125,9 @@ def deepcopying() -> Iterator[None]:
 Runner = Callable[[Messages], Awaitable[float]]
 
 
-def stageware_runner(input_handler: bool, deepcopy: bool = False) -> Runner:
-    agent = Agent(MinimalModel(), tools=[lookup])
+def stageware_runner(input_handler: bool, deepcopy: bool = False, managed: bool = False) -> Runner:
+    manager = SlidingWindow(max_tokens=32_000, max_messages=None) if managed else None
+    agent = Agent(MinimalModel(), tools=[lookup], conversation_manager=manager)
     if input_handler:
         agent.add_middleware(InvokeModelStage.Input, keep)
 
@@ -212,6 +218,9 @@ def configurations(with_strands: bool) -> dict[str, Callable[[], Runner]]:
         "stageware, Input handler": lambda: stageware_runner(input_handler=True),
         "stageware, Input handler, deepcopy": lambda: stageware_runner(
             input_handler=True, deepcopy=True
+        ),
+        "stageware, SlidingWindow (32k tokens)": lambda: stageware_runner(
+            input_handler=False, managed=True
         ),
     }
     if with_strands:

@@ -27,7 +27,9 @@ and marked ``# Deliberate difference (issue 7)``: ``registry.invoke()`` raises
 Other Strands 1.62 tests that mention middleware, and why they are not ported:
 
 - tests/strands/agent/conversation_manager/test_token_usage_middleware.py: Strands'
-  token-usage conversation manager; stageware has no conversation manager.
+  token-usage conversation manager; stageware's managers (``stageware.middleware``'s
+  ``SlidingWindow`` and ``Summarizing``) are its own, tested in
+  tests/middleware/test_conversation_*.py.
 - tests/strands/models/routing/test_router.py: Strands' ``ModelRouter`` product, built on
   InvokeModelStage; not part of stageware or its spec.
 - tests/strands/memory/test_memory_manager.py, tests/strands/vended_memory_stores/**,

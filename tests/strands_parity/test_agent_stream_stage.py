@@ -16,8 +16,9 @@ snapshot is read with ``load()``; ``agent.hooks.add_callback`` is ``agent.add_ho
 Not ported:
 
 - ``test_answered_interrupt_is_released_when_conversation_management_raises``: it makes
-  Strands' ``conversation_manager.apply_management`` raise; stageware has no conversation
-  manager (the AfterInvocationEvent failure case of the same guarantee is ported).
+  Strands' ``conversation_manager.apply_management`` raise; stageware's conversation
+  managers are InvokeModel middleware inside each model call, with no step after the
+  invocation (the AfterInvocationEvent failure case of the same guarantee is ported).
 """
 
 from __future__ import annotations

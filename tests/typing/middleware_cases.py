@@ -28,6 +28,8 @@ from stageware.middleware import (
     ModelFallback,
     PIIPattern,
     RedactPII,
+    SlidingWindow,
+    Summarizing,
     require_approval,
 )
 from stageware.policy import MiddlewareDef, PolicyEngine
@@ -65,6 +67,16 @@ limits = CallLimits(max_tool_calls=3, per_tool={"search": 2}, on_limit="stop")
 limits.install(agent)
 limit_tool_call: ExecuteToolWrapHandler = limits.limit_tool_call
 agent.add_middleware(AgentStreamStage.Input, limits.start_run)
+window = SlidingWindow(max_tokens=32_000, max_messages=None, reserve=0.2)
+agent.add_middleware(InvokeModelStage, window)
+summarizing = Summarizing(max_tokens=32_000, model=backup, summary_ratio=0.5)
+agent.add_middleware(InvokeModelStage.Wrap, summarizing)
+Agent(ScriptedModel([]), conversation_manager=window)
+Agent(ScriptedModel([]), conversation_manager=Summarizing(max_tokens=8_000))
+assert_type(window.max_tokens, int | None)
+assert_type(window.max_messages, int | None)
+assert_type(summarizing.max_tokens, int)
+assert_type(summarizing.model, Model | None)
 
 
 # Negative cases: each line must be an error under both checkers.
@@ -88,3 +100,10 @@ def wrong_uses() -> None:
     CallLimits(3)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     CallLimits(max_tool_calls=1, on_limit="halt")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     agent.add_middleware(InvokeModelStage, limits.limit_tool_call)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    agent.add_middleware(ExecuteToolStage, window)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    agent.add_middleware(InvokeModelStage.Input, summarizing)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    SlidingWindow(max_tokens="32k")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    SlidingWindow(32_000)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    Summarizing()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    Summarizing(max_tokens=1_000, model="gpt-4o")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    Agent(ScriptedModel([]), conversation_manager=40)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]

@@ -175,6 +175,11 @@ LOOSENINGS = {
         "patterns: Iterable[PIIName | PIIPattern] = tuple(BUILTIN_PATTERNS),",
         "patterns: Any = tuple(BUILTIN_PATTERNS),",
     ),
+    "sliding window token budget": Loosening(
+        "_middleware/_sliding_window.py",
+        "    max_tokens: int | None = None\n",
+        "    max_tokens: Any = None\n",
+    ),
     "bedrock structured output mode": Loosening(
         "_host/models/_bedrock.py",
         'structured_output: Literal["native", "tool"] = "tool",',

@@ -13,6 +13,7 @@ import anyio
 
 from stageware._generated.events import AgentStreamEvent
 from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoice
+from stageware._generated.stages import InvokeModelStage, InvokeModelWrapHandler
 from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
 from ._agent_result import AgentResult, AgentResultEvent, OutputT
@@ -103,6 +104,11 @@ class Agent(MiddlewareHost):
         tracer_provider: Where to send the OpenTelemetry spans of every invocation. By
             default they go to the global provider once the application has set one
             (``opentelemetry.trace.set_tracer_provider``), and no spans are made before.
+        conversation_manager: What each model call is sent of a long conversation: an
+            InvokeModel Wrap handler such as ``stageware.middleware.SlidingWindow`` or
+            ``Summarizing``, installed after the policy's middleware and before any added
+            later. It shapes the request only; the history and the session keep every
+            message. ``None`` (the default) sends the whole history.
 
     Raises:
         TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
@@ -134,6 +140,7 @@ class Agent(MiddlewareHost):
         max_model_calls: int | None = DEFAULT_MAX_MODEL_CALLS,
         policy: AgentExtension | None = None,
         tracer_provider: TracerProvider | None = None,
+        conversation_manager: InvokeModelWrapHandler | None = None,
     ) -> None:
         # Checked now, like the tools: a model name passed instead of a model would
         # otherwise fail only at the first call.
@@ -169,6 +176,10 @@ class Agent(MiddlewareHost):
         if policy is not None:
             # First, so that policy handlers are the outermost of every phase.
             policy.install(self._core)
+        if conversation_manager is not None:
+            # Next: user middleware added later (a cache, a fallback) sees the request
+            # the model is sent, and an overflow it lets through reaches the manager.
+            self.add_middleware(InvokeModelStage, conversation_manager)
         if session_store is not None and session_id is not None:
             session = AgentSession(
                 session_store,

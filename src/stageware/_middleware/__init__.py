@@ -12,6 +12,8 @@ from ._model_fallback import ModelFallback
 from ._pii_patterns import PIIName, PIIPattern
 from ._redact import PIIReplacement, RedactPII
 from ._require_approval import ApprovalCondition, require_approval
+from ._sliding_window import SlidingWindow
+from ._summarizing import Summarizing
 
 __all__ = [
     "ApprovalCondition",
@@ -22,5 +24,7 @@ __all__ = [
     "PIIPattern",
     "PIIReplacement",
     "RedactPII",
+    "SlidingWindow",
+    "Summarizing",
     "require_approval",
 ]

@@ -1,0 +1,275 @@
+"""Sliding window: an InvokeModel Wrap handler that sends the newest turns that fit.
+
+What it changes is what one model call is sent (``context.replace(messages=...)``), never
+the agent's history or its session: the whole conversation stays the durable record, and
+a later call with a larger budget, another manager or none sends it again. The window is
+a suffix of the conversation that the host's rules accept (see ``_window``): it keeps
+each ``toolUse`` with its ``toolResult`` and always holds the current turn.
+
+The budget is ``max_tokens`` less its ``reserve`` and less what the system prompt and the
+tool specs count. With ``context.projected_input_tokens`` (the host's estimate of the
+call) within it, the call goes as it is, at no cost; otherwise the window is found by a
+scan from the newest message back (``stageware.estimate_tokens`` per message), which
+stops when the budget is spent. An overflow the model reports anyway is retried once with
+half of what failed (``_overflow_retry``), and the agent's later requests keep to that
+size: the budget was wrong for this model, and paying a refused call on every call
+would double the cost of each.
+
+Per agent (weakly keyed by its handle, so a different agent never shares it) the manager
+remembers where its last window started, and extends it by the new messages while it
+fits: a call then costs what is new, and the request's start stays the same from call to
+call, which providers' prompt caches need. The memory is checked against the history on
+each call (the first and last message it covered) and dropped when they differ.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import aclosing, suppress
+from dataclasses import dataclass, field
+from typing import cast, final
+
+from stageware import (
+    InvokeModelContext,
+    InvokeModelEvent,
+    InvokeModelNext,
+    Message,
+    Messages,
+    estimate_tokens,
+)
+
+from ._overflow_retry import fixed_tokens, send_with_one_retry, usable_tokens
+from ._window import UNLIMITED, fit_window, message_tokens, truncate_tool_results
+
+__all__ = ["SlidingWindow", "check_budget_settings", "reduce_by_half", "sent_window"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Placed:
+    """Where an agent's last window sat: ``messages[start:end]``, *tokens* in all."""
+
+    start: int
+    first: Message
+    end: int
+    last: Message
+    tokens: int
+
+    def still_in(self, messages: Messages) -> bool:
+        """Whether *messages* still hold this window's messages where they were."""
+        return (
+            len(messages) >= self.end
+            and messages[self.end - 1] == self.last
+            and messages[self.start] == self.first
+        )
+
+
+def _no_placements() -> weakref.WeakKeyDictionary[object, _Placed]:
+    return weakref.WeakKeyDictionary()
+
+
+def _no_caps() -> weakref.WeakKeyDictionary[object, int]:
+    return weakref.WeakKeyDictionary()
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlidingWindow:
+    """Send each model call the newest turns of the conversation that fit a budget.
+
+    Register it on the InvokeModel stage (Wrap), or pass it as
+    ``Agent(conversation_manager=...)``::
+
+        agent = Agent(model, conversation_manager=SlidingWindow(max_tokens=32_000))
+
+    Attributes:
+        max_messages: At most this many messages per call (Strands' ``window_size``);
+            ``None`` for no count limit. The current turn is sent whole even when it is
+            longer.
+        max_tokens: The request's token budget (messages, system prompt and tool specs),
+            by ``stageware.estimate_tokens``; ``None`` for no token limit. Set it to the
+            model's context window less the answer's room.
+        reserve: The share of *max_tokens* kept free, for the estimate's error
+            (0.1: 10%).
+        trim_to: When the window must move on, it is cut to this share of the limits
+            (0.75), and then stays where it starts while the conversation grows into the
+            rest. Providers cache a request's prefix; a window that moved on every call
+            would miss that cache every time. 1.0 keeps as much as fits, at the price of
+            moving on every call once the limit is reached.
+        truncate_tool_results: When the current turn alone is over budget, cut its
+            largest tool results down (each keeps its start and a note) so the call fits.
+            Off, such a call goes as it is, and the model's overflow error ends it.
+
+    Raises:
+        TypeError: A setting is not of its type.
+        ValueError: A limit is below 1, *reserve* is not in [0, 1) or *trim_to* not in
+            (0, 1].
+    """
+
+    max_messages: int | None = 40
+    max_tokens: int | None = None
+    reserve: float = 0.1
+    trim_to: float = 0.75
+    truncate_tool_results: bool = True
+    _placed: weakref.WeakKeyDictionary[object, _Placed] = field(
+        default_factory=_no_placements, init=False, repr=False, compare=False
+    )
+    # Per agent, the request size (tokens) that fit after the model refused a larger one.
+    _fitted: weakref.WeakKeyDictionary[object, int] = field(
+        default_factory=_no_caps, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        check_budget_settings(
+            "SlidingWindow",
+            max_tokens=self.max_tokens,
+            reserve=self.reserve,
+            max_messages=self.max_messages,
+        )
+        trim_to = cast(object, self.trim_to)
+        if not isinstance(trim_to, (int, float)) or isinstance(trim_to, bool):
+            raise TypeError(f"SlidingWindow: trim_to must be a float, got {trim_to!r}")
+        if not 0.0 < trim_to <= 1.0:
+            raise ValueError(f"SlidingWindow: trim_to must be in (0, 1], got {trim_to}")
+        if not isinstance(cast(object, self.truncate_tool_results), bool):
+            raise TypeError(
+                "SlidingWindow: truncate_tool_results must be a bool, got "
+                f"{self.truncate_tool_results!r}"
+            )
+
+    async def __call__(
+        self, context: InvokeModelContext, next_fn: InvokeModelNext
+    ) -> AsyncIterator[InvokeModelEvent]:
+        """Send the call's window (an InvokeModel Wrap handler); retry once on overflow."""
+        request = self.window(context)
+        async with aclosing(
+            send_with_one_retry("SlidingWindow", request, next_fn, self._reduce)
+        ) as events:
+            async for event in events:
+                yield event
+
+    def window(self, context: InvokeModelContext) -> InvokeModelContext:
+        """*context* with the messages this manager sends: itself when all of them go."""
+        messages = context.messages
+        count = len(messages)
+        max_messages = self.max_messages
+        if self.max_tokens is None:
+            if max_messages is None:
+                return context
+            usable = fixed = 0
+            budget = UNLIMITED
+        else:
+            usable = usable_tokens(self.max_tokens, self.reserve)
+            with suppress(TypeError):
+                usable = min(usable, self._fitted.get(context.agent, usable))
+            fixed = fixed_tokens(context)
+            budget = max(0, usable - fixed)
+        placed = self._placed_for(context.agent, messages)
+        if placed is not None:
+            # The window stays where it started while the conversation grows into it.
+            tokens = placed.tokens + sum(message_tokens(m) for m in messages[placed.end :])
+            if tokens <= budget and (max_messages is None or count - placed.start <= max_messages):
+                return self._send(context, placed.start, tokens, fixed)
+        elif max_messages is None or count <= max_messages:
+            projected = context.projected_input_tokens
+            if self.max_tokens is not None and projected is not None and projected <= usable:
+                return context
+            found = fit_window(messages, budget, max_messages)
+            if found.start == 0 and found.fits:
+                return self._send(context, 0, found.tokens, fixed)
+        found = fit_window(
+            messages,
+            budget if budget == UNLIMITED else int(budget * self.trim_to),
+            None if max_messages is None else _share(max_messages, self.trim_to),
+        )
+        if found.tokens <= budget or not self.truncate_tool_results:
+            return self._send(context, found.start, found.tokens, fixed)
+        # The current turn alone is over budget: its tool results are cut to fit.
+        window = truncate_tool_results(messages[found.start :], found.tokens, budget)
+        return context.replace(messages=window, projected_input_tokens=None)
+
+    def _send(
+        self, context: InvokeModelContext, start: int, tokens: int, fixed: int
+    ) -> InvokeModelContext:
+        messages = context.messages
+        if messages:
+            placed = _Placed(start, messages[start], len(messages), messages[-1], tokens)
+            with suppress(TypeError):  # a handle without weak references: no memory
+                self._placed[context.agent] = placed
+        if start == 0:
+            return context
+        projected = None if self.max_tokens is None else tokens + fixed
+        return context.replace(messages=messages[start:], projected_input_tokens=projected)
+
+    def _placed_for(self, agent: object, messages: Messages) -> _Placed | None:
+        try:
+            placed = self._placed.get(agent)
+        except TypeError:
+            return None
+        return placed if placed is not None and placed.still_in(messages) else None
+
+    def _reduce(self, failed: InvokeModelContext) -> InvokeModelContext | None:
+        smaller = reduce_by_half(failed, truncate=self.truncate_tool_results)
+        if smaller is not None and smaller.projected_input_tokens is not None:
+            # The budget was too large for this model: later calls of this agent keep to
+            # the size retried, so that an overflow is paid once, not on every call.
+            with suppress(TypeError):
+                self._placed.pop(failed.agent, None)
+                self._fitted[failed.agent] = smaller.projected_input_tokens
+        return smaller
+
+
+def _share(limit: int, share: float) -> int:
+    return max(1, int(limit * share))
+
+
+def reduce_by_half(failed: InvokeModelContext, *, truncate: bool) -> InvokeModelContext | None:
+    """A request half the estimate of *failed*'s, or ``None`` when none is smaller."""
+    fixed = fixed_tokens(failed)
+    whole = fit_window(failed.messages, UNLIMITED)
+    smaller = sent_window(failed, (whole.tokens + fixed) // 2, None, truncate=truncate)
+    return None if smaller is failed else smaller
+
+
+def sent_window(
+    context: InvokeModelContext, usable: int, max_messages: int | None, *, truncate: bool
+) -> InvokeModelContext:
+    """*context* with the valid suffix of its messages that fits *usable* tokens.
+
+    *usable* covers the whole request: the system prompt and tool specs are taken off it
+    first. Returns *context* itself when nothing would change.
+    """
+    fixed = fixed_tokens(context) if usable != UNLIMITED else 0
+    budget = max(0, usable - fixed)
+    found = fit_window(context.messages, budget, max_messages)
+    window = context.messages[found.start :] if found.start else context.messages
+    tokens = found.tokens
+    if not found.fits and truncate:
+        shortened = truncate_tool_results(window, found.tokens, budget)
+        if shortened is not window:
+            window = shortened
+            tokens = estimate_tokens(window)
+    if window is context.messages:
+        return context
+    return context.replace(messages=window, projected_input_tokens=tokens + fixed)
+
+
+def check_budget_settings(manager: str, *, reserve: float, **limits: int | None) -> None:
+    """Refuse settings a manager cannot work with, naming the manager and the setting.
+
+    Each of *limits* must be an int of at least 1, or ``None``; *reserve* a share in [0, 1).
+    """
+    for name, value in limits.items():
+        given = cast(object, value)
+        if given is None:
+            continue
+        if not isinstance(given, int) or isinstance(given, bool):
+            raise TypeError(f"{manager}: {name} must be an int or None, got {given!r}")
+        if given < 1:
+            raise ValueError(f"{manager}: {name} must be at least 1, got {given}")
+    given_reserve = cast(object, reserve)
+    if not isinstance(given_reserve, (int, float)) or isinstance(given_reserve, bool):
+        raise TypeError(f"{manager}: reserve must be a float, got {given_reserve!r}")
+    if not 0.0 <= given_reserve < 1.0:
+        raise ValueError(f"{manager}: reserve must be in [0, 1), got {given_reserve}")
