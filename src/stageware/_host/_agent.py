@@ -15,6 +15,7 @@ from stageware._generated.events import AgentStreamEvent
 from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoice
 from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
+from ._agent_id import checked_agent_id
 from ._agent_result import AgentResult, AgentResultEvent, OutputT
 from ._agent_state import AgentState
 from ._agent_tools import AgentTools
@@ -78,6 +79,13 @@ class Agent(MiddlewareHost):
         messages: The conversation to start from (copied).
         tool_choice: How the model selects tools; ``None`` lets the provider decide.
         name: The agent's name, as middleware and hooks see it.
+        agent_id: Identifies the agent in interrupt ids, session keys and traces: every
+            interrupt id it raises is scoped by it, so two agents running one gate (two
+            sub-agents of a parent, two nodes of a graph) get distinct ids and an answer
+            reaches only the agent that asked. ASCII letters, digits, ``_``, ``-`` and
+            ``.``; by default derived from ``name`` (``"My agent"`` -> ``"My_agent"``).
+            Give agents whose interrupts one caller answers distinct ids, and keep an
+            agent's id across restarts: a resumed run recomputes its interrupt ids.
         state: JSON key-value state kept with the session (copied).
         session_store: Where to persist the conversation and interrupt state; with
             ``session_id``, a stored session is loaded now, claimed at the start of every
@@ -107,7 +115,8 @@ class Agent(MiddlewareHost):
     Raises:
         TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
             tool (an undecorated function, say), or ``max_model_calls`` is not an int.
-        ValueError: For duplicate tool names (naming both tools' sources), a session
+        ValueError: For an ``agent_id`` with characters outside the set above (or empty),
+            duplicate tool names (naming both tools' sources), a session
             store without an id (or the reverse), a ``state`` value that is not JSON
             data, a ``session_lease`` that is not positive, ``messages`` / ``state``
             given for a stored session that already has them, or a ``max_model_calls``
@@ -125,6 +134,7 @@ class Agent(MiddlewareHost):
         messages: Messages | None = None,
         tool_choice: ToolChoice | None = None,
         name: str = "agent",
+        agent_id: str | None = None,
         state: dict[str, Any] | None = None,
         session_store: SessionStore | None = None,
         session_id: str | None = None,
@@ -143,6 +153,7 @@ class Agent(MiddlewareHost):
                 f"ScriptedModel or stageware.openai.OpenAIModel), got {model!r}"
             )
         self.name = name
+        self._agent_id = checked_agent_id(agent_id, name)
         self._backend = backend
         # A lock, not a flag: sync calls from two threads must not both get in.
         self._running = threading.Lock()
@@ -181,6 +192,11 @@ class Agent(MiddlewareHost):
                 self._adopt(stored, messages_given=bool(messages), state_given=bool(state))
 
     # -- configuration and state -------------------------------------------------------
+
+    @property
+    def agent_id(self) -> str:
+        """Identifies the agent in interrupt ids, session keys and traces (read-only)."""
+        return self._agent_id
 
     @property
     def messages(self) -> Messages:
@@ -607,4 +623,6 @@ class Agent(MiddlewareHost):
         core.interrupts = interrupts
 
     def __repr__(self) -> str:
-        return f"Agent(name={self.name!r}, tools={self.tool_names!r})"
+        return (
+            f"Agent(name={self.name!r}, agent_id={self.agent_id!r}, tools={self.tool_names!r})"
+        )

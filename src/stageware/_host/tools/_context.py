@@ -23,9 +23,13 @@ from stageware._runtime import (
 __all__ = ["ToolContext", "tool_interrupt_id"]
 
 
-def tool_interrupt_id(tool_use_id: str, name: str) -> str:
-    """The deterministic id of the interrupt a tool raises under *name* for one call."""
-    return f"v1:tool_call:{tool_use_id}:{interrupt_name_hash(name)}"
+def tool_interrupt_id(agent_id: str, tool_use_id: str, name: str) -> str:
+    """The deterministic id of the interrupt a tool raises under *name* for one call.
+
+    Scoped by the agent (``v2``; ``v1`` ids had no agent id): two agents' models may both
+    name a call ``call_0``.
+    """
+    return f"v2:tool_call:{agent_id}:{tool_use_id}:{interrupt_name_hash(name)}"
 
 
 @final
@@ -73,7 +77,9 @@ class ToolContext:
         Raises:
             InterruptException: When no answer is available yet and none was given.
         """
-        interrupt_id = tool_interrupt_id(str(self.tool_use["toolUseId"]), name)
+        interrupt_id = tool_interrupt_id(
+            self.agent.agent_id, str(self.tool_use["toolUseId"]), name
+        )
         resolved = resolve_middleware_interrupt(
             self._interrupts, interrupt_id, name, reason, response
         )
