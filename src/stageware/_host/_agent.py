@@ -15,6 +15,7 @@ from stageware._generated.events import AgentStreamEvent
 from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoice
 from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
+from ._agent_as_tool import AgentAsTool, SubAgentAnswers, SubAgentLink
 from ._agent_id import checked_agent_id
 from ._agent_result import AgentResult, AgentResultEvent, OutputT
 from ._agent_state import AgentState
@@ -154,6 +155,7 @@ class Agent(MiddlewareHost):
             )
         self.name = name
         self._agent_id = checked_agent_id(agent_id, name)
+        tool_items = list(tools)
         self._backend = backend
         # A lock, not a flag: sync calls from two threads must not both get in.
         self._running = threading.Lock()
@@ -166,7 +168,7 @@ class Agent(MiddlewareHost):
         self._core = AgentCore(
             handle=self,
             model=model,
-            tools=AgentTools(tools),
+            tools=AgentTools(tool_items),
             system_prompt=copy.deepcopy(system_prompt),
             tool_choice=copy.deepcopy(tool_choice),
             messages=prompt_messages(messages) if messages else [],
@@ -177,9 +179,22 @@ class Agent(MiddlewareHost):
             tracing=Tracing(tracer_provider),
         )
         self._event_loop = EventLoop(self._core)
+        # The session this agent keeps under a parent's, when it runs as a parent's tool.
+        self._under_parent: str | None = None
         if policy is not None:
             # First, so that policy handlers are the outermost of every phase.
             policy.install(self._core)
+        links = [item.link for item in tool_items if isinstance(item, AgentAsTool)]
+        if links:
+            ids = [link.core.handle.agent_id for link in links]
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            if twice:
+                raise ValueError(
+                    f"sub-agents with the same agent_id {twice[0]!r} are tools of one agent; "
+                    "give each its own agent_id, which keeps their interrupt ids apart"
+                )
+            # First: an answer to a sub-agent's interrupt is the sub-agent's to check.
+            self._core.answer_checks.insert(0, SubAgentAnswers(self, links))
         if session_store is not None and session_id is not None:
             session = AgentSession(
                 session_store,
@@ -545,6 +560,76 @@ class Agent(MiddlewareHost):
             self._core.cancel = CancelToken()
             self._running.release()
 
+    # -- as a tool of another agent ----------------------------------------------------
+
+    def as_tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        preserve_context: bool = False,
+        output_type: type[Any] | None = None,
+    ) -> AgentAsTool:
+        """This agent as a tool another agent's model can call: ``Agent(tools=[sub.as_tool()])``.
+
+        The tool takes one string, ``input``, runs this agent on it and returns its final
+        text. Its events stream through the parent's tool stream, its interrupts become the
+        parent's (answered through the parent's resume), the parent's cancel cancels it,
+        and without a session store of its own its session is kept in the parent's store
+        under ``<parent session id>/<agent_id>``. See the README's "Agents as tools".
+
+        Args:
+            name: The tool's name; by default the agent's ``agent_id``.
+            description: What the parent's model is told the tool does.
+            preserve_context: Keep this agent's history between calls; by default (as in
+                Strands) every call starts from the history and state it had when
+                ``as_tool()`` was called.
+            output_type: Run with ``output_type=`` and return the structured output as the
+                result's ``json`` block instead of the text.
+
+        Raises:
+            ValueError: If *name* is empty.
+        """
+        tool_name = self.agent_id if name is None else name
+        if not tool_name:
+            raise ValueError("as_tool(name=...) must not be empty")
+        return AgentAsTool(
+            self,
+            SubAgentLink(self._core, self._attach_under),
+            name=tool_name,
+            description=description or f"Ask the {self.name!r} agent; give it your request.",
+            preserve_context=preserve_context,
+            output_type=output_type,
+        )
+
+    def _attach_under(self, parent: object) -> None:
+        """Keep this agent's session under *parent*'s (see ``as_tool``), loading it once.
+
+        An agent with a session store of its own keeps it; a parent without one leaves
+        this agent in memory.
+        """
+        if not isinstance(parent, Agent):
+            return
+        own = self._core.session
+        parents = parent._core.session
+        if parents is None or (own is not None and self._under_parent is None):
+            return
+        key = f"{parents.id}/{self.agent_id}"
+        if own is not None and self._under_parent == key and own.store is parents.store:
+            return
+        session = AgentSession(
+            parents.store,
+            check_session_id(key, repr(parents.store)),
+            lease_seconds=DEFAULT_LEASE_SECONDS,
+        )
+        stored = session.load()
+        self._core.session = session
+        self._under_parent = key
+        if stored is not None:
+            self._adopt(stored, messages_given=False, state_given=False, reload=True)
+        else:
+            self._core.interrupts = InterruptState()
+
     # -- sessions ----------------------------------------------------------------------
 
     @property
@@ -623,6 +708,4 @@ class Agent(MiddlewareHost):
         core.interrupts = interrupts
 
     def __repr__(self) -> str:
-        return (
-            f"Agent(name={self.name!r}, agent_id={self.agent_id!r}, tools={self.tool_names!r})"
-        )
+        return f"Agent(name={self.name!r}, agent_id={self.agent_id!r}, tools={self.tool_names!r})"

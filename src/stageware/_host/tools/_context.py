@@ -77,10 +77,19 @@ class ToolContext:
         Raises:
             InterruptException: When no answer is available yet and none was given.
         """
-        interrupt_id = tool_interrupt_id(
-            self.agent.agent_id, str(self.tool_use["toolUseId"]), name
-        )
+        interrupt_id = tool_interrupt_id(self.agent.agent_id, str(self.tool_use["toolUseId"]), name)
         resolved = resolve_middleware_interrupt(
             self._interrupts, interrupt_id, name, reason, response
         )
         return resolved.response
+
+    def answered(self, interrupt_id: str) -> Interrupt | None:
+        """The answered interrupt *interrupt_id* of this run, if it is answered.
+
+        How a tool that runs an agent of its own (``agent.as_tool()``) passes the answers
+        the caller gave on to the agent that asked; a tool asking for itself uses
+        ``interrupt()``. The response is the stored record: a policy approval's is the
+        verified record, never the credential.
+        """
+        found = self._interrupts.get(interrupt_id)
+        return found if found is not None and found.answered else None
