@@ -24,6 +24,7 @@ from stageware import (
     ExecuteToolEvent,
     ExecuteToolNext,
     ExecuteToolStage,
+    MemorySessionStore,
     ScriptedModel,
     ToolContext,
     ToolResultEvent,
@@ -296,3 +297,47 @@ async def test_one_answer_cannot_be_given_for_the_other_sub_agent() -> None:
 
     assert sorted(i.id for i in team.parent.pending_interrupts) == sorted(ids.values())
     assert team.refunded == []
+
+
+# -- ids stored by an older version ------------------------------------------------------------
+
+
+async def test_a_tool_interrupt_stored_under_a_v1_id_is_asked_again_not_approved() -> None:
+    """A session written before agent ids held ``v1:tool_call:<toolUseId>:<hash>``: its
+    answer releases nothing, and the tool asks again under its v2 id."""
+    ran: list[Any] = []
+
+    @tool
+    def deploy(context: ToolContext) -> str:
+        """Deploy once a human confirms."""
+        ran.append(context.interrupt("confirm"))
+        return "deployed"
+
+    store = MemorySessionStore()
+    first = Agent(
+        ScriptedModel([calls(("deploy", {}, "t1"))]),
+        tools=[deploy],
+        session_store=store,
+        session_id="s",
+    )
+    v2_id = tool_call_interrupt_id("t1", "confirm")
+    assert [i.id for i in (await first.invoke_async("ship it")).interrupts] == [v2_id]
+    # What the older version stored: the same interrupt under its v1 id.
+    stored = store.load("s")
+    assert stored is not None
+    snapshot = stored.snapshot
+    v1_id = "v1:tool_call:t1:" + v2_id.rsplit(":", 1)[1]
+    for interrupt in snapshot["interrupt_state"]["interrupts"]:
+        interrupt["id"] = v1_id
+    store.save("s", snapshot, expected_version=stored.version, owner="old", lease_seconds=None)
+
+    upgraded = Agent(ScriptedModel(["done"]), tools=[deploy], session_store=store, session_id="s")
+    assert [i.id for i in upgraded.pending_interrupts] == [v1_id]
+    asked_again = await upgraded.invoke_async(answer((v1_id, "yes")))
+
+    assert ran == []
+    assert asked_again.stop_reason == "interrupt"
+    assert [i.id for i in asked_again.interrupts] == [v2_id]
+    done = await upgraded.invoke_async(answer((v2_id, "yes")))
+    assert done.stop_reason == "end_turn"
+    assert ran == ["yes"]
