@@ -88,6 +88,14 @@ def test_the_tool_takes_one_input_string_and_is_named_by_the_agent_id() -> None:
         sub.as_tool(name="")
 
 
+def test_an_agent_with_a_store_of_its_own_keeps_its_history_as_a_tool(tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "own.db")
+    sub = Agent(ScriptedModel(["hi"]), session_store=store, session_id="mine")
+    with pytest.raises(ValueError, match="preserve_context=True"):
+        sub.as_tool()
+    assert sub.as_tool(preserve_context=True).tool_name == "agent"
+
+
 async def test_the_sub_agent_answers_and_its_events_stream_through_the_parent() -> None:
     sub = Agent(ScriptedModel(["Paris is the capital."], chunk_size=5), agent_id="geo")
     parent_model = ScriptedModel([calls(("geo", {"input": "capital of France?"}, "p1")), "Paris."])
@@ -232,9 +240,7 @@ async def test_a_structured_output_comes_back_as_json() -> None:
 
 
 async def test_the_parents_cancel_stops_the_sub_agent() -> None:
-    sub_model = ScriptedModel(
-        ["a very long answer " * 40, "back"], chunk_size=2, chunk_delay=0.02
-    )
+    sub_model = ScriptedModel(["a very long answer " * 40, "back"], chunk_size=2, chunk_delay=0.02)
     sub = Agent(sub_model, agent_id="slow")
     parent = Agent(
         ScriptedModel([calls(("slow", {"input": "go"}, "p1")), "never"]), tools=[sub.as_tool()]
@@ -251,7 +257,8 @@ async def test_the_parents_cancel_stops_the_sub_agent() -> None:
         elif isinstance(event, AgentResultEvent):
             result = event.result
 
-    assert result is not None and result.stop_reason == "cancelled"
+    assert result is not None
+    assert result.stop_reason == "cancelled"
     # The sub-agent's stream was stopped, not read to its end (400 chunks, 8 s).
     assert chunks < 50
     assert time.monotonic() - started < 3
@@ -306,7 +313,8 @@ async def test_the_sub_agents_session_is_kept_under_the_parents_and_resumed_once
     assert ledger.ran == ["yes"]
     assert first_ledger.ran == []
     again = store.load("order-7/payer")
-    assert again is not None and again.snapshot["interrupt_state"]["activated"] is False
+    assert again is not None
+    assert again.snapshot["interrupt_state"]["activated"] is False
     # Answered once: a second resume finds nothing waiting.
     with pytest.raises(RuntimeError, match="not waiting"):
         await parent.invoke_async(answer((expected, "yes")))

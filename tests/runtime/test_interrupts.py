@@ -41,7 +41,9 @@ def _stream_context(interrupts: Mapping[str, Interrupt] | None = None) -> AgentS
     )
 
 
-TOOL_ID = f"v2:middleware_execute_tool:tester:tooluse_42:{uuid.uuid5(uuid.NAMESPACE_OID, 'approve')}"
+TOOL_ID = (
+    f"v2:middleware_execute_tool:tester:tooluse_42:{uuid.uuid5(uuid.NAMESPACE_OID, 'approve')}"
+)
 STREAM_ID = f"v2:middleware_agent_stream:tester:{uuid.uuid5(uuid.NAMESPACE_OID, 'gate')}"
 
 

@@ -91,7 +91,10 @@ def _stop(text: str) -> EventLoopStopEvent:
 CASES = [
     pytest.param(
         Case(
-            ExecuteToolStage, _tool_context, _tool_result, "v2:middleware_execute_tool:tester:tooluse_42:"
+            ExecuteToolStage,
+            _tool_context,
+            _tool_result,
+            "v2:middleware_execute_tool:tester:tooluse_42:",
         ),
         id="ExecuteTool",
     ),

@@ -8,6 +8,7 @@ from typing import Any, assert_type
 from stageware import (
     AfterToolCallEvent,
     Agent,
+    AgentAsTool,
     AgentResult,
     AgentResultEvent,
     AgentStreamEvent,
@@ -175,3 +176,28 @@ def a_strands_style_handler_for_another_stage_is_rejected() -> None:
 
 def a_tool_is_called_with_its_own_signature() -> None:
     add("1", 2)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+# Agents as tools, and agent ids.
+
+sub_agent = Agent(ScriptedModel([]), name="researcher", agent_id="research-1")
+assert_type(sub_agent.agent_id, str)
+assert_type(sub_agent.as_tool(), AgentAsTool)
+assert_type(sub_agent.as_tool(name="research", description="Finds facts.").agent, Agent)
+parent_agent = Agent(ScriptedModel([]), tools=[sub_agent.as_tool(), add])
+
+
+def a_gate_reads_the_agent_id(context: ExecuteToolContext) -> str:
+    return assert_type(context.agent.agent_id, str)
+
+
+def as_tool_takes_keywords_only() -> None:
+    sub_agent.as_tool("research")  # type: ignore[misc]  # pyright: ignore[reportCallIssue]
+
+
+def an_agent_id_is_a_string() -> None:
+    Agent(ScriptedModel([]), agent_id=7)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def an_agent_id_is_read_only() -> None:
+    sub_agent.agent_id = "other"  # type: ignore[misc]  # pyright: ignore[reportAttributeAccessIssue]

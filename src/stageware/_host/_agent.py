@@ -588,11 +588,19 @@ class Agent(MiddlewareHost):
                 result's ``json`` block instead of the text.
 
         Raises:
-            ValueError: If *name* is empty.
+            ValueError: If *name* is empty, or this agent has a session store of its own
+                and ``preserve_context`` is false (as in Strands: every call would reset
+                the history the store keeps).
         """
         tool_name = self.agent_id if name is None else name
         if not tool_name:
             raise ValueError("as_tool(name=...) must not be empty")
+        if not preserve_context and self._core.session is not None and self._under_parent is None:
+            raise ValueError(
+                f"agent {self.name!r} has a session store of its own, whose history every "
+                "call of the tool would reset; pass as_tool(preserve_context=True), or give "
+                "the agent no store (its session is then kept under its parent's)"
+            )
         return AgentAsTool(
             self,
             SubAgentLink(self._core, self._attach_under),

@@ -148,7 +148,9 @@ async def decide(
             found = (
                 None
                 if answered is None
-                else _bound(answered, point, entry, step_key, event, (run.agent_id, cycle, position))
+                else _bound(
+                    answered, point, entry, step_key, event, (run.agent_id, cycle, position)
+                )
             )
             if found is not None:
                 outcome = _from_answer(point, entry, *found, run)
@@ -325,9 +327,7 @@ def _bound(
     *where* is the agent id, the interrupt cycle and the history's length.
     """
     agent_id, cycle, position = where
-    step = fingerprint(
-        point.value, entry.name, step_key, event, cycle, position, agent_id=agent_id
-    )
+    step = fingerprint(point.value, entry.name, step_key, event, cycle, position, agent_id=agent_id)
     for interrupt in answered:
         record = read_record(interrupt.response)
         if record is not None and record.fingerprint == step:
