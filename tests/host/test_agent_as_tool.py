@@ -27,6 +27,7 @@ from stageware import (
     ExecuteToolStage,
     ModelStreamChunkEvent,
     ScriptedModel,
+    ScriptedTurn,
     SQLiteSessionStore,
     ToolContext,
     ToolResultEvent,
@@ -163,7 +164,8 @@ async def test_a_sub_agent_interrupt_is_answered_through_the_parent() -> None:
         == "The payment is done."
     )
     # The sub-agent resumed where it stopped: its model was not asked for the tool call again.
-    assert len(sub.model.requests) == 2  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+    assert isinstance(sub.model, ScriptedModel)
+    assert len(sub.model.requests) == 2
 
 
 async def test_two_interrupted_sub_agents_are_answered_in_one_resume() -> None:
@@ -203,13 +205,14 @@ async def test_the_same_sub_agent_called_twice_in_one_turn_answers_one_call() ->
     assert statuses == ["error", "success"]
     refused = next(r for r in results.values() if r["status"] == "error")
     assert "already answering another call" in result_text(refused)
-    assert len(sub.model.requests) == 1  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+    assert isinstance(sub.model, ScriptedModel)
+    assert len(sub.model.requests) == 1
 
 
 async def test_each_call_starts_from_the_sub_agents_first_history_unless_preserved() -> None:
     fresh = Agent(ScriptedModel(["one", "two"]), agent_id="fresh")
     kept = Agent(ScriptedModel(["one", "two"]), agent_id="kept")
-    script = [
+    script: list[ScriptedTurn | str] = [
         calls(("fresh", {"input": "a"}, "p1"), ("kept", {"input": "a"}, "p2")),
         calls(("fresh", {"input": "b"}, "p3"), ("kept", {"input": "b"}, "p4")),
         "done",

@@ -192,7 +192,7 @@ def a_gate_reads_the_agent_id(context: ExecuteToolContext) -> str:
 
 
 def as_tool_takes_keywords_only() -> None:
-    sub_agent.as_tool("research")  # type: ignore[misc]  # pyright: ignore[reportCallIssue]
+    sub_agent.as_tool("research")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
 
 
 def an_agent_id_is_a_string() -> None:

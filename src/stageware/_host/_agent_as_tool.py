@@ -32,7 +32,7 @@ from __future__ import annotations
 import copy
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from stageware._generated.events import (
     ExecuteToolEvent,
@@ -317,10 +317,11 @@ class SubAgentAnswers:
 
 
 def _prompt_of(tool_use: ToolUse) -> str:
+    """The call's ``input`` string (a model that sent something else gets it as text)."""
     tool_input: object = tool_use["input"]
     if isinstance(tool_input, dict):
-        value = tool_input.get("input", "")  # pyright: ignore[reportUnknownMemberType]
-        return value if isinstance(value, str) else str(value)  # pyright: ignore[reportUnknownArgumentType]
+        value: object = cast("dict[str, object]", tool_input).get("input", "")
+        return value if isinstance(value, str) else str(value)
     return tool_input if isinstance(tool_input, str) else str(tool_input)
 
 
