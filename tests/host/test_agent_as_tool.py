@@ -8,6 +8,9 @@ the one-call-at-a-time rule, and a policy approval that stays identity-checked.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -46,6 +49,8 @@ from tests.host.agent_helpers import (
 from tests.policy.approvers import authenticator, credential
 
 pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Ledger:
@@ -369,3 +374,41 @@ async def test_a_policy_approval_in_a_sub_agent_stays_identity_checked() -> None
     assert paid == [9]
     record = parent.messages  # the verified record, not the credential, is what was kept
     assert "credential" not in repr(record)
+
+
+def test_a_suspended_sub_agent_resumes_in_another_process_exactly_once(tmp_path: Path) -> None:
+    from tests.host import sub_agent_worker
+
+    db = str(tmp_path / "sessions.db")
+    completed = subprocess.run(
+        [sys.executable, "-m", "tests.host.sub_agent_worker", db],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    asked = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert asked["stop_reason"] == "interrupt"
+    assert asked["paid"] == []
+    [waiting] = asked["ids"]
+    assert waiting.startswith("v2:policy:tool.before:pay_guard:call_0#")
+
+    # This process: new agents on the same file; the sub-agent's script goes on from
+    # after its tool call, so it is not asked again.
+    paid: list[int] = []
+    parent = sub_agent_worker.team(db, paid, ["Paid 70."], ["The supplier is paid."])
+    approval = {"approved": True, "credential": credential("ana", roles=["finance"])}
+    done = parent(answer((waiting, approval)))
+
+    assert done.stop_reason == "end_turn"
+    assert done.text == "The supplier is paid."
+    assert paid == [70]
+    stored = SQLiteSessionStore(db).load(f"{sub_agent_worker.SESSION}/payer")
+    assert stored is not None
+    assert stored.snapshot["interrupt_state"]["interrupts"] == []
+    # The approval released that one step: answering it again runs nothing more.
+    with pytest.raises(RuntimeError, match="not waiting"):
+        parent(answer((waiting, approval)))
+    assert paid == [70]
