@@ -184,7 +184,11 @@ class Agent(MiddlewareHost):
         if policy is not None:
             # First, so that policy handlers are the outermost of every phase.
             policy.install(self._core)
-        links = [item.link for item in tool_items if isinstance(item, AgentAsTool)]
+        links = [
+            SubAgentLink(item.agent._core, item.agent._attach_under)
+            for item in tool_items
+            if isinstance(item, AgentAsTool)
+        ]
         if links:
             ids = [link.core.handle.agent_id for link in links]
             twice = sorted({i for i in ids if ids.count(i) > 1})

@@ -76,8 +76,8 @@ class SubAgentLink:
     __slots__ = ("attach", "core")
 
     def __init__(self, core: AgentCore, attach: Callable[[object], None]) -> None:
-        self.core = core
-        self.attach = attach
+        self.core: AgentCore = core
+        self.attach: Callable[[object], None] = attach
 
     def waits_on(self, interrupt_id: str) -> Interrupt | None:
         """The sub-agent's unanswered interrupt *interrupt_id*, if it waits on it."""
@@ -94,7 +94,8 @@ class SubAgentLink:
 class AgentAsTool:
     """An agent run as a tool of another agent; made by ``agent.as_tool()``.
 
-    It is an ``AgentTool``: pass it in the parent's ``tools=[...]``. The module docstring of
+    It is an ``AgentTool``: pass it in the parent's ``tools=[...]``; build it with
+    ``as_tool()``, not with this constructor. The module docstring of
     ``stageware._host._agent_as_tool`` and the README's "Agents as tools" describe how its
     events, interrupts, cancel and session reach the parent.
     """
@@ -149,11 +150,6 @@ class AgentAsTool:
             "description": self._description,
             "inputSchema": {"json": copy.deepcopy(_INPUT_SCHEMA)},
         }
-
-    @property
-    def link(self) -> SubAgentLink:
-        """The host's side of the sub-agent (its parent installs ``SubAgentAnswers`` with it)."""
-        return self._link
 
     async def stream(
         self, tool_use: ToolUse, context: ToolContext
