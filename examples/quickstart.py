@@ -62,7 +62,9 @@ class Harness:
     """The piece of an agent loop that calls the model, with a middleware registry around it."""
 
     def __init__(self) -> None:
+        # What an AgentHandle carries: stage contexts scope interrupt ids by agent_id.
         self.name = "quickstart"
+        self.agent_id = "quickstart"
         self.model = EchoModel()
         self.middleware = MiddlewareRegistry()
 

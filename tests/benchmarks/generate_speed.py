@@ -43,7 +43,7 @@ def widened_schema(directory: Path, stages: int) -> Path:
     clones = [
         re.sub(r"\n  ExecuteTool:\n", f"\n  Tool{number}:\n", block)
         # Interrupt ids must stay distinct per stage.
-        .replace("v1:middleware_execute_tool:", f"v1:middleware_tool_{number}:")
+        .replace("v2:middleware_execute_tool:", f"v2:middleware_tool_{number}:")
         for number in range(stages - 3)
     ]
     path.write_text(text[:end] + "".join(clones) + text[end:], encoding="utf-8")

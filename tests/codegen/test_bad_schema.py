@@ -157,11 +157,19 @@ CASES: dict[str, Case] = {
         "docs may not contain backslashes",
     ),
     "unknown_interrupt_placeholder": Case(
-        "v1:middleware_agent_stream:{name_uuid}",
-        "v1:middleware_agent_stream:{agent_id}:{name_uuid}",
+        "v2:middleware_agent_stream:{agent.agent_id}:{name_uuid}",
+        "v2:middleware_agent_stream:{agent_id}:{name_uuid}",
         "{agent_id}",
         "stages.AgentStream.interrupt.id",
         "unknown interrupt-id placeholder {agent_id} (did you mean 'agent'?)",
+    ),
+    "interrupt_attribute_of_a_payload": Case(
+        "{tool_use[toolUseId]}",
+        "{tool_use.toolUseId}",
+        "{tool_use.toolUseId}",
+        "stages.ExecuteTool.interrupt.id",
+        "placeholder {tool_use.toolUseId}: only a field of a host type can be read by attribute, "
+        "not ToolUse (index payloads and dicts with [key])",
     ),
     "interrupt_key_not_in_payload": Case(
         "{tool_use[toolUseId]}",
@@ -313,11 +321,11 @@ CASES: dict[str, Case] = {
         "expected a mapping, got the integer 5",
     ),
     "interrupt_is_not_a_mapping": Case(
-        '    interrupt:\n      id: "v1:middleware_agent_stream:{name_uuid}"',
-        '    interrupt: "v1:middleware_agent_stream:{name_uuid}"',
-        'interrupt: "v1:middleware_agent_stream',
+        '    interrupt:\n      id: "v2:middleware_agent_stream:{agent.agent_id}:{name_uuid}"',
+        '    interrupt: "v2:middleware_agent_stream:{agent.agent_id}:{name_uuid}"',
+        'interrupt: "v2:middleware_agent_stream',
         "stages.AgentStream.interrupt",
-        "expected a mapping, got the string 'v1:middleware_agent_stream:{name_uuid}'",
+        "expected a mapping, got the string 'v2:middleware_agent_stream:{agent.ag...",
     ),
     "python_tag_on_a_mapping": Case(
         "  InvokeModel:\n    doc: >-",

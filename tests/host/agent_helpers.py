@@ -42,20 +42,23 @@ def name_hash(name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_OID, name))
 
 
-def execute_tool_interrupt_id(tool_use_id: str, name: str) -> str:
-    return f"v1:middleware_execute_tool:{tool_use_id}:{name_hash(name)}"
+# Every id is scoped by the agent's id; an Agent() with the default name has "agent".
 
 
-def agent_stream_interrupt_id(name: str) -> str:
-    return f"v1:middleware_agent_stream:{name_hash(name)}"
+def execute_tool_interrupt_id(tool_use_id: str, name: str, agent_id: str = "agent") -> str:
+    return f"v2:middleware_execute_tool:{agent_id}:{tool_use_id}:{name_hash(name)}"
 
 
-def tool_call_interrupt_id(tool_use_id: str, name: str) -> str:
-    return f"v1:tool_call:{tool_use_id}:{name_hash(name)}"
+def agent_stream_interrupt_id(name: str, agent_id: str = "agent") -> str:
+    return f"v2:middleware_agent_stream:{agent_id}:{name_hash(name)}"
 
 
-def before_tool_call_interrupt_id(tool_use_id: str, name: str) -> str:
-    return f"v1:before_tool_call:{tool_use_id}:{name_hash(name)}"
+def tool_call_interrupt_id(tool_use_id: str, name: str, agent_id: str = "agent") -> str:
+    return f"v2:tool_call:{agent_id}:{tool_use_id}:{name_hash(name)}"
+
+
+def before_tool_call_interrupt_id(tool_use_id: str, name: str, agent_id: str = "agent") -> str:
+    return f"v2:before_tool_call:{agent_id}:{tool_use_id}:{name_hash(name)}"
 
 
 def answer(*pairs: tuple[str, Any]) -> list[dict[str, Any]]:

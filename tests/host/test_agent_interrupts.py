@@ -843,7 +843,7 @@ async def test_resume_mistakes_are_errors_that_keep_the_agent_waiting() -> None:
     agent = Agent(model, tools=[tools.confirm])
 
     with pytest.raises(RuntimeError):
-        await agent.invoke_async(answer(("v1:tool_call:nothing:pending", "yes")))
+        await agent.invoke_async(answer(("v2:tool_call:agent:nothing:pending", "yes")))
 
     first = await agent.invoke_async("go")
     pending = agent.pending_interrupts
@@ -851,7 +851,7 @@ async def test_resume_mistakes_are_errors_that_keep_the_agent_waiting() -> None:
     with pytest.raises(TypeError):
         await agent.invoke_async("a new prompt while waiting")
     with pytest.raises(KeyError):
-        await agent.invoke_async(answer(("v1:tool_call:t1:not-a-real-id", "yes")))
+        await agent.invoke_async(answer(("v2:tool_call:agent:t1:not-a-real-id", "yes")))
     with pytest.raises(ValueError, match="None"):
         await agent.invoke_async(answer((first.interrupts[0].id, None)))
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 class _Agent:
     name = "tester"
+    agent_id = "tester"
 
 
 class Point(BaseModel):
@@ -672,7 +673,7 @@ async def _refund_generator(amount: int, context: ToolContext) -> AsyncIterator[
 @pytest.mark.parametrize("func", [_refund_sync, _refund_async, _refund_generator])
 async def test_an_interrupt_halts_and_the_answer_is_returned_on_resume(func: Any) -> None:
     refund = tool(func, name="refund")
-    interrupt_id = tool_interrupt_id("tooluse_7", "approve")
+    interrupt_id = tool_interrupt_id("tester", "tooluse_7", "approve")
 
     events = await _run(refund, {"amount": 500}, tool_use_id="tooluse_7")
     assert not any(isinstance(event, ToolResultEvent) for event in events)

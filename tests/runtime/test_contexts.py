@@ -19,6 +19,7 @@ from stageware import (
 
 class _Agent:
     name = "tester"
+    agent_id = "tester"
 
 
 class _Model:

@@ -21,6 +21,7 @@ from stageware.runtime import CallInterrupts, resolve_middleware_interrupt
 
 class _Agent:
     name = "tester"
+    agent_id = "tester"
 
 
 def _tool_context(interrupts: Mapping[str, Interrupt] | None = None) -> ExecuteToolContext:
@@ -40,8 +41,10 @@ def _stream_context(interrupts: Mapping[str, Interrupt] | None = None) -> AgentS
     )
 
 
-TOOL_ID = f"v1:middleware_execute_tool:tooluse_42:{uuid.uuid5(uuid.NAMESPACE_OID, 'approve')}"
-STREAM_ID = f"v1:middleware_agent_stream:{uuid.uuid5(uuid.NAMESPACE_OID, 'gate')}"
+TOOL_ID = (
+    f"v2:middleware_execute_tool:tester:tooluse_42:{uuid.uuid5(uuid.NAMESPACE_OID, 'approve')}"
+)
+STREAM_ID = f"v2:middleware_agent_stream:tester:{uuid.uuid5(uuid.NAMESPACE_OID, 'gate')}"
 
 
 def test_a_first_call_raises_with_the_deterministic_tool_id() -> None:

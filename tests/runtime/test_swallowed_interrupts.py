@@ -40,6 +40,7 @@ TOOL_USE: Any = {"toolUseId": "tooluse_42", "name": "refund", "input": {"amount"
 
 class _Agent:
     name = "tester"
+    agent_id = "tester"
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,15 @@ def _stop(text: str) -> EventLoopStopEvent:
 CASES = [
     pytest.param(
         Case(
-            ExecuteToolStage, _tool_context, _tool_result, "v1:middleware_execute_tool:tooluse_42:"
+            ExecuteToolStage,
+            _tool_context,
+            _tool_result,
+            "v2:middleware_execute_tool:tester:tooluse_42:",
         ),
         id="ExecuteTool",
     ),
     pytest.param(
-        Case(AgentStreamStage, _stream_context, _stop, "v1:middleware_agent_stream:"),
+        Case(AgentStreamStage, _stream_context, _stop, "v2:middleware_agent_stream:tester:"),
         id="AgentStream",
     ),
 ]

@@ -529,7 +529,7 @@ async def test_middleware_interrupt_id_uses_agent_stream_namespace(agent: Agent)
     agent.add_middleware(AgentStreamStage, gate_named("my_gate"))
     result = await agent.invoke_async("Test")
 
-    assert result.interrupts[0].id.startswith("v1:middleware_agent_stream:")
+    assert result.interrupts[0].id.startswith("v2:middleware_agent_stream:agent:")
 
 
 async def test_middleware_interrupt_registered_in_state(agent: Agent) -> None:
@@ -816,7 +816,7 @@ async def test_context_replace_preserves_interrupt(agent: Agent) -> None:
     result = await agent.invoke_async("Test")
 
     assert result.stop_reason == "interrupt"
-    assert result.interrupts[0].id.startswith("v1:middleware_agent_stream:")
+    assert result.interrupts[0].id.startswith("v2:middleware_agent_stream:agent:")
 
 
 # --- tool interrupts still surface through the agent-stream chain ---

@@ -212,7 +212,7 @@ async def test_middleware_interrupt_id_is_deterministic(agent: Agent) -> None:
     agent.add_middleware(ExecuteToolStage, my_gate)
 
     result = await agent.invoke_async("what is 2+2?")
-    assert result.interrupts[0].id.startswith("v1:middleware_execute_tool:tool_1:")
+    assert result.interrupts[0].id.startswith("v2:middleware_execute_tool:agent:tool_1:")
 
 
 async def test_middleware_interrupt_registered_in_state(
@@ -448,7 +448,7 @@ def test_agent_stream_context_interrupt_id_and_resolution() -> None:
     ctx = AgentStreamContext.from_host(agent=agent, messages=[], invocation_state={})
 
     interrupt_id = interrupt_id_of(ctx, "gate")
-    assert interrupt_id.startswith("v1:middleware_agent_stream:")
+    assert interrupt_id.startswith("v2:middleware_agent_stream:agent:")
     assert interrupt_id == interrupt_id_of(ctx, "gate")
 
     with pytest.raises(InterruptException):

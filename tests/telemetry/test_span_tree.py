@@ -121,6 +121,7 @@ async def test_a_run_nests_model_and_tool_calls() -> None:
     assert attributes(invocation) == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "helper",
+        "gen_ai.agent.id": "helper",
         "stageware.stop_reason": "end_turn",
         "gen_ai.usage.input_tokens": result.metrics.usage["inputTokens"],
         "gen_ai.usage.output_tokens": result.metrics.usage["outputTokens"],

@@ -8,6 +8,7 @@ from typing import Any, assert_type
 from stageware import (
     AfterToolCallEvent,
     Agent,
+    AgentAsTool,
     AgentResult,
     AgentResultEvent,
     AgentStreamEvent,
@@ -217,3 +218,28 @@ async def token_counters_are_async_and_count_in_ints(model: object) -> None:
     # A count must not block the event loop: a sync count_tokens is not a TokenCounter.
     counters: list[TokenCounter] = [counter, scripted]
     counters.append(BlockingCounter())  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+# Agents as tools, and agent ids.
+
+sub_agent = Agent(ScriptedModel([]), name="researcher", agent_id="research-1")
+assert_type(sub_agent.agent_id, str)
+assert_type(sub_agent.as_tool(), AgentAsTool)
+assert_type(sub_agent.as_tool(name="research", description="Finds facts.").agent, Agent)
+parent_agent = Agent(ScriptedModel([]), tools=[sub_agent.as_tool(), add])
+
+
+def a_gate_reads_the_agent_id(context: ExecuteToolContext) -> str:
+    return assert_type(context.agent.agent_id, str)
+
+
+def as_tool_takes_keywords_only() -> None:
+    sub_agent.as_tool("research")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+
+
+def an_agent_id_is_a_string() -> None:
+    Agent(ScriptedModel([]), agent_id=7)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def an_agent_id_is_read_only() -> None:
+    sub_agent.agent_id = "other"  # type: ignore[misc]  # pyright: ignore[reportAttributeAccessIssue]

@@ -160,6 +160,7 @@ LOOSENINGS = {
         'structured_output: Literal["native", "tool"] = "native"',
         'structured_output: Any = "native"',
     ),
+    "agent as tool": Loosening("_host/_agent.py", "    ) -> AgentAsTool:\n", "    ) -> Any:\n"),
     "authenticator": Loosening(
         "_policy/_identity.py",
         "Authenticator: TypeAlias = Callable[[str], Approver]",

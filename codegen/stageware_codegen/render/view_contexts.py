@@ -262,5 +262,6 @@ def _id_expression(parts: tuple[_ir.IdPart, ...]) -> str:
             pieces.append("interrupt_name_hash(name)")
         else:
             access = f"self.{part.field}" + "".join(f"[{key!r}]" for key in part.keys)
+            access += "".join(f".{attr}" for attr in part.attrs)
             pieces.append(f"str({access})")
     return " + ".join(pieces)

@@ -2,7 +2,10 @@
 
 A placeholder names the interrupt's hash (``{name_uuid}``) or a context field, optionally
 indexed by keys that the field's type guarantees, so the generated ``_interrupt_id``
-type-checks and never raises ``KeyError``.
+type-checks and never raises ``KeyError``; or an attribute of a field whose type is a host
+object (``{agent.agent_id}``). The generator cannot see a host type's attributes, so an
+attribute is checked where it counts: the checkers run over the generated code, and a
+misspelt attribute is a type error there (and an ``AttributeError`` at run time).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from .type_exprs import NameKind, TypeExpr
 
 __all__ = ["parse_interrupt_id"]
 
-_ID_FIELD = re.compile(r"([a-z][a-z0-9_]*)((?:\[[^\[\]]+\])*)")
+_ID_FIELD = re.compile(r"([a-z][a-z0-9_]*)((?:\[[^\[\]]+\])*|(?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
 
 
 def parse_interrupt_id(
@@ -80,6 +83,16 @@ def _field_part(
             path, f"unknown interrupt-id placeholder {{{placeholder}}}" + did_you_mean(head, known)
         )
         return None
+    if match.group(2).startswith("."):
+        attrs = tuple(match.group(2)[1:].split("."))
+        if kinds.get(field.type.text) is not NameKind.EXTERNAL:
+            errors.add(
+                path,
+                f"placeholder {{{placeholder}}}: only a field of a host type can be read by "
+                f"attribute, not {field.type.text} (index payloads and dicts with [key])",
+            )
+            return None
+        return ir.IdPart(field=field.name, attrs=attrs)
     keys: tuple[str | int, ...] = tuple(
         int(key) if key.isdigit() else key for key in re.findall(r"\[([^\[\]]+)\]", match.group(2))
     )

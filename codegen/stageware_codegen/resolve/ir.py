@@ -89,13 +89,15 @@ class IdPart:
     """One piece of an interrupt-id template.
 
     Exactly one of: ``literal`` text, the interrupt ``name_hash``, or a context ``field``
-    indexed by ``keys`` (``{tool_use[toolUseId]}``).
+    indexed by ``keys`` (``{tool_use[toolUseId]}``) or read by ``attrs``
+    (``{agent.agent_id}``).
     """
 
     literal: str | None = None
     name_hash: bool = False
     field: str | None = None
     keys: tuple[str | int, ...] = ()
+    attrs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -343,7 +343,9 @@ class ExecuteToolContext:
 
     def _interrupt_id(self, name: str) -> str:
         return (
-            "v1:middleware_execute_tool:"
+            "v2:middleware_execute_tool:"
+            + str(self.agent.agent_id)
+            + ":"
             + str(self.tool_use["toolUseId"])
             + ":"
             + interrupt_name_hash(name)
@@ -468,4 +470,9 @@ class AgentStreamContext:
         )
 
     def _interrupt_id(self, name: str) -> str:
-        return "v1:middleware_agent_stream:" + interrupt_name_hash(name)
+        return (
+            "v2:middleware_agent_stream:"
+            + str(self.agent.agent_id)
+            + ":"
+            + interrupt_name_hash(name)
+        )

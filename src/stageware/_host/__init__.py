@@ -5,7 +5,9 @@ Implementation modules are private; ``stageware`` re-exports the names listed he
 The core loop, from the outside in:
 
 - ``_agent``: ``Agent``, its configuration and the sync/async entry points;
-  ``_agent_state``: ``AgentState``, its JSON key-value state.
+  ``_agent_state``: ``AgentState``, its JSON key-value state. ``_agent_id``: agent ids
+  (``Agent(agent_id=...)``), which scope interrupt ids. ``_agent_as_tool``:
+  ``agent.as_tool()``, a sub-agent as a tool, and the routing of answers to it.
 - ``_session``: the agent's side of a stored session: the claim under a lease, its
   renewal (by the store's one renewer), a checkpoint of each message as it enters the
   history, the release.
@@ -42,6 +44,7 @@ What the loop plugs in, each in its own sub-package:
 """
 
 from ._agent import Agent, ConcurrentInvocationError
+from ._agent_as_tool import AgentAsTool
 from ._agent_result import AgentMetrics, AgentResult, AgentResultEvent
 from ._cancel import CancelToken
 from ._hook_events import (
@@ -98,6 +101,7 @@ __all__ = [
     "AfterModelCallEvent",
     "AfterToolCallEvent",
     "Agent",
+    "AgentAsTool",
     "AgentMetrics",
     "AgentResult",
     "AgentResultEvent",

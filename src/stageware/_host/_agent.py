@@ -16,6 +16,8 @@ from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoi
 from stageware._generated.stages import InvokeModelStage, InvokeModelWrapHandler
 from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
+from ._agent_as_tool import AgentAsTool, SubAgentAnswers, SubAgentLink
+from ._agent_id import checked_agent_id
 from ._agent_result import AgentResult, AgentResultEvent, OutputT
 from ._agent_state import AgentState
 from ._agent_tools import AgentTools
@@ -79,6 +81,13 @@ class Agent(MiddlewareHost):
         messages: The conversation to start from (copied).
         tool_choice: How the model selects tools; ``None`` lets the provider decide.
         name: The agent's name, as middleware and hooks see it.
+        agent_id: Identifies the agent in interrupt ids, session keys and traces: every
+            interrupt id it raises is scoped by it, so two agents running one gate (two
+            sub-agents of a parent, two nodes of a graph) get distinct ids and an answer
+            reaches only the agent that asked. ASCII letters, digits, ``_``, ``-`` and
+            ``.``; by default derived from ``name`` (``"My agent"`` -> ``"My_agent"``).
+            Give agents whose interrupts one caller answers distinct ids, and keep an
+            agent's id across restarts: a resumed run recomputes its interrupt ids.
         state: JSON key-value state kept with the session (copied).
         session_store: Where to persist the conversation and interrupt state; with
             ``session_id``, a stored session is loaded now, claimed at the start of every
@@ -113,7 +122,8 @@ class Agent(MiddlewareHost):
     Raises:
         TypeError: If *model* has no ``stream()`` method, an item of *tools* is not a
             tool (an undecorated function, say), or ``max_model_calls`` is not an int.
-        ValueError: For duplicate tool names (naming both tools' sources), a session
+        ValueError: For an ``agent_id`` with characters outside the set above (or empty),
+            duplicate tool names (naming both tools' sources), a session
             store without an id (or the reverse), a ``state`` value that is not JSON
             data, a ``session_lease`` that is not positive, ``messages`` / ``state``
             given for a stored session that already has them, or a ``max_model_calls``
@@ -131,6 +141,7 @@ class Agent(MiddlewareHost):
         messages: Messages | None = None,
         tool_choice: ToolChoice | None = None,
         name: str = "agent",
+        agent_id: str | None = None,
         state: dict[str, Any] | None = None,
         session_store: SessionStore | None = None,
         session_id: str | None = None,
@@ -150,6 +161,8 @@ class Agent(MiddlewareHost):
                 f"ScriptedModel or stageware.openai.OpenAIModel), got {model!r}"
             )
         self.name = name
+        self._agent_id = checked_agent_id(agent_id, name)
+        tool_items = list(tools)
         self._backend = backend
         # A lock, not a flag: sync calls from two threads must not both get in.
         self._running = threading.Lock()
@@ -162,7 +175,7 @@ class Agent(MiddlewareHost):
         self._core = AgentCore(
             handle=self,
             model=model,
-            tools=AgentTools(tools),
+            tools=AgentTools(tool_items),
             system_prompt=copy.deepcopy(system_prompt),
             tool_choice=copy.deepcopy(tool_choice),
             messages=prompt_messages(messages) if messages else [],
@@ -173,6 +186,8 @@ class Agent(MiddlewareHost):
             tracing=Tracing(tracer_provider),
         )
         self._event_loop = EventLoop(self._core)
+        # The session this agent keeps under a parent's, when it runs as a parent's tool.
+        self._under_parent: str | None = None
         if policy is not None:
             # First, so that policy handlers are the outermost of every phase.
             policy.install(self._core)
@@ -180,6 +195,21 @@ class Agent(MiddlewareHost):
             # Next: user middleware added later (a cache, a fallback) sees the request
             # the model is sent, and an overflow it lets through reaches the manager.
             self.add_middleware(InvokeModelStage, conversation_manager)
+        links = [
+            SubAgentLink(item.agent._core, item.agent._attach_under)
+            for item in tool_items
+            if isinstance(item, AgentAsTool)
+        ]
+        if links:
+            ids = [link.core.handle.agent_id for link in links]
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            if twice:
+                raise ValueError(
+                    f"sub-agents with the same agent_id {twice[0]!r} are tools of one agent; "
+                    "give each its own agent_id, which keeps their interrupt ids apart"
+                )
+            # First: an answer to a sub-agent's interrupt is the sub-agent's to check.
+            self._core.answer_checks.insert(0, SubAgentAnswers(self, links))
         if session_store is not None and session_id is not None:
             session = AgentSession(
                 session_store,
@@ -192,6 +222,11 @@ class Agent(MiddlewareHost):
                 self._adopt(stored, messages_given=bool(messages), state_given=bool(state))
 
     # -- configuration and state -------------------------------------------------------
+
+    @property
+    def agent_id(self) -> str:
+        """Identifies the agent in interrupt ids, session keys and traces (read-only)."""
+        return self._agent_id
 
     @property
     def messages(self) -> Messages:
@@ -540,6 +575,84 @@ class Agent(MiddlewareHost):
             self._core.cancel = CancelToken()
             self._running.release()
 
+    # -- as a tool of another agent ----------------------------------------------------
+
+    def as_tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        preserve_context: bool = False,
+        output_type: type[Any] | None = None,
+    ) -> AgentAsTool:
+        """This agent as a tool another agent's model can call: ``Agent(tools=[sub.as_tool()])``.
+
+        The tool takes one string, ``input``, runs this agent on it and returns its final
+        text. Its events stream through the parent's tool stream, its interrupts become the
+        parent's (answered through the parent's resume), the parent's cancel cancels it,
+        and without a session store of its own its session is kept in the parent's store
+        under ``<parent session id>/<agent_id>``. See the README's "Agents as tools".
+
+        Args:
+            name: The tool's name; by default the agent's ``agent_id``.
+            description: What the parent's model is told the tool does.
+            preserve_context: Keep this agent's history between calls; by default (as in
+                Strands) every call starts from the history and state it had when
+                ``as_tool()`` was called.
+            output_type: Run with ``output_type=`` and return the structured output as the
+                result's ``json`` block instead of the text.
+
+        Raises:
+            ValueError: If *name* is empty, or this agent has a session store of its own
+                and ``preserve_context`` is false (as in Strands: every call would reset
+                the history the store keeps).
+        """
+        tool_name = self.agent_id if name is None else name
+        if not tool_name:
+            raise ValueError("as_tool(name=...) must not be empty")
+        if not preserve_context and self._core.session is not None and self._under_parent is None:
+            raise ValueError(
+                f"agent {self.name!r} has a session store of its own, whose history every "
+                "call of the tool would reset; pass as_tool(preserve_context=True), or give "
+                "the agent no store (its session is then kept under its parent's)"
+            )
+        return AgentAsTool(
+            self,
+            SubAgentLink(self._core, self._attach_under),
+            name=tool_name,
+            description=description or f"Ask the {self.name!r} agent; give it your request.",
+            preserve_context=preserve_context,
+            output_type=output_type,
+        )
+
+    def _attach_under(self, parent: object) -> None:
+        """Keep this agent's session under *parent*'s (see ``as_tool``), loading it once.
+
+        An agent with a session store of its own keeps it; a parent without one leaves
+        this agent in memory.
+        """
+        if not isinstance(parent, Agent):
+            return
+        own = self._core.session
+        parents = parent._core.session
+        if parents is None or (own is not None and self._under_parent is None):
+            return
+        key = f"{parents.id}/{self.agent_id}"
+        if own is not None and self._under_parent == key and own.store is parents.store:
+            return
+        session = AgentSession(
+            parents.store,
+            check_session_id(key, repr(parents.store)),
+            lease_seconds=DEFAULT_LEASE_SECONDS,
+        )
+        stored = session.load()
+        self._core.session = session
+        self._under_parent = key
+        if stored is not None:
+            self._adopt(stored, messages_given=False, state_given=False, reload=True)
+        else:
+            self._core.interrupts = InterruptState()
+
     # -- sessions ----------------------------------------------------------------------
 
     @property
@@ -618,4 +731,4 @@ class Agent(MiddlewareHost):
         core.interrupts = interrupts
 
     def __repr__(self) -> str:
-        return f"Agent(name={self.name!r}, tools={self.tool_names!r})"
+        return f"Agent(name={self.name!r}, agent_id={self.agent_id!r}, tools={self.tool_names!r})"

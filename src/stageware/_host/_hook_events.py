@@ -169,9 +169,10 @@ class AfterModelCallEvent(LifecycleEvent):
     reverse_callbacks: ClassVar[bool] = True
 
 
-def before_tool_call_interrupt_id(tool_use_id: str, name: str) -> str:
-    """The deterministic id of an interrupt a BeforeToolCallEvent hook raises."""
-    return f"v1:before_tool_call:{tool_use_id}:{interrupt_name_hash(name)}"
+def before_tool_call_interrupt_id(agent_id: str, tool_use_id: str, name: str) -> str:
+    """The deterministic id of an interrupt a BeforeToolCallEvent hook raises (``v2``:
+    scoped by the agent; ``v1`` ids had no agent id)."""
+    return f"v2:before_tool_call:{agent_id}:{tool_use_id}:{interrupt_name_hash(name)}"
 
 
 @dataclass(eq=False)
@@ -205,7 +206,9 @@ class BeforeToolCallEvent(LifecycleEvent):
         Raises:
             InterruptException: When no answer is available yet and none was given.
         """
-        interrupt_id = before_tool_call_interrupt_id(str(self.tool_use["toolUseId"]), name)
+        interrupt_id = before_tool_call_interrupt_id(
+            self.agent.agent_id, str(self.tool_use["toolUseId"]), name
+        )
         return resolve_middleware_interrupt(
             self._interrupts, interrupt_id, name, reason, response
         ).response

@@ -166,6 +166,7 @@ class AgentPolicy:
             run_id=uuid.uuid4().hex,
             session_id=None if core.session is None else core.session.id,
             agent_name=getattr(core.handle, "name", "agent"),
+            agent_id=core.handle.agent_id,
             decisions=[] if pass_state is None else pass_state.decisions,
             trace=None if pass_state is None else pass_state.trace,
         )
@@ -219,6 +220,7 @@ class AgentPolicy:
                 verdict.event,
                 interrupts.cycle,
                 len(self._core.messages),
+                agent_id=self.run.agent_id,
             )
             approvers = outcome.approvers
             raise InterruptException(

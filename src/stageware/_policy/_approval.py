@@ -6,12 +6,13 @@ step key is the tool call's ``toolUseId`` at tool hooks, ``turn-<n>`` at model h
 ``run-<n>`` at the run's own hooks, where ``n`` is the number of messages in the history
 when the step came up (a suspended step adds none, so the resumed step counts the same).
 The fingerprint (16 hex digits in the id, the whole SHA-256 in the interrupt's reason)
-binds the id to what the step will do: the hook point, the middleware, the step key, the
-hook event as the middleware saw it (without the run id, which changes between the
-suspending pass and the resumed one), the agent's interrupt-cycle counter and the length
-of the history when the step came up. So a step that only looks like an earlier one (the
+binds the id to what the step will do: the agent's id, the hook point, the middleware, the
+step key, the hook event as the middleware saw it (without the run id, which changes
+between the suspending pass and the resumed one), the agent's interrupt-cycle counter and
+the length of the history when the step came up. So a step that only looks like an earlier one (the
 same ``run-<n>`` after a denied request, a model reusing ``call_0``, in a later turn of
-the same cycle or in a later cycle) asks under a new id, and an answer given for one step
+the same cycle or in a later cycle, or another agent, such as a second sub-agent of one
+parent, running the same step) asks under a new id, and an answer given for one step
 never releases another. (A suspended step and its resumed pass see the same history: the
 tool round or the input waits outside it until the step has run.)
 
@@ -23,7 +24,9 @@ that waits. The stored response is then the verified record, never the credentia
 
 Interrupts of the earlier ``v1:policy:`` scheme (no fingerprint), found in a session
 written before this one, are not released by any answer: the middleware is asked again
-and suspends under a ``v2`` id.
+and suspends under a ``v2`` id. A ``v2`` approval stored before agent ids were part of the
+fingerprint is likewise asked again: its answer is recorded, but its fingerprint is not
+the step's now, so it releases nothing and the step suspends under its new id.
 """
 
 from __future__ import annotations
@@ -168,15 +171,24 @@ def _event_data(event: BaseModel) -> dict[str, Any]:
 
 
 def fingerprint(
-    hook: str, middleware: str, step_key: str, event: BaseModel, cycle: int, position: int
+    hook: str,
+    middleware: str,
+    step_key: str,
+    event: BaseModel,
+    cycle: int,
+    position: int,
+    *,
+    agent_id: str,
 ) -> str:
     """The SHA-256 (hex) of what a suspended step will do; see the module docstring.
 
     Args:
         cycle: The agent's interrupt-cycle counter.
         position: The number of messages in the history when the step came up.
+        agent_id: The agent whose step it is.
     """
     data = {
+        "agent": agent_id,
         "hook": hook,
         "middleware": middleware,
         "step": step_key,

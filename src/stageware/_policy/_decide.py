@@ -64,6 +64,7 @@ class PolicyRun:
         run_id: The run's id, in every event and record.
         session_id: The agent's session id, if it has one.
         agent_name: The agent's name.
+        agent_id: The agent's id, part of every approval's fingerprint.
         decisions: Where the records go: the pass's list, which the result reports.
         retries: Retries taken per (hook point, step key).
         tool_names: Tool names by ``toolUseId``, for ``tool.after``, whose result does not
@@ -74,6 +75,7 @@ class PolicyRun:
     run_id: str
     session_id: str | None
     agent_name: str
+    agent_id: str
     decisions: list[Decision]
     retries: dict[tuple[HookPoint, str], int] = field(
         default_factory=dict[tuple[HookPoint, str], int]
@@ -146,7 +148,9 @@ async def decide(
             found = (
                 None
                 if answered is None
-                else _bound(answered, point, entry, step_key, event, cycle, position)
+                else _bound(
+                    answered, point, entry, step_key, event, (run.agent_id, cycle, position)
+                )
             )
             if found is not None:
                 outcome = _from_answer(point, entry, *found, run)
@@ -316,11 +320,14 @@ def _bound(
     entry: PolicyEntry,
     step_key: str,
     event: BaseModel,
-    cycle: int,
-    position: int,
+    where: tuple[str, int, int],
 ) -> tuple[Interrupt, ApprovalRecord] | None:
-    """The answer given for this very step (its fingerprint), if one is among *answered*."""
-    step = fingerprint(point.value, entry.name, step_key, event, cycle, position)
+    """The answer given for this very step (its fingerprint), if one is among *answered*.
+
+    *where* is the agent id, the interrupt cycle and the history's length.
+    """
+    agent_id, cycle, position = where
+    step = fingerprint(point.value, entry.name, step_key, event, cycle, position, agent_id=agent_id)
     for interrupt in answered:
         record = read_record(interrupt.response)
         if record is not None and record.fingerprint == step:

@@ -23,9 +23,24 @@ class CancelSignal(Protocol):
 
 @runtime_checkable
 class AgentHandle(Protocol):
-    """The agent a stage runs for, as middleware sees it."""
+    """The agent a stage runs for, as middleware sees it.
+
+    A harness of your own supplies an object with both attributes. ``agent_id`` was added
+    after ``name``: the generated interrupt ids are scoped by it, so a harness object
+    without it fails the type check, and an ``interrupt()`` with ``AttributeError``.
+    """
 
     @property
     def name(self) -> str:
         """The agent's name."""
+        ...
+
+    @property
+    def agent_id(self) -> str:
+        """Identifies the agent in interrupt ids, session keys and traces.
+
+        It must be stable across processes (a resumed run recomputes its interrupt ids)
+        and distinct among agents whose interrupts one caller answers (sub-agents of one
+        parent, the nodes of a graph), so that an answer reaches only the agent that asked.
+        """
         ...

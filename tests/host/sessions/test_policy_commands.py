@@ -345,7 +345,8 @@ def test_escalations_refuses_options_that_do_not_go_together(
 
 
 SESSION = "customer-7"
-# The id binds the step: its hook point, middleware, step key, event (without the run id),
+# The id binds the step: the agent's id, its hook point, middleware, step key, event (without
+# the run id),
 # the session's interrupt cycle (0: the session's first) and the history's length (the
 # prompt and the model's tool call: 2).
 POLICY_ID = interrupt_id(
@@ -359,6 +360,7 @@ POLICY_ID = interrupt_id(
         ToolCallEvent(run_id="any", tool_name="refund", tool_use_id="t1", input={"amount": 900}),
         0,
         2,
+        agent_id="agent",
     ),
 )
 

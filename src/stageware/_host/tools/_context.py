@@ -23,9 +23,13 @@ from stageware._runtime import (
 __all__ = ["ToolContext", "tool_interrupt_id"]
 
 
-def tool_interrupt_id(tool_use_id: str, name: str) -> str:
-    """The deterministic id of the interrupt a tool raises under *name* for one call."""
-    return f"v1:tool_call:{tool_use_id}:{interrupt_name_hash(name)}"
+def tool_interrupt_id(agent_id: str, tool_use_id: str, name: str) -> str:
+    """The deterministic id of the interrupt a tool raises under *name* for one call.
+
+    Scoped by the agent (``v2``; ``v1`` ids had no agent id): two agents' models may both
+    name a call ``call_0``.
+    """
+    return f"v2:tool_call:{agent_id}:{tool_use_id}:{interrupt_name_hash(name)}"
 
 
 @final
@@ -73,8 +77,19 @@ class ToolContext:
         Raises:
             InterruptException: When no answer is available yet and none was given.
         """
-        interrupt_id = tool_interrupt_id(str(self.tool_use["toolUseId"]), name)
+        interrupt_id = tool_interrupt_id(self.agent.agent_id, str(self.tool_use["toolUseId"]), name)
         resolved = resolve_middleware_interrupt(
             self._interrupts, interrupt_id, name, reason, response
         )
         return resolved.response
+
+    def answered(self, interrupt_id: str) -> Interrupt | None:
+        """The answered interrupt *interrupt_id* of this run, if it is answered.
+
+        How a tool that runs an agent of its own (``agent.as_tool()``) passes the answers
+        the caller gave on to the agent that asked; a tool asking for itself uses
+        ``interrupt()``. The response is the stored record: a policy approval's is the
+        verified record, never the credential.
+        """
+        found = self._interrupts.get(interrupt_id)
+        return found if found is not None and found.answered else None

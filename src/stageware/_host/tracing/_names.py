@@ -7,6 +7,7 @@ The GenAI names follow the semantic conventions for GenAI agent, model and tool 
 from __future__ import annotations
 
 __all__ = [
+    "AGENT_ID",
     "AGENT_NAME",
     "CANCELLED",
     "CONVERSATION_ID",
@@ -41,6 +42,7 @@ __all__ = [
 
 OPERATION = "gen_ai.operation.name"
 AGENT_NAME = "gen_ai.agent.name"
+AGENT_ID = "gen_ai.agent.id"
 CONVERSATION_ID = "gen_ai.conversation.id"
 REQUEST_MODEL = "gen_ai.request.model"
 FINISH_REASONS = "gen_ai.response.finish_reasons"

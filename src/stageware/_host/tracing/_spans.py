@@ -87,7 +87,11 @@ class InvocationTrace:
         """
         core = self._core
         name = str(getattr(core.handle, "name", "agent"))
-        attributes: dict[str, Any] = {n.OPERATION: "invoke_agent", n.AGENT_NAME: name}
+        attributes: dict[str, Any] = {
+            n.OPERATION: "invoke_agent",
+            n.AGENT_NAME: name,
+            n.AGENT_ID: core.handle.agent_id,
+        }
         if core.session is not None:
             attributes[n.CONVERSATION_ID] = core.session.id
 
