@@ -6,5 +6,6 @@ into the host. ``stageware.middleware`` is the public face.
 """
 
 from ._model_fallback import ModelFallback
+from ._tool_retry import ToolRetry, ToolRetryAttempt
 
-__all__ = ["ModelFallback"]
+__all__ = ["ModelFallback", "ToolRetry", "ToolRetryAttempt"]
