@@ -6,6 +6,15 @@ into the host. ``stageware.middleware`` is the public face.
 """
 
 from ._model_fallback import ModelFallback
+from ._response_cache import CacheBackend, CachedResponse, MemoryCache, ResponseCache
 from ._tool_retry import ToolRetry, ToolRetryAttempt
 
-__all__ = ["ModelFallback", "ToolRetry", "ToolRetryAttempt"]
+__all__ = [
+    "CacheBackend",
+    "CachedResponse",
+    "MemoryCache",
+    "ModelFallback",
+    "ResponseCache",
+    "ToolRetry",
+    "ToolRetryAttempt",
+]
