@@ -83,7 +83,8 @@ async def test_a_transient_failure_is_retried_until_the_tool_answers(
     seen: list[ToolRetryAttempt] = []
     agent, model = agent_for(body, ToolRetry(on_retry=seen.append, **FAST))
 
-    result = await agent.invoke_async("Go")
+    with caplog.at_level(logging.INFO, logger="stageware.middleware"):
+        result = await agent.invoke_async("Go")
 
     assert result.text == "Done."
     assert body.calls == 3
@@ -308,7 +309,7 @@ async def test_a_successful_call_runs_once(caplog: pytest.LogCaptureFixture) -> 
     body = Flaky()
     agent, model = agent_for(body, ToolRetry(**FAST))
 
-    with caplog.at_level(logging.WARNING, logger="stageware.middleware"):
+    with caplog.at_level(logging.INFO, logger="stageware.middleware"):
         await agent.invoke_async("Go")
 
     assert body.calls == 1

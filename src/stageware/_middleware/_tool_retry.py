@@ -103,7 +103,7 @@ class ToolRetry:
         jitter: The most seconds added at random to each wait, so that calls that failed
             together do not come back together.
         on_retry: Called before each wait with the failed attempt (to count or trace
-            retries); each retry is also logged at WARNING by ``stageware.middleware``.
+            retries); each retry is also logged at INFO by ``stageware.middleware``.
 
     Raises:
         ValueError: *max_attempts* is below 1, a delay or the jitter is negative, or
@@ -246,7 +246,8 @@ class ToolRetry:
             error=failed.error,
             delay=state.upcoming_sleep,
         )
-        _log.warning(
+        # INFO, as the agent logs its own retries of a throttled model: expected, handled.
+        _log.info(
             "tool call %s (%r) failed on attempt %d of %d (%s: %s); retrying in %.2f s",
             tool_use["toolUseId"],
             tool_use["name"],
