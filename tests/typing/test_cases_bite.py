@@ -46,7 +46,8 @@ LOOSENINGS = {
     ),
     "ready-made wrap handler": Loosening(
         "_middleware/_tool_retry.py",
-        "self, context: ExecuteToolContext, next_fn: ExecuteToolNext\n    ) -> AsyncIterator[ExecuteToolEvent]:",
+        "self, context: ExecuteToolContext, next_fn: ExecuteToolNext\n"
+        "    ) -> AsyncIterator[ExecuteToolEvent]:",
         "self, context: Any, next_fn: Any\n    ) -> Any:",
     ),
     "cache backend protocol": Loosening(
