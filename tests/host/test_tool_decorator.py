@@ -22,7 +22,7 @@ from stageware._generated.payloads import ToolUse
 from stageware._host._cancel import CancelToken
 from stageware._host.tools import AgentTool, ToolContext, tool_interrupt_id
 from stageware._host.tools._decorator import FunctionTool, tool
-from stageware._host.tools._spec import parse_docstring
+from stageware._host.tools._docstring import parse_docstring
 from stageware._runtime import Interrupt
 
 if TYPE_CHECKING:
@@ -231,7 +231,149 @@ def test_parse_docstring_keeps_unknown_headers_in_the_description() -> None:
         """
     )
     assert description == "Summary.\n\nFor example:\n    call(1)"
-    assert parameters == {"a": "First.\n\nSecond paragraph.", "b": "B."}
+    # docstring_parser's Google reader drops the blank line inside an entry.
+    assert parameters == {"a": "First. Second paragraph.", "b": "B."}
+
+
+def test_parse_docstring_reads_numpy_style() -> None:
+    description, parameters = parse_docstring(
+        """Look up an order.
+
+        Reads the order store.
+
+        Parameters
+        ----------
+        order_id : int
+            The order number,
+            on two lines.
+        verbose : bool, optional
+            Say more.
+
+            Really.
+        undocumented
+
+        Returns
+        -------
+        dict
+            The order.
+        """
+    )
+    assert description == "Look up an order.\n\nReads the order store."
+    assert parameters == {
+        "order_id": "The order number, on two lines.",
+        "verbose": "Say more.\n\nReally.",
+        "undocumented": "",
+    }
+
+
+def test_parse_docstring_reads_sphinx_style() -> None:
+    description, parameters = parse_docstring(
+        """Look up an order.
+        Reads the order store.
+
+        :param order_id: The order number,
+            on two lines.
+        :type order_id: int
+        :param bool verbose: Say more.
+        :keyword str region: Where.
+        :returns: The order.
+        :raises KeyError: For an unknown order.
+        """
+    )
+    assert description == "Look up an order.\nReads the order store."
+    assert parameters == {
+        "order_id": "The order number, on two lines.",
+        "verbose": "Say more.",
+        "region": "Where.",
+    }
+
+
+def test_parse_docstring_reads_epydoc_style() -> None:
+    assert parse_docstring(
+        """Look up an order.
+
+        @param order_id: The order number.
+        @type order_id: int
+        @return: The order.
+        """
+    ) == ("Look up an order.", {"order_id": "The order number."})
+
+
+def test_parse_docstring_reads_google_keyword_sections_and_drops_attributes() -> None:
+    assert parse_docstring(
+        """Look up an order.
+
+        Args:
+            order_id (int): The order.
+
+        Keyword Args:
+            region: Where.
+
+        Other Parameters:
+            trace: Log it.
+
+        Attributes:
+            cache: Not a parameter.
+        """
+    ) == ("Look up an order.", {"order_id": "The order.", "region": "Where.", "trace": "Log it."})
+
+
+def test_parse_docstring_without_sections_is_all_description() -> None:
+    text = """Look up an order.
+
+    The order store is read;
+    nothing is written.
+    """
+    assert parse_docstring(text) == (
+        "Look up an order.\n\nThe order store is read;\nnothing is written.",
+        {},
+    )
+    assert parse_docstring(None) == ("", {})
+    assert parse_docstring("One line.") == ("One line.", {})
+
+
+def test_numpy_and_sphinx_docstrings_describe_the_tool_parameters() -> None:
+    @tool
+    def numpy_style(city: str, days: int = 1) -> str:
+        """Forecast the weather.
+
+        Parameters
+        ----------
+        city : str
+            The city.
+        days : int
+            How many days ahead.
+        """
+        return city
+
+    @tool
+    def sphinx_style(city: str) -> str:
+        """Forecast the weather.
+
+        :param city: The city.
+        """
+        return city
+
+    properties = numpy_style.tool_spec["inputSchema"]["json"]["properties"]
+    assert numpy_style.tool_spec["description"] == "Forecast the weather."
+    assert (properties["city"]["description"], properties["days"]["description"]) == (
+        "The city.",
+        "How many days ahead.",
+    )
+    sphinx_properties = sphinx_style.tool_spec["inputSchema"]["json"]["properties"]
+    assert sphinx_properties["city"]["description"] == "The city."
+
+
+def test_a_sphinx_parameter_the_function_lacks_is_rejected() -> None:
+    def typo(city: str) -> str:
+        """Typo.
+
+        :param ctiy: The city.
+        """
+        return city
+
+    with pytest.raises(TypeError, match=r"typo: the docstring documents 'ctiy'"):
+        tool(typo)
 
 
 # --- Decoration-time errors --------------------------------------------------------------

@@ -6,6 +6,7 @@ not onto a stage, and not straight into ``Agent(policy=...)``.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import assert_type
 
 from stageware import (
@@ -24,12 +25,18 @@ from stageware import (
     ScriptedModel,
 )
 from stageware.middleware import (
+    CacheBackend,
+    CachedResponse,
     CallLimits,
+    MemoryCache,
     ModelFallback,
     PIIPattern,
     RedactPII,
+    ResponseCache,
     SlidingWindow,
     Summarizing,
+    ToolRetry,
+    ToolRetryAttempt,
     require_approval,
 )
 from stageware.policy import MiddlewareDef, PolicyEngine
@@ -77,6 +84,57 @@ assert_type(window.max_tokens, int | None)
 assert_type(window.max_messages, int | None)
 assert_type(summarizing.max_tokens, int)
 assert_type(summarizing.model, Model | None)
+retry = ToolRetry(
+    tools=["fetch"],
+    max_attempts=4,
+    on=(TimeoutError,),
+    when=lambda error: isinstance(error, OSError),
+    on_retry=lambda attempt: print(attempt.attempt, attempt.delay),
+)
+agent.add_middleware(ExecuteToolStage, retry)
+agent.add_middleware(ExecuteToolStage.Wrap, ToolRetry())
+tool_handler: ExecuteToolWrapHandler = retry
+assert_type(retry.tools, frozenset[str] | None)
+
+
+def count_retry(attempt: ToolRetryAttempt) -> None:
+    assert_type(attempt.error, Exception)
+
+
+ToolRetry(on_retry=count_retry)
+
+cache = ResponseCache(MemoryCache(16, ttl=timedelta(minutes=5)), stop_reasons=["end_turn"])
+agent.add_middleware(InvokeModelStage, cache)
+agent.add_middleware(InvokeModelStage.Wrap, ResponseCache(namespace="v2"))
+model_handler: InvokeModelWrapHandler = cache
+assert_type(cache.backend, CacheBackend)
+
+
+class DictBackend:
+    """A backend of one's own, typed by the CacheBackend protocol alone."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, CachedResponse] = {}
+
+    async def get(self, key: str) -> CachedResponse | None:
+        return self.entries.get(key)
+
+    async def set(self, key: str, value: CachedResponse) -> None:
+        self.entries[key] = value
+
+
+ResponseCache(DictBackend())
+own_backend: CacheBackend = DictBackend()
+
+
+class BlockingBackend:
+    """Not a backend: its methods are not async."""
+
+    def get(self, key: str) -> CachedResponse | None:
+        return None
+
+    def set(self, key: str, value: CachedResponse) -> None:
+        return None
 
 
 # Negative cases: each line must be an error under both checkers.
@@ -107,3 +165,9 @@ def wrong_uses() -> None:
     Summarizing()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     Summarizing(max_tokens=1_000, model="gpt-4o")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     Agent(ScriptedModel([]), conversation_manager=40)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    agent.add_middleware(InvokeModelStage, retry)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    agent.add_middleware(ExecuteToolStage.Input, retry)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    ToolRetry(on_retry=lambda attempt: attempt.attemps)  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownLambdaType]
+    agent.add_middleware(ExecuteToolStage, cache)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    ResponseCache(BlockingBackend())  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    ResponseCache(stop_reasons=["finished"])  # type: ignore[list-item]  # pyright: ignore[reportArgumentType]

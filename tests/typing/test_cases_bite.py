@@ -44,6 +44,17 @@ LOOSENINGS = {
     "wrap overload handler": Loosening(
         "_runtime/_middleware_host.py", "handler: WrapHandler[C, E]", "handler: Any"
     ),
+    "ready-made wrap handler": Loosening(
+        "_middleware/_tool_retry.py",
+        "self, context: ExecuteToolContext, next_fn: ExecuteToolNext\n"
+        "    ) -> AsyncIterator[ExecuteToolEvent]:",
+        "self, context: Any, next_fn: Any\n    ) -> Any:",
+    ),
+    "cache backend protocol": Loosening(
+        "_middleware/_response_cache.py",
+        "backend: CacheBackend | None = None,",
+        "backend: Any = None,",
+    ),
     "next_fn returns a generator": Loosening(
         "_runtime/_handlers.py",
         "NextFn: TypeAlias = Callable[[C], AsyncGenerator[E, None]]",

@@ -3,8 +3,8 @@
 - ``redactor``: InvokeModel Input. E-mail addresses never reach the model.
 - ``ResponseCache``: InvokeModel Wrap. A question answered before is served from the
   cache, short-circuiting the model call.
-- ``retrier``: ExecuteTool Wrap. A tool that failed with a transient error runs again, up
-  to three attempts, before the model sees the failure.
+- ``retrier``: ExecuteTool Wrap, the ready-made ``ToolRetry``. A tool that failed with a
+  transient error runs again, up to three attempts, before the model sees the failure.
 - ``refund_gate``: ExecuteTool Wrap. A refund waits for a human: the gate interrupts the
   run, and on resume lets the call through or answers it with a refusal.
 
@@ -34,6 +34,7 @@ from stageware import (
     ModelStopReason,
     ToolResultEvent,
 )
+from stageware.middleware import ToolRetry, ToolRetryAttempt
 
 from ._trace import Trace
 
@@ -117,34 +118,27 @@ def _question(message: Message) -> str | None:
     return " ".join(block["text"] for block in message["content"] if "text" in block)
 
 
-def retrier(trace: Trace) -> ExecuteToolWrapHandler:
-    """A Wrap handler that re-runs a tool call that failed with a transient error."""
+def retrier(trace: Trace) -> ToolRetry:
+    """stageware's ``ToolRetry``: re-runs a tool call that failed with a transient error."""
 
-    async def retry_transient(
-        context: ExecuteToolContext, next_fn: ExecuteToolNext
-    ) -> AsyncIterator[ExecuteToolEvent]:
-        name = context.tool_use["name"]
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            result: ToolResultEvent | None = None
-            async for event in next_fn(context):
-                if isinstance(event, ToolResultEvent):
-                    result = event
-                else:
-                    yield event
-            if result is None:  # halted by an interrupt: nothing to retry
-                return
-            error = result.exception
-            if not isinstance(error, TRANSIENT_ERRORS) or attempt == MAX_ATTEMPTS:
-                yield result
-                return
-            trace.line(
-                "ExecuteTool.Wrap retry",
-                f"{name} failed ({type(error).__name__}: {error}); attempt {attempt + 1} of "
-                f"{MAX_ATTEMPTS}",
-                count="retries",
-            )
+    def note(attempt: ToolRetryAttempt) -> None:
+        error = attempt.error
+        trace.line(
+            "ExecuteTool.Wrap retry",
+            f"{attempt.tool_use['name']} failed ({type(error).__name__}: {error}); attempt "
+            f"{attempt.attempt + 1} of {attempt.max_attempts}",
+            count="retries",
+        )
 
-    return retry_transient
+    # Short waits: the demo's inventory service is back at once.
+    return ToolRetry(
+        max_attempts=MAX_ATTEMPTS,
+        on=TRANSIENT_ERRORS,
+        initial_delay=0.01,
+        max_delay=0.05,
+        jitter=0.01,
+        on_retry=note,
+    )
 
 
 def refund_gate(trace: Trace) -> ExecuteToolWrapHandler:

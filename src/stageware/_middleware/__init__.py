@@ -12,19 +12,27 @@ from ._model_fallback import ModelFallback
 from ._pii_patterns import PIIName, PIIPattern
 from ._redact import PIIReplacement, RedactPII
 from ._require_approval import ApprovalCondition, require_approval
+from ._response_cache import CacheBackend, CachedResponse, MemoryCache, ResponseCache
 from ._sliding_window import SlidingWindow
 from ._summarizing import Summarizing
+from ._tool_retry import ToolRetry, ToolRetryAttempt
 
 __all__ = [
     "ApprovalCondition",
+    "CacheBackend",
+    "CachedResponse",
     "CallLimits",
+    "MemoryCache",
     "ModelFallback",
     "OnLimit",
     "PIIName",
     "PIIPattern",
     "PIIReplacement",
     "RedactPII",
+    "ResponseCache",
     "SlidingWindow",
     "Summarizing",
+    "ToolRetry",
+    "ToolRetryAttempt",
     "require_approval",
 ]

@@ -1,4 +1,9 @@
-"""Timeouts as a policy author writes them: ``"250ms"``, ``"2s"``, ``1.5``, a ``timedelta``."""
+"""Timeouts as a policy author writes them: ``"250ms"``, ``"2s"``, ``1.5``, a ``timedelta``.
+
+A number with a unit (``ms``, ``s``, ``m``, ``h``) is read here: no well-kept library reads
+that form within the runtime's dependencies (Go-style parsers refuse ``"2 s"``, which
+policy specs use). An ISO 8601 duration (``"PT2S"``, ``"P1DT2H"``) is pydantic's to read.
+"""
 
 from __future__ import annotations
 
@@ -30,12 +35,15 @@ def parse_timeout(value: object, where: str) -> timedelta | None:
         )
     elif isinstance(value, str):
         match = _DURATION.fullmatch(value)
-        if match is None:
+        if match is not None:
+            seconds = float(match[1]) * _UNITS[match[2]]
+        elif (iso := _iso_8601(value)) is not None:
+            seconds = iso.total_seconds()
+        else:
             raise ValueError(
                 f"{where}: cannot read {value!r} as a duration; write a number and a unit, "
-                "ms, s, m or h: '250ms', '2s', '1.5m', '1h'"
+                "ms, s, m or h: '250ms', '2s', '1.5m', '1h' (or ISO 8601: 'PT2S')"
             )
-        seconds = float(match[1]) * _UNITS[match[2]]
     else:
         seconds = float(value)
     try:
@@ -46,3 +54,19 @@ def parse_timeout(value: object, where: str) -> timedelta | None:
         # timedelta rounds to microseconds: 1e-9 s would be a limit of zero.
         raise ValueError(f"{where}: a timeout must be a positive, finite duration, got {value!r}")
     return limit
+
+
+def _iso_8601(text: str) -> timedelta | None:
+    """*text* read as an ISO 8601 duration, or ``None``.
+
+    Only the ISO form (``P...``): pydantic also reads ``"10:00"`` as ten hours, which a
+    timeout written by hand rarely means.
+    """
+    if not text.strip().upper().startswith(("P", "-P", "+P")):
+        return None
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(timedelta).validate_python(text.strip().upper())
+    except ValidationError:
+        return None

@@ -668,3 +668,49 @@ def test_a_replaced_file_is_read_at_its_path(tmp_path: Path, path: Path) -> None
         ("elsewhere",),
         ("s2",),
     ]
+
+
+class _LockedPragma:
+    """A connection whose WAL switch fails with *errors* first, as a racing one's does."""
+
+    def __init__(self, *errors: sqlite3.OperationalError) -> None:
+        self.errors = list(errors)
+        self.switches = 0
+
+    def execute(self, statement: str) -> _LockedPragma:
+        if statement == "PRAGMA journal_mode":
+            return self
+        self.switches += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return self
+
+    def fetchone(self) -> tuple[str]:
+        return ("delete",)
+
+
+def _sqlite_error(code: int) -> sqlite3.OperationalError:
+    error = sqlite3.OperationalError("database is locked")
+    error.sqlite_errorcode = code
+    return error
+
+
+def test_switching_to_wal_retries_while_another_connection_holds_the_lock(path: Path) -> None:
+    store = SQLiteSessionStore(path, timeout=5)
+    connection = _LockedPragma(*[_sqlite_error(sqlite3.SQLITE_BUSY)] * 3)
+
+    store._use_wal(cast("sqlite3.Connection", connection))
+
+    assert connection.switches == 4
+
+
+def test_switching_to_wal_gives_up_at_the_timeout_or_on_another_error(path: Path) -> None:
+    busy = _LockedPragma(*[_sqlite_error(sqlite3.SQLITE_BUSY)] * 1000)
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        SQLiteSessionStore(path, timeout=0.05)._use_wal(cast("sqlite3.Connection", busy))
+    assert 2 <= busy.switches < 1000
+
+    failing = _LockedPragma(_sqlite_error(sqlite3.SQLITE_IOERR))
+    with pytest.raises(sqlite3.OperationalError):
+        SQLiteSessionStore(path, timeout=5)._use_wal(cast("sqlite3.Connection", failing))
+    assert failing.switches == 1

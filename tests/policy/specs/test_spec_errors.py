@@ -317,7 +317,7 @@ def test_hook_points_bands_fail_modes_and_timeouts_are_read_with_near_miss_hints
         "'guardrail'? (valid: baseline, guardrail, platform, app)",
         "policy.yaml:6: middleware[0].fail_mode: unknown fail mode 'shut' (valid: open, closed)",
         "policy.yaml:7: middleware[0].timeout: cannot read '2 sec' as a duration; write a "
-        "number and a unit, ms, s, m or h: '250ms', '2s', '1.5m', '1h'",
+        "number and a unit, ms, s, m or h: '250ms', '2s', '1.5m', '1h' (or ISO 8601: 'PT2S')",
         "policy.yaml:9: middleware[1].timeout: a timeout must be a positive, finite duration, "
         "got '0s'",
         "policy.yaml:10: retry_budgets['model.respons']: unknown hook point 'model.respons'; "

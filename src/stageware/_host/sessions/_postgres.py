@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-import time
 from collections.abc import Callable, Generator, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
@@ -35,6 +34,14 @@ from psycopg import Cursor, errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+from tenacity.stop import stop_base
 
 from . import _lease_renewer
 from ._encoding import EncodedSnapshot, decode_snapshot, encode_snapshot
@@ -579,37 +586,56 @@ class PostgresSessionStore:
         was given it, and otherwise only if *resend* (the action reads, or writes the same
         thing twice, or recognises its own earlier write: see ``_write``). A statement the
         server ended for its time, or refused, is not run again. *writing* is what a save
-        writes, named by a timeout if it is large.
+        writes, named by a timeout if it is large. The attempts are tenacity's: at most
+        ``_ATTEMPTS``, pausing ``_FIRST_PAUSE`` and twice as long each time after.
         """
         deadline = CallDeadline(self._call_seconds())
-        pause = _FIRST_PAUSE
-        for attempt in range(1, _ATTEMPTS + 1):
-            sent = False
-            try:
-                self._ensure_tables(what, deadline)
-                # Each cursor reads rows as tuples, whatever row factory a caller's pool set.
-                with (
-                    self._checked_out(deadline) as connection,
-                    deadline.guard(connection),
-                    connection.cursor(row_factory=tuple_row) as cursor,
-                ):
-                    sent = True
-                    return action(cursor)
-            except PoolTimeout as exc:
-                raise self._no_connection(what, deadline) from exc
-            except (errors.LockNotAvailable, errors.QueryCanceled) as exc:
-                raise self._timed_out(what, exc, deadline, sent=sent, writing=writing) from exc
-            except psycopg.OperationalError as exc:
-                if deadline.cut:
-                    raise self._timed_out(what, exc, deadline, sent=sent, writing=writing) from exc
-                retry = _lost(exc) and (resend or not sent) and attempt < _ATTEMPTS
-                if not retry or deadline.left() <= pause:
-                    raise self._failure(what, str(exc)) from exc
-                time.sleep(pause)
-                pause *= 2
-            except psycopg.Error as exc:
-                raise self._failure(what, str(exc)) from exc
+        try:
+            for attempt in Retrying(
+                retry=retry_if_exception_type(_Lost),
+                stop=stop_after_attempt(_ATTEMPTS) | _PastDeadline(deadline),
+                wait=wait_exponential(multiplier=_FIRST_PAUSE),
+                reraise=True,
+            ):
+                with attempt:
+                    return self._attempt(what, action, deadline, resend=resend, writing=writing)
+        except _Lost as lost:
+            raise self._failure(what, str(lost.error)) from lost.error
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _attempt(
+        self,
+        what: str,
+        action: Callable[[Cursor[TupleRow]], _T],
+        deadline: CallDeadline,
+        *,
+        resend: bool,
+        writing: EncodedSnapshot | None,
+    ) -> _T:
+        """One attempt of ``_run``: *action*'s value, or ``_Lost`` when it may run again."""
+        sent = False
+        try:
+            self._ensure_tables(what, deadline)
+            # Each cursor reads rows as tuples, whatever row factory a caller's pool set.
+            with (
+                self._checked_out(deadline) as connection,
+                deadline.guard(connection),
+                connection.cursor(row_factory=tuple_row) as cursor,
+            ):
+                sent = True
+                return action(cursor)
+        except PoolTimeout as exc:
+            raise self._no_connection(what, deadline) from exc
+        except (errors.LockNotAvailable, errors.QueryCanceled) as exc:
+            raise self._timed_out(what, exc, deadline, sent=sent, writing=writing) from exc
+        except psycopg.OperationalError as exc:
+            if deadline.cut:
+                raise self._timed_out(what, exc, deadline, sent=sent, writing=writing) from exc
+            if _lost(exc) and (resend or not sent):
+                raise _Lost(exc) from exc
+            raise self._failure(what, str(exc)) from exc
+        except psycopg.Error as exc:
+            raise self._failure(what, str(exc)) from exc
 
     @contextlib.contextmanager
     def _checked_out(
@@ -818,6 +844,25 @@ def _check_schema_name(schema: str) -> str:
             f"of UTF-8 text without NUL; got {schema!r}"
         )
     return schema
+
+
+@final
+class _PastDeadline(stop_base):
+    """Stops ``_run``'s attempts before a pause that would end at or past its deadline."""
+
+    def __init__(self, deadline: CallDeadline) -> None:
+        self._deadline = deadline
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self._deadline.left() <= retry_state.upcoming_sleep
+
+
+class _Lost(Exception):
+    """An attempt whose connection was lost, and which ``_run`` may make again."""
+
+    def __init__(self, error: psycopg.OperationalError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _lost(error: psycopg.OperationalError) -> bool:

@@ -44,7 +44,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -712,19 +711,18 @@ class SQLiteSessionStore:
             return
         # Switching needs an exclusive lock. When two connections switch a new file at once,
         # SQLite fails one of them with SQLITE_BUSY straight away rather than let both wait
-        # on each other, so retry by hand, up to the timeout.
-        deadline = time.monotonic() + self._timeout
-        delay = 0.001
-        while True:
-            try:
+        # on each other, so retry, with waits from 1 ms doubling up to 50 ms, until the
+        # timeout. Imported here: tenacity costs more to import than the store.
+        from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+        for attempt in Retrying(
+            retry=retry_if_exception(_busy),
+            stop=stop_after_delay(self._timeout),
+            wait=wait_exponential(multiplier=0.001, max=0.05),
+            reraise=True,
+        ):
+            with attempt:
                 connection.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
-                if not busy or time.monotonic() >= deadline:
-                    raise
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
 
     def _connect(self, what: str) -> sqlite3.Connection:
         try:
@@ -829,3 +827,11 @@ def _lease_columns(
     if lease_seconds is None:
         return None, None
     return owner, (now + timedelta(seconds=lease_seconds)).isoformat()
+
+
+def _busy(error: BaseException) -> bool:
+    """Whether *error* is SQLite's SQLITE_BUSY (the database is locked: try again)."""
+    return (
+        isinstance(error, sqlite3.OperationalError)
+        and error.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+    )

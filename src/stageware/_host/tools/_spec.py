@@ -1,6 +1,6 @@
 """From a typed Python function to the tool description a model reads.
 
-``function_schema`` reads a function's signature and Google-style docstring once, at
+``function_schema`` reads a function's signature and docstring (``_docstring``) once, at
 decoration time, and builds a pydantic model of its parameters. That model is both the
 JSON Schema sent to the model and the validator its calls are checked against, so the two
 cannot disagree. Every mistake the function's author can make here (a missing annotation,
@@ -11,7 +11,6 @@ function and the parameter, not a failed tool call later.
 from __future__ import annotations
 
 import inspect
-import itertools
 import re
 import types
 import typing
@@ -26,64 +25,13 @@ from stageware._generated.payloads import ToolSpec
 from stageware._runtime import copy_payload
 
 from ._context import ToolContext
+from ._docstring import parse_docstring
 
-__all__ = ["FunctionSchema", "describe_tool_function", "function_schema", "parse_docstring"]
+__all__ = ["FunctionSchema", "describe_tool_function", "function_schema"]
 
 # The tool-name rule shared by the Converse, OpenAI and Anthropic APIs: checked here so a
 # bad name fails when the tool is defined, not as a rejected request mid-run.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-# Section headers of a Google-style docstring. Only these end the description, so a body
-# line such as "For example:" stays part of it.
-_SECTIONS = frozenset(
-    {
-        "args",
-        "arguments",
-        "attention",
-        "attributes",
-        "caution",
-        "danger",
-        "error",
-        "example",
-        "examples",
-        "hint",
-        "important",
-        "keyword args",
-        "keyword arguments",
-        "methods",
-        "note",
-        "notes",
-        "other parameters",
-        "parameters",
-        "params",
-        "raises",
-        "references",
-        "return",
-        "returns",
-        "see also",
-        "tip",
-        "todo",
-        "warning",
-        "warnings",
-        "warns",
-        "yield",
-        "yields",
-    }
-)
-_PARAMETER_SECTIONS = frozenset(
-    {
-        "args",
-        "arguments",
-        "keyword args",
-        "keyword arguments",
-        "other parameters",
-        "parameters",
-        "params",
-    }
-)
-_SECTION_HEADER = re.compile(r"([A-Za-z][A-Za-z ]*):\s*")
-# "name: text" or "name (type, optional): text"; the type is dropped, the schema has it.
-_PARAMETER_ENTRY = re.compile(r"\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
 
 
 @final
@@ -151,27 +99,6 @@ class FunctionSchema:
             else:
                 args.append(value)
         return args, kwargs
-
-
-def parse_docstring(docstring: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its description and its parameter descriptions.
-
-    The description is the text before the first section (summary and body). Parameter
-    descriptions come from the ``Args:`` section (or ``Arguments:``, ``Parameters:``, ...);
-    continuation lines are joined, blank lines within one description kept as paragraph
-    breaks, and a ``(type)`` after the name dropped.
-    """
-    if not docstring:
-        return "", {}
-    lines = inspect.cleandoc(docstring).splitlines()
-    headers = [i for i, line in enumerate(lines) if _section_name(line) is not None]
-    description_end = headers[0] if headers else len(lines)
-    description = "\n".join(lines[:description_end]).strip()
-    parameters: dict[str, str] = {}
-    for start, end in itertools.pairwise([*headers, len(lines)]):
-        if _section_name(lines[start]) in _PARAMETER_SECTIONS:
-            parameters.update(_parse_parameter_section(lines[start + 1 : end]))
-    return description, parameters
 
 
 def function_schema(
@@ -273,45 +200,6 @@ def function_schema(
 def describe_tool_function(func: Callable[..., Any]) -> str:
     """How error messages name a tool function: ``@tool module.qualname``."""
     return f"@tool {func.__module__}.{func.__qualname__}"
-
-
-def _section_name(line: str) -> str | None:
-    # After cleandoc a header starts the line; an indented "Note:" belongs to the text above.
-    match = _SECTION_HEADER.fullmatch(line)
-    if match is None or match.group(1).lower() not in _SECTIONS:
-        return None
-    return match.group(1).lower()
-
-
-def _parse_parameter_section(body: list[str]) -> dict[str, str]:
-    content = [line for line in body if line.strip()]
-    if not content:
-        return {}
-    entry_indent = min(_indent(line) for line in content)
-    entries: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in body:
-        entry = _PARAMETER_ENTRY.fullmatch(line.strip())
-        if line.strip() and _indent(line) == entry_indent and entry is not None:
-            current = entries.setdefault(entry.group(1), [])
-            current.append(entry.group(2))
-        elif current is not None:
-            current.append(line.strip())
-    return {name: _join_paragraphs(text) for name, text in entries.items()}
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def _join_paragraphs(lines: list[str]) -> str:
-    paragraphs: list[list[str]] = [[]]
-    for line in lines:
-        if line:
-            paragraphs[-1].append(line)
-        elif paragraphs[-1]:
-            paragraphs.append([])
-    return "\n\n".join(" ".join(paragraph) for paragraph in paragraphs if paragraph)
 
 
 def _is_tool_context(hint: object) -> bool:
