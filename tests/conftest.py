@@ -34,8 +34,19 @@ _FIXTURE_GROUPS: dict[str, str] = {
 # Modules run together in one group, one after the other, on one worker.
 _GROUPS: dict[str, str] = {}
 
-# Groups handed out first, longest first (as measured; see the README's test section).
-_FIRST: tuple[str, ...] = ()
+# Groups handed out first, longest first: mypy and pyright over a dozen copies of the
+# package, then the LiteLLM proxy (a minute to start) and the tests that start worker
+# processes or servers again and again. Started late, any of them would leave the other
+# workers idle at the end.
+_FIRST: tuple[str, ...] = (
+    "tests/typing/test_cases_bite.py",
+    "litellm",
+    "tests/strands_parity/test_typing.py",
+    "tests/typing/test_declaration_messages.py",
+    "tests/host/sessions/test_agent_processes.py",
+    "tests/host/sessions/test_crash_points.py",
+    "tests/host/sessions/test_processes.py",
+)
 
 
 def _group(item: pytest.Item) -> str:
