@@ -1,6 +1,24 @@
-"""Shared pytest configuration: every async test runs on asyncio and on trio."""
+"""Shared pytest configuration: every async test runs on asyncio and on trio, and how the
+tests are shared out among pytest-xdist's workers (``python -m pytest -n auto``).
+
+A group of tests runs on one worker, in order. Every test module is a group of its own,
+so a module-scoped fixture (a server, a checker's run over copies of the package) is set
+up once, as in a serial run. Modules that share a session-scoped fixture that is slow to
+start are one group (``_GROUPS``). The longest groups are handed out first (``_FIRST``),
+so that none starts last and leaves the other workers idle.
+
+The groups are decided here, from the test's module, by a scheduler of our own (xdist's
+``pytest_xdist_make_scheduler`` hook), not with ``@pytest.mark.xdist_group``: xdist 3.8
+records a marker's group by rewriting an attribute that pytest 9.2 no longer reads, so
+under ``--dist loadgroup`` every test went its own way. pyproject's addopts select
+``--dist loadgroup``, which this scheduler serves; an explicit ``--dist`` other than that
+gets xdist's own.
+"""
 
 from __future__ import annotations
+
+import os
+from typing import Any
 
 import pytest
 
@@ -9,3 +27,61 @@ import pytest
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     backend: str = request.param
     return backend
+
+
+# Modules run together, one after the other, on one worker. The LiteLLM proxy (a session
+# fixture in tests/host/conftest.py) takes half a minute to a minute to start: its tests
+# share one worker, so that it starts once.
+_GROUPS: dict[str, str] = {
+    "tests/host/test_openai_litellm.py": "litellm",
+    "tests/host/test_anthropic_litellm.py": "litellm",
+}
+
+# Groups handed out first, longest first: mypy and pyright over a dozen copies of the
+# package, then the LiteLLM proxy and the tests that run the checkers or start worker
+# processes again and again. Started late, any of them would leave the other workers idle.
+_FIRST: tuple[str, ...] = (
+    "tests/typing/test_cases_bite.py",
+    "litellm",
+    "tests/strands_parity/test_typing.py",
+    "tests/typing/test_declaration_messages.py",
+    "tests/host/sessions/test_agent_processes.py",
+    "tests/host/sessions/test_crash_points.py",
+    "tests/host/sessions/test_processes.py",
+)
+
+
+def _group(nodeid: str) -> str:
+    """The group of the test *nodeid*: its module's, unless ``_GROUPS`` joins it to others."""
+    module = nodeid.split("::", 1)[0]
+    return _GROUPS.get(module, module)
+
+
+def _rank(item: pytest.Item) -> int:
+    group = _group(item.nodeid)
+    return _FIRST.index(group) if group in _FIRST else len(_FIRST)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering for fixtures
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Only on an xdist worker, whose order is the order groups are handed out in: a serial
+    # run keeps the order of the files. Stable: within a group the order stays.
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        items.sort(key=_rank)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scheduler by scope, with ``_group`` as the scope, in the workers' order."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist has no types
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    # Hand the groups out in the order of the collection (see pytest_collection_modifyitems),
+    # not biggest first: a group's test count says little about its time.
+    config.option.loadscopereorder = False
+    return GroupScheduling(config, log)

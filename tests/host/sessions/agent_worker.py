@@ -12,8 +12,10 @@ Jobs:
   the file GO, then answer ID with "yes".
 - ``resume-and-die STORE LEDGER ID``: answer ID, then die (SIGKILL) at the next model
   call: after the approved tool ran, before the invocation's final save.
-- ``continue STORE LEDGER``: wait for the session's lease to lapse, then continue the
-  resume that was cut short (``agent()`` with no prompt).
+- ``continue STORE LEDGER READY GO``: create the file READY, wait for the file GO, then
+  wait for the session's lease to lapse and continue the resume that was cut short
+  (``agent()`` with no prompt). Started before the kill, so that its start-up (seconds on a
+  loaded machine) does not eat the dead worker's lease.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ from stageware import (
 from .stores import StoreSpec, open_store
 
 SESSION = "shared-session"
-# Long enough that a worker started after another was killed still finds its lease held,
-# even on a loaded machine where starting Python takes a second or more.
+# Long enough that a worker told to go when another was killed still finds its lease held;
+# short, since the test waits it out.
 LEASE_SECONDS = 4.0
 
 
@@ -119,7 +121,10 @@ def resume_and_die(store: SessionStore, ledger: Path, interrupt_id: str) -> None
     report(ok=True, survived=True)  # the test fails on this line: the worker should be dead
 
 
-def continue_run(store: SessionStore, ledger: Path) -> None:
+def continue_run(store: SessionStore, ledger: Path, ready: Path, go: Path) -> None:
+    ready.touch()
+    while not go.exists():
+        time.sleep(0.001)
     refused = 0
     while True:
         agent = agent_for(store, ScriptedModel(["Refunded after a restart."]), ledger)
@@ -145,7 +150,7 @@ def main(argv: list[str]) -> None:
     elif job == "resume-and-die":
         resume_and_die(store, Path(rest[0]), rest[1])
     elif job == "continue":
-        continue_run(store, Path(rest[0]))
+        continue_run(store, Path(rest[0]), Path(rest[1]), Path(rest[2]))
     else:
         raise SystemExit(f"unknown job {job!r}")
 

@@ -17,6 +17,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
@@ -25,6 +26,7 @@ from stageware._host.sessions import SessionStore
 from .private_server import PrivateServer, server_binaries_present
 from .stores import (
     HOW_TO_RUN_POSTGRES,
+    POSTGRES_URL_VARIABLE,
     StoreSpec,
     close_store,
     fresh_schema_name,
@@ -38,14 +40,69 @@ def _in_ci() -> bool:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> str:
-    """The URL of the test server's database."""
+def postgres_server() -> Iterator[str]:
+    """The URL of the test server's database: under pytest-xdist, a database per worker.
+
+    Each test works in a schema of its own, but some tests count the database's schemas,
+    so parallel workers must not share one database.
+    """
     url = postgres_url()
     if url is None:
         if _in_ci():
             pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
         pytest.skip(HOW_TO_RUN_POSTGRES)
-    return url
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        yield url
+        return
+    yield from worker_database(url, worker)
+
+
+def worker_database(url: str, worker: str) -> Iterator[str]:
+    """A fresh database for pytest-xdist's *worker* on *url*'s server: its URL, then dropped.
+
+    Made anew (a crashed run may have left one), and dropped with its connections at the
+    end. The server's user must be allowed to create databases (the CI server's is).
+    """
+    import psycopg
+    from psycopg import sql
+
+    name = f"{_database_name(url)}_{worker}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    with psycopg.connect(url, autocommit=True) as connection:
+        try:
+            connection.execute(drop)
+            connection.execute(create)
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.fail(
+                f"under pytest-xdist (-n) each worker makes a database of its own, {name!r}, "
+                f"and the user of {POSTGRES_URL_VARIABLE} may not: grant it CREATEDB, or "
+                "run the Postgres tests without -n",
+                pytrace=False,
+            )
+    try:
+        yield _with_database(url, name)
+    finally:
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(drop)
+
+
+def _database_name(url: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    name = conninfo_to_dict(url).get("dbname")
+    return str(name) if name else "stageware_test"
+
+
+def _with_database(url: str, name: str) -> str:
+    """*url* with its database replaced by *name*, in the form it was given."""
+    if "://" in url:
+        parts = urlsplit(url)
+        return urlunsplit(parts._replace(path="/" + quote(name)))
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(url, dbname=name)
 
 
 @pytest.fixture(scope="module")

@@ -101,17 +101,24 @@ def test_two_workers_resuming_one_interrupt_pay_out_once(store_spec: str, tmp_pa
 def test_a_worker_killed_after_the_approved_tool_ran_does_not_pay_twice(
     store_spec: str, tmp_path: Path
 ) -> None:
-    ledger = tmp_path / "ledger.txt"
+    ledger, ready, go = tmp_path / "ledger.txt", tmp_path / "ready", tmp_path / "go"
     interrupt_id = run("ask", store_spec, str(ledger))["interrupt_id"]
+    # The worker that takes over starts now and waits, so that its start-up does not
+    # count against the lease it must find held.
+    successor = start("continue", store_spec, str(ledger), str(ready), str(go))
 
     dying = start("resume-and-die", store_spec, str(ledger), interrupt_id)
     dying.communicate(timeout=60)
     assert dying.returncode == -signal.SIGKILL
     assert len(ledger.read_text().splitlines()) == 1
 
-    # Another worker waits out the dead one's lease and finishes the run; it neither asks
+    # The other worker waits out the dead one's lease and finishes the run; it neither asks
     # the human again nor runs the recorded refund a second time.
-    report = run("continue", store_spec, str(ledger))
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    report = finish(successor)
     assert report == {
         "ok": True,
         "text": "Refunded after a restart.",
