@@ -7,13 +7,18 @@ a suffix of the conversation that the host's rules accept (see ``_window``): it 
 each ``toolUse`` with its ``toolResult`` and always holds the current turn.
 
 The budget is ``max_tokens`` less its ``reserve`` and less what the system prompt and the
-tool specs count. With ``context.projected_input_tokens`` (the host's estimate of the
-call) within it, the call goes as it is, at no cost; otherwise the window is found by a
-scan from the newest message back (``stageware.estimate_tokens`` per message), which
-stops when the budget is spent. An overflow the model reports anyway is retried once with
-half of what failed (``_overflow_retry``), and the agent's later requests keep to that
-size: the budget was wrong for this model, and paying a refused call on every call
-would double the cost of each.
+tool specs count. The manager counts the messages it is given itself
+(``RunningTokens``: the cost of what changed since the last call), because the host's
+``context.projected_input_tokens`` was made for the history before any Input handler
+changed it; when the larger of its count and the projection (which carries the
+provider's calibration) is within the budget, the call goes as it is. Otherwise the
+window is found by a scan from the newest message back (``stageware.estimate_tokens`` per
+message), which stops when the budget is spent. An overflow the model reports anyway is
+retried once with half of what failed (``_overflow_retry``), and the agent's next
+``RELAX_AFTER`` calls keep to that size: the budget was wrong for this model, and paying
+a refused call on every call would double the cost of each. After that many calls that
+went through, the configured budget applies again, so one refusal (a large retrieved
+text, say) does not shrink the agent's window for good.
 
 Per agent (weakly keyed by its handle, so a different agent never shares it) the manager
 remembers where its last window started, and extends it by the new messages while it
@@ -28,7 +33,7 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
-from typing import cast, final
+from typing import Final, cast, final
 
 from stageware import (
     InvokeModelContext,
@@ -40,21 +45,31 @@ from stageware import (
 )
 
 from ._overflow_retry import fixed_tokens, send_with_one_retry, usable_tokens
-from ._window import UNLIMITED, fit_window, message_tokens, truncate_tool_results
+from ._window import UNLIMITED, RunningTokens, fit_window, truncate_tool_results
 
-__all__ = ["SlidingWindow", "check_budget_settings", "reduce_by_half", "sent_window"]
+__all__ = [
+    "RELAX_AFTER",
+    "SlidingWindow",
+    "check_budget_settings",
+    "counter_for",
+    "no_counters",
+    "reduce_by_half",
+    "sent_window",
+]
+
+RELAX_AFTER: Final = 20
+"""Calls that went through after a refused one before the configured budget applies again."""
 
 
 @final
 @dataclass(frozen=True, slots=True)
 class _Placed:
-    """Where an agent's last window sat: ``messages[start:end]``, *tokens* in all."""
+    """Where an agent's last window sat: ``messages[start:end]``."""
 
     start: int
     first: Message
     end: int
     last: Message
-    tokens: int
 
     def still_in(self, messages: Messages) -> bool:
         """Whether *messages* still hold this window's messages where they were."""
@@ -65,12 +80,42 @@ class _Placed:
         )
 
 
+@final
+class _Cap:
+    """The request size (tokens) that fit after the model refused a larger one."""
+
+    __slots__ = ("calls", "tokens")
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+        # Calls that went through under this cap.
+        self.calls = 0
+
+
 def _no_placements() -> weakref.WeakKeyDictionary[object, _Placed]:
     return weakref.WeakKeyDictionary()
 
 
-def _no_caps() -> weakref.WeakKeyDictionary[object, int]:
+def _no_caps() -> weakref.WeakKeyDictionary[object, _Cap]:
     return weakref.WeakKeyDictionary()
+
+
+def no_counters() -> weakref.WeakKeyDictionary[object, RunningTokens]:
+    """An empty per-agent map of ``RunningTokens`` (a dataclass field's default)."""
+    return weakref.WeakKeyDictionary()
+
+
+def counter_for(
+    counters: weakref.WeakKeyDictionary[object, RunningTokens], agent: object
+) -> RunningTokens:
+    """*agent*'s counter in *counters*; a new one each call for a handle without weak refs."""
+    try:
+        counter = counters.get(agent)
+        if counter is None:
+            counter = counters[agent] = RunningTokens()
+    except TypeError:
+        return RunningTokens()
+    return counter
 
 
 @final
@@ -116,8 +161,12 @@ class SlidingWindow:
         default_factory=_no_placements, init=False, repr=False, compare=False
     )
     # Per agent, the request size (tokens) that fit after the model refused a larger one.
-    _fitted: weakref.WeakKeyDictionary[object, int] = field(
+    _fitted: weakref.WeakKeyDictionary[object, _Cap] = field(
         default_factory=_no_caps, init=False, repr=False, compare=False
+    )
+    # Per agent, the estimate of the messages it was given.
+    _counted: weakref.WeakKeyDictionary[object, RunningTokens] = field(
+        default_factory=no_counters, init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
@@ -148,6 +197,18 @@ class SlidingWindow:
         ) as events:
             async for event in events:
                 yield event
+        self._went_through(context.agent)
+
+    def _went_through(self, agent: object) -> None:
+        """Count a call that the model took; lift the agent's cap after ``RELAX_AFTER``."""
+        try:
+            cap = self._fitted.get(agent)
+        except TypeError:
+            return
+        if cap is not None:
+            cap.calls += 1
+            if cap.calls >= RELAX_AFTER:
+                del self._fitted[agent]
 
     def window(self, context: InvokeModelContext) -> InvokeModelContext:
         """*context* with the messages this manager sends: itself when all of them go."""
@@ -162,22 +223,25 @@ class SlidingWindow:
         else:
             usable = usable_tokens(self.max_tokens, self.reserve)
             with suppress(TypeError):
-                usable = min(usable, self._fitted.get(context.agent, usable))
+                cap = self._fitted.get(context.agent)
+                if cap is not None:
+                    usable = min(usable, cap.tokens)
             fixed = fixed_tokens(context)
             budget = max(0, usable - fixed)
+        counter = counter_for(self._counted, context.agent)
+        total = counter.count(messages)
         placed = self._placed_for(context.agent, messages)
         if placed is not None:
             # The window stays where it started while the conversation grows into it.
-            tokens = placed.tokens + sum(message_tokens(m) for m in messages[placed.end :])
+            tokens = counter.tokens_from(placed.start)
             if tokens <= budget and (max_messages is None or count - placed.start <= max_messages):
                 return self._send(context, placed.start, tokens, fixed)
         elif max_messages is None or count <= max_messages:
-            projected = context.projected_input_tokens
-            if self.max_tokens is not None and projected is not None and projected <= usable:
-                return context
-            found = fit_window(messages, budget, max_messages)
-            if found.start == 0 and found.fits:
-                return self._send(context, 0, found.tokens, fixed)
+            # The projection was made before Input handlers ran; it counts only as an
+            # upper correction (the provider's calibration), never as the count.
+            projected = context.projected_input_tokens or 0
+            if budget == UNLIMITED or max(projected, total + fixed) <= usable:
+                return self._send(context, 0, total, fixed)
         found = fit_window(
             messages,
             budget if budget == UNLIMITED else int(budget * self.trim_to),
@@ -194,7 +258,7 @@ class SlidingWindow:
     ) -> InvokeModelContext:
         messages = context.messages
         if messages:
-            placed = _Placed(start, messages[start], len(messages), messages[-1], tokens)
+            placed = _Placed(start, messages[start], len(messages), messages[-1])
             with suppress(TypeError):  # a handle without weak references: no memory
                 self._placed[context.agent] = placed
         if start == 0:
@@ -216,7 +280,7 @@ class SlidingWindow:
             # the size retried, so that an overflow is paid once, not on every call.
             with suppress(TypeError):
                 self._placed.pop(failed.agent, None)
-                self._fitted[failed.agent] = smaller.projected_input_tokens
+                self._fitted[failed.agent] = _Cap(smaller.projected_input_tokens)
         return smaller
 
 

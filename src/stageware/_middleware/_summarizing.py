@@ -10,8 +10,11 @@ makes nothing up.
 The rules it keeps:
 
 - **Once per stretch.** A summary covers the history's first *n* messages. It is kept per
-  agent, in memory, and reused while the history still starts with those messages (the
-  first and the *n*-th are compared); the next summary condenses the previous one and the
+  agent, in memory, with references to those messages, and reused while the history
+  still starts with messages equal to them (one list comparison in C; the host's history
+  copies are the same objects from call to call, so it is a pointer check each); a
+  conversation that differs anywhere in them is summarised anew. The next summary
+  condenses the previous one and the
   turns after it, when the request is over budget again. After a restart (or for a
   history that changed) the first call over budget summarises again, once.
 - **The summary call is the model's alone.** It goes to ``model.stream`` directly, with a
@@ -21,7 +24,14 @@ The rules it keeps:
   empty answer) is logged at WARNING by ``stageware.middleware`` and the call falls back
   to the sliding window; a summary is asked for again once ``preserve_recent_messages``
   more messages came, not on every call.
+- **Counted, not trusted.** Whether a request is over budget is decided by the larger of
+  the manager's own count of the messages it is given (``RunningTokens``) and the host's
+  projection, which was made before any Input handler changed the messages.
 - **Overflow** is retried once with half of what failed, as ``SlidingWindow`` does.
+- **The summary is user-role text.** It is sent at the head of the first kept user
+  message, so text from the condensed turns, tool results included, reaches the model
+  as if the user had written it: condense only conversations whose tool results you
+  would let the user say.
 """
 
 from __future__ import annotations
@@ -45,8 +55,14 @@ from stageware import (
 from stageware.runtime import close_all
 
 from ._overflow_retry import fixed_tokens, send_with_one_retry, usable_tokens
-from ._sliding_window import check_budget_settings, reduce_by_half, sent_window
-from ._window import fit_window, opens_window
+from ._sliding_window import (
+    check_budget_settings,
+    counter_for,
+    no_counters,
+    reduce_by_half,
+    sent_window,
+)
+from ._window import RunningTokens, fit_window, opens_window
 
 __all__ = ["DEFAULT_SUMMARY_PROMPT", "Summarizing"]
 
@@ -67,12 +83,15 @@ _SUMMARY_HEADING: Final = "Summary of the earlier conversation:\n"
 @final
 @dataclass(frozen=True, slots=True)
 class _Summary:
-    """A summary of a history's first *covered* messages."""
+    """A summary of a history's first ``len(messages)`` messages."""
 
-    covered: int
-    first: Message
-    last: Message
+    messages: Messages
     text: str
+
+    @property
+    def covered(self) -> int:
+        """How many messages at the head of the history this summary stands for."""
+        return len(self.messages)
 
 
 def _no_summaries() -> weakref.WeakKeyDictionary[object, _Summary]:
@@ -125,6 +144,10 @@ class Summarizing:
     _failed_at: weakref.WeakKeyDictionary[object, int] = field(
         default_factory=_no_failures, init=False, repr=False, compare=False
     )
+    # Per agent, the estimate of the messages it was given.
+    _counted: weakref.WeakKeyDictionary[object, RunningTokens] = field(
+        default_factory=no_counters, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if cast(object, self.max_tokens) is None:
@@ -164,8 +187,11 @@ class Summarizing:
         messages = context.messages
         summary = self._summary_for(context.agent, messages)
         if summary is None:
-            projected = context.projected_input_tokens
-            if projected is not None and projected <= usable:
+            # The projection was made before Input handlers ran: the manager's own count
+            # decides, the projection (calibrated to the provider) only corrects upwards.
+            own = counter_for(self._counted, context.agent).count(messages)
+            projected = context.projected_input_tokens or 0
+            if max(projected, own + fixed_tokens(context)) <= usable:
                 return context
         request = _with_summary(context, summary)
         if _fits(request, usable):
@@ -186,7 +212,7 @@ class Summarizing:
             with suppress(TypeError):
                 self._failed_at[context.agent] = len(messages)
             return sent_window(request, usable, None, truncate=True)
-        summary = _Summary(covered=split, first=messages[0], last=messages[split - 1], text=text)
+        summary = _Summary(messages=messages[:split], text=text)
         # An agent handle without weak references: the summary serves this call only.
         with suppress(TypeError):
             self._summaries[context.agent] = summary
@@ -213,11 +239,7 @@ class Summarizing:
         if summary is None:
             return None
         covered = summary.covered
-        if (
-            len(messages) > covered
-            and messages[covered - 1] == summary.last
-            and messages[0] == summary.first
-        ):
+        if len(messages) > covered and messages[:covered] == summary.messages:
             return summary
         return None
 

@@ -22,7 +22,14 @@ from typing import Final, final
 
 from stageware import ContentBlock, Message, Messages, ToolResult, estimate_tokens
 
-__all__ = ["Window", "fit_window", "message_tokens", "opens_window", "truncate_tool_results"]
+__all__ = [
+    "RunningTokens",
+    "Window",
+    "fit_window",
+    "message_tokens",
+    "opens_window",
+    "truncate_tool_results",
+]
 
 UNLIMITED: Final = sys.maxsize
 
@@ -40,6 +47,46 @@ def opens_window(message: Message) -> bool:
     return message["role"] == "user" and not any(
         "toolResult" in block for block in message["content"]
     )
+
+
+@final
+class RunningTokens:
+    """The estimate of the message lists one agent's manager is given, call after call.
+
+    A manager counts what it is given itself rather than trust the host's projection,
+    which was made before any Input handler changed the messages. Consecutive calls share
+    most of their messages (the host passes its history copies, the same objects from call
+    to call), so the last list is kept (references) with the running sums of its messages'
+    estimates: a new list costs one comparison with the last (in C; identical objects
+    compare equal at once) plus the estimates of the messages from the first difference on.
+    """
+
+    __slots__ = ("_messages", "_sums")
+
+    def __init__(self) -> None:
+        self._messages: Messages = []
+        # The estimate of the first i messages at [i], one message at a time.
+        self._sums: list[int] = [0]
+
+    def count(self, messages: Messages) -> int:
+        """The estimate of *messages*: ``message_tokens`` summed over them."""
+        previous = self._messages
+        kept = len(previous)
+        # The usual case, a list that only grew: one comparison in C.
+        if kept > len(messages) or messages[:kept] != previous:
+            kept = 0
+            while kept < len(messages) and previous[kept] == messages[kept]:
+                kept += 1
+        sums = self._sums
+        del sums[kept + 1 :]
+        for message in messages[kept:]:
+            sums.append(sums[-1] + message_tokens(message))
+        self._messages = list(messages)
+        return sums[-1]
+
+    def tokens_from(self, start: int) -> int:
+        """The estimate of the last counted list's messages from index *start* on."""
+        return self._sums[-1] - self._sums[start]
 
 
 @final
