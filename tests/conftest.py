@@ -43,6 +43,7 @@ _GROUPS: dict[str, str] = {
 _FIRST: tuple[str, ...] = (
     "tests/typing/test_cases_bite.py",
     "litellm",
+    "tests/middleware/test_conversation_long_run.py",
     "tests/strands_parity/test_typing.py",
     "tests/typing/test_declaration_messages.py",
     "tests/host/sessions/test_agent_processes.py",
