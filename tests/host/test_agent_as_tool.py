@@ -532,9 +532,7 @@ async def test_a_sub_agent_suspended_in_one_parents_call_refuses_another_parent(
         return f"refunded {amount}"
 
     billing = Agent(
-        ScriptedModel(
-            [calls(("refund", {"amount": 5000}, "call_0")), "Refunded 5000 to Ana."]
-        ),
+        ScriptedModel([calls(("refund", {"amount": 5000}, "call_0")), "Refunded 5000 to Ana."]),
         tools=[refund],
         agent_id="billing",
     )

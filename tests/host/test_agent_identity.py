@@ -82,7 +82,9 @@ def test_an_agent_id_that_is_not_a_string_is_a_type_error() -> None:
 def test_two_sub_agents_with_one_agent_id_under_one_parent_are_refused() -> None:
     one = Agent(ScriptedModel(["a"]), name="one", agent_id="same")
     two = Agent(ScriptedModel(["b"]), name="two", agent_id="same")
-    with pytest.raises(ValueError, match="sub-agent 'one' and the sub-agent 'two' both have the agent_id 'same'"):
+    with pytest.raises(
+        ValueError, match="sub-agent 'one' and the sub-agent 'two' both have the agent_id 'same'"
+    ):
         Agent(ScriptedModel(["p"]), tools=[one.as_tool(name="one"), two.as_tool(name="two")])
 
 
@@ -96,7 +98,7 @@ def test_a_parent_and_its_sub_agent_with_the_default_agent_id_are_refused() -> N
 def test_an_agent_id_repeated_at_any_depth_is_refused() -> None:
     leaf = Agent(ScriptedModel(["a"]), name="leaf", agent_id="desk")
     middle = Agent(ScriptedModel(["b"]), name="middle", agent_id="middle", tools=[leaf.as_tool()])
-    with pytest.raises(ValueError, match="this agent 'top' and the sub-agent 'leaf'.*'desk'"):
+    with pytest.raises(ValueError, match=r"this agent 'top' and the sub-agent 'leaf'.*'desk'"):
         Agent(ScriptedModel(["p"]), name="top", agent_id="desk", tools=[middle.as_tool()])
     cousin = Agent(ScriptedModel(["c"]), name="cousin", agent_id="desk")
     with pytest.raises(ValueError, match="sub-agent 'leaf' and the sub-agent 'cousin'"):

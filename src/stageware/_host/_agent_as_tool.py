@@ -378,8 +378,7 @@ class AgentAsTool:
         if self._output_type is not None and output is None:
             return error_result(
                 tool_use_id,
-                f"The agent {self._name!r} produced no structured output "
-                f"(stop reason {reason!r}).",
+                f"The agent {self._name!r} produced no structured output (stop reason {reason!r}).",
             )
         if output is not None:
             dump = getattr(output, "model_dump", None)
@@ -415,7 +414,9 @@ class SubAgentAnswers:
     def _links(self) -> list[SubAgentLink]:
         links = [tool.link for tool in self._tools() if isinstance(tool, AgentAsTool)]
         links.extend(
-            link for link in list(_SUSPENDED) if link.suspended_for(self._parent) and link not in links
+            link
+            for link in list(_SUSPENDED)
+            if link.suspended_for(self._parent) and link not in links
         )
         return links
 
