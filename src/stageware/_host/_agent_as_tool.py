@@ -104,9 +104,9 @@ class _Owner:
 
     def __init__(self, parent: object, tool_use_id: str, state: object) -> None:
         self.parent: weakref.ref[object] = weakref.ref(parent)
-        self.tool_use_id = tool_use_id
+        self.tool_use_id: str = tool_use_id
         # The sub-agent's InterruptState then: a state reloaded from a session is another.
-        self.state = state
+        self.state: object = state
 
 
 # Sub-agents suspended in a parent's call, so the parent finds them at its resume even
@@ -270,7 +270,7 @@ class AgentAsTool:
                 )
             )
             return
-        caller = getattr(context.agent, "agent_id", None)
+        caller = context.agent.agent_id
         clash = next((name for i, name in link.tree if i == caller), None)
         if caller == self._agent.agent_id or clash is not None:
             yield ToolResultEvent(
