@@ -33,10 +33,12 @@ from stageware import (
 from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent, middleware
 from tests.host.agent_helpers import (
     agent_stream_interrupt_id,
+    all_tool_results,
     answer,
     before_tool_call_interrupt_id,
     calls,
     execute_tool_interrupt_id,
+    result_text,
     tool_call_interrupt_id,
 )
 from tests.policy.approvers import authenticator, credential
@@ -80,8 +82,51 @@ def test_an_agent_id_that_is_not_a_string_is_a_type_error() -> None:
 def test_two_sub_agents_with_one_agent_id_under_one_parent_are_refused() -> None:
     one = Agent(ScriptedModel(["a"]), name="one", agent_id="same")
     two = Agent(ScriptedModel(["b"]), name="two", agent_id="same")
-    with pytest.raises(ValueError, match="same agent_id 'same'"):
+    with pytest.raises(
+        ValueError, match="sub-agent 'one' and the sub-agent 'two' both have the agent_id 'same'"
+    ):
         Agent(ScriptedModel(["p"]), tools=[one.as_tool(name="one"), two.as_tool(name="two")])
+
+
+def test_a_parent_and_its_sub_agent_with_the_default_agent_id_are_refused() -> None:
+    # Both named "agent" by default: one answer would release a step in each.
+    sub = Agent(ScriptedModel(["a"]))
+    with pytest.raises(ValueError, match="this agent 'agent' and the sub-agent 'agent'"):
+        Agent(ScriptedModel(["p"]), tools=[sub.as_tool(name="sub")])
+
+
+def test_an_agent_id_repeated_at_any_depth_is_refused() -> None:
+    leaf = Agent(ScriptedModel(["a"]), name="leaf", agent_id="desk")
+    middle = Agent(ScriptedModel(["b"]), name="middle", agent_id="middle", tools=[leaf.as_tool()])
+    with pytest.raises(ValueError, match=r"this agent 'top' and the sub-agent 'leaf'.*'desk'"):
+        Agent(ScriptedModel(["p"]), name="top", agent_id="desk", tools=[middle.as_tool()])
+    cousin = Agent(ScriptedModel(["c"]), name="cousin", agent_id="desk")
+    with pytest.raises(ValueError, match="sub-agent 'leaf' and the sub-agent 'cousin'"):
+        Agent(ScriptedModel(["p"]), agent_id="top", tools=[middle.as_tool(), cousin.as_tool()])
+
+
+class _Provider:
+    def __init__(self, tools: list[Any]) -> None:
+        self._tools = tools
+
+    def current_tools(self) -> list[Any]:
+        return self._tools
+
+
+async def test_a_sub_agent_from_a_provider_with_the_callers_agent_id_is_refused() -> None:
+    # A provider's tools are not known when the parent is built: the call is refused.
+    sub = Agent(ScriptedModel(["never"]), name="helper", agent_id="desk")
+    parent = Agent(
+        ScriptedModel([calls(("helper", {"input": "go"}, "p1")), "ok"]),
+        agent_id="desk",
+        tools=[_Provider([sub.as_tool(name="helper")])],
+    )
+    done = await parent.invoke_async("go")
+    [result] = all_tool_results(parent.messages)
+    assert done.stop_reason == "end_turn"
+    assert result["status"] == "error"
+    assert "agent_id 'desk' of the agent calling it" in result_text(result)
+    assert sub.messages == []
 
 
 # -- every interrupt id is scoped by the agent ------------------------------------------------

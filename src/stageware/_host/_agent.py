@@ -16,7 +16,13 @@ from stageware._generated.payloads import Messages, SystemContentBlock, ToolChoi
 from stageware._generated.stages import InvokeModelStage, InvokeModelWrapHandler
 from stageware._runtime import Interrupt, MiddlewareHost, MiddlewareRegistration
 
-from ._agent_as_tool import AgentAsTool, SubAgentAnswers, SubAgentLink
+from ._agent_as_tool import (
+    AgentAsTool,
+    SubAgentAnswers,
+    SubAgentLink,
+    default_tool_name,
+    tree_ids,
+)
 from ._agent_id import checked_agent_id
 from ._agent_result import AgentResult, AgentResultEvent, OutputT
 from ._agent_state import AgentState
@@ -195,21 +201,22 @@ class Agent(MiddlewareHost):
             # Next: user middleware added later (a cache, a fallback) sees the request
             # the model is sent, and an overflow it lets through reaches the manager.
             self.add_middleware(InvokeModelStage, conversation_manager)
-        links = [
-            SubAgentLink(item.agent._core, item.agent._attach_under)
-            for item in tool_items
-            if isinstance(item, AgentAsTool)
-        ]
-        if links:
-            ids = [link.core.handle.agent_id for link in links]
-            twice = sorted({i for i in ids if ids.count(i) > 1})
-            if twice:
+        # The sub-agents at every depth: an interrupt id carries only its agent's id, so
+        # one id twice in a tree would let one answer release two steps.
+        self._tree = tree_ids(tool_items)
+        named: dict[str, str] = {self._agent_id: f"this agent {name!r}"}
+        for sub_id, sub_name in self._tree:
+            if sub_id in named:
                 raise ValueError(
-                    f"sub-agents with the same agent_id {twice[0]!r} are tools of one agent; "
-                    "give each its own agent_id, which keeps their interrupt ids apart"
+                    f"{named[sub_id]} and the sub-agent {sub_name!r} both have the agent_id "
+                    f"{sub_id!r}; an agent and its sub-agents at every depth need ids of "
+                    "their own (Agent(agent_id=...)), which keep their interrupt ids apart"
                 )
-            # First: an answer to a sub-agent's interrupt is the sub-agent's to check.
-            self._core.answer_checks.insert(0, SubAgentAnswers(self, links))
+            named[sub_id] = f"the sub-agent {sub_name!r}"
+        self._sub_link: SubAgentLink | None = None
+        # First: an answer to a sub-agent's interrupt is the sub-agent's to check. Every
+        # agent has it: a tool provider may hand it a sub-agent at any time.
+        self._core.answer_checks.insert(0, SubAgentAnswers(self, self._core.tools.tools))
         if session_store is not None and session_id is not None:
             session = AgentSession(
                 session_store,
@@ -594,7 +601,8 @@ class Agent(MiddlewareHost):
         under ``<parent session id>/<agent_id>``. See the README's "Agents as tools".
 
         Args:
-            name: The tool's name; by default the agent's ``agent_id``.
+            name: The tool's name; by default the agent's ``agent_id``, with ``.`` as
+                ``_`` and cut to 64 characters (what OpenAI and Bedrock accept).
             description: What the parent's model is told the tool does.
             preserve_context: Keep this agent's history between calls; by default (as in
                 Strands) every call starts from the history and state it had when
@@ -607,7 +615,7 @@ class Agent(MiddlewareHost):
                 and ``preserve_context`` is false (as in Strands: every call would reset
                 the history the store keeps).
         """
-        tool_name = self.agent_id if name is None else name
+        tool_name = default_tool_name(self.agent_id) if name is None else name
         if not tool_name:
             raise ValueError("as_tool(name=...) must not be empty")
         if not preserve_context and self._core.session is not None and self._under_parent is None:
@@ -616,14 +624,25 @@ class Agent(MiddlewareHost):
                 "call of the tool would reset; pass as_tool(preserve_context=True), or give "
                 "the agent no store (its session is then kept under its parent's)"
             )
+        if self._sub_link is None:
+            self._sub_link = SubAgentLink(
+                self._core, self._attach_under, self._kept_under, self._tree
+            )
         return AgentAsTool(
             self,
-            SubAgentLink(self._core, self._attach_under),
+            self._sub_link,
             name=tool_name,
             description=description or f"Ask the {self.name!r} agent; give it your request.",
             preserve_context=preserve_context,
             output_type=output_type,
         )
+
+    def _kept_under(self, parent: object) -> bool:
+        """Whether this agent's session is the one kept under *parent*'s (see ``as_tool``)."""
+        if not isinstance(parent, Agent) or self._under_parent is None:
+            return False
+        parents = parent._core.session
+        return parents is not None and self._under_parent == f"{parents.id}/{self.agent_id}"
 
     def _attach_under(self, parent: object) -> None:
         """Keep this agent's session under *parent*'s (see ``as_tool``), loading it once.

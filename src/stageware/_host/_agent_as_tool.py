@@ -13,11 +13,25 @@ The rules kept here:
   ``ToolInterruptEvent`` carrying the sub-agent's interrupts, ids unchanged: they are
   scoped by the sub-agent's ``agent_id``, so two sub-agents running one gate never share an
   id. The parent registers them as its own tool interrupts and stops. On the parent's
-  resume, ``SubAgentAnswers`` (an ``AnswerCheck`` the parent installs first) recognises the
-  ids a sub-agent waits on and has the sub-agent's own checks verify each answer (a policy
-  approval is identity-checked by the sub-agent's policy); the parent stores the verified
-  record. When the parent replays the call, the tool hands each record to the sub-agent,
-  which continues where it stopped; one it did not get an answer for is surfaced again.
+  resume, ``SubAgentAnswers`` (an ``AnswerCheck`` every agent installs first) recognises the
+  ids a sub-agent waits on, among the parent's tools at that moment (a tool provider's
+  included) and the sub-agents suspended in one of its calls, and has the sub-agent's own
+  checks verify each answer (a policy approval is identity-checked by the sub-agent's
+  policy); the parent stores the verified record. When the parent replays the call, the
+  tool hands the sub-agent only records its checks verified; an answer to an interrupt the
+  sub-agent checks that did not go through them (a parent that did not recognise the tool,
+  or a record written around the check) is dropped and the interrupt surfaced again, so it
+  is asked anew. One the sub-agent did not get an answer for is surfaced again too.
+- **One parent call per suspended run.** A suspended sub-run belongs to the parent and the
+  call (toolUseId) it stopped in; any other call (another parent sharing the sub-agent, or
+  a new call of the same parent) gets an error result saying it waits for an answer in
+  another call. A run reloaded from the parent's session after a restart is that parent's.
+- **Agent ids.** A sub-agent's interrupt ids are scoped by its ``agent_id`` only, so no two
+  agents of one tree (the parent, its sub-agents at every depth) may share one: ``Agent()``
+  refuses such a tree, and a call whose sub-agent tree holds the caller's id is refused.
+- **Result.** A run that stopped without an answer (a limit, a block, an escalation, a
+  context-window overflow, a cancel, a structured run without output) is an error result
+  naming the stop reason, never an empty success.
 - **Cancel.** The parent's cancel signal cancels the sub-agent's run.
 - **Sessions.** A sub-agent without a session store of its own keeps its session in the
   parent's store, under ``<parent session id>/<sub-agent agent_id>``, so a parent restarted
@@ -30,6 +44,8 @@ The rules kept here:
 from __future__ import annotations
 
 import copy
+import re
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Final, cast, final
@@ -53,7 +69,49 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._core import AgentCore
 
-__all__ = ["AgentAsTool", "SubAgentAnswers", "SubAgentLink"]
+__all__ = ["AgentAsTool", "SubAgentAnswers", "SubAgentLink", "default_tool_name", "tree_ids"]
+
+# Stop reasons that mean the sub-agent answered; any other is an error result.
+_ANSWERED: Final = frozenset({"end_turn", "stop_sequence", "max_tokens"})
+# What OpenAI and Bedrock accept as a tool name.
+_TOOL_NAME_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_TOOL_NAME: Final = 64
+
+
+def default_tool_name(agent_id: str) -> str:
+    """The tool name ``as_tool()`` gives by default: *agent_id* in the characters providers
+    accept for tool names (``A-Z a-z 0-9 _ -``, ``.`` becomes ``_``), at most 64."""
+    return _TOOL_NAME_UNSAFE.sub("_", agent_id)[:_MAX_TOOL_NAME]
+
+
+def tree_ids(items: Sequence[object]) -> list[tuple[str, str]]:
+    """The agent ids of the sub-agents among *items* (fixed tools), at every depth, each
+    with the sub-agent's name: ``(agent_id, name)``, depth first."""
+    found: list[tuple[str, str]] = []
+    for item in items:
+        if isinstance(item, AgentAsTool):
+            sub = item.agent
+            found.append((sub.agent_id, sub.name))
+            found.extend(item.link.tree)
+    return found
+
+
+@final
+class _Owner:
+    """The parent call a suspended sub-run belongs to."""
+
+    __slots__ = ("parent", "state", "tool_use_id")
+
+    def __init__(self, parent: object, tool_use_id: str, state: object) -> None:
+        self.parent: weakref.ref[object] = weakref.ref(parent)
+        self.tool_use_id: str = tool_use_id
+        # The sub-agent's InterruptState then: a state reloaded from a session is another.
+        self.state: object = state
+
+
+# Sub-agents suspended in a parent's call, so the parent finds them at its resume even
+# when the tool reached it wrapped in a tool of the user's own.
+_SUSPENDED: weakref.WeakSet[SubAgentLink] = weakref.WeakSet()
 
 _INPUT_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
@@ -68,16 +126,59 @@ _INPUT_SCHEMA: Final[dict[str, Any]] = {
 class SubAgentLink:
     """What the host needs of a sub-agent beyond its public surface (built by ``as_tool``).
 
+    One per sub-agent, shared by all its ``as_tool()`` tools.
+
     Attributes:
         core: The sub-agent's state: its interrupts and its answer checks.
         attach: Keeps the sub-agent's session under the parent's (the parent handle).
+        kept_under: Whether the sub-agent's session is the one kept under the parent's.
+        tree: The ids and names of the sub-agent's own sub-agents, at every depth.
+        owner: The parent call the sub-agent's suspended run belongs to, if known.
+        verified: The records the sub-agent's checks verified for a parent, by interrupt id.
+        busy: The parent call running the sub-agent now, if any.
     """
 
-    __slots__ = ("attach", "core")
+    __slots__ = ("__weakref__", "attach", "busy", "core", "kept_under", "owner", "tree", "verified")
 
-    def __init__(self, core: AgentCore, attach: Callable[[object], None]) -> None:
+    def __init__(
+        self,
+        core: AgentCore,
+        attach: Callable[[object], None],
+        kept_under: Callable[[object], bool],
+        tree: Sequence[tuple[str, str]],
+    ) -> None:
         self.core: AgentCore = core
         self.attach: Callable[[object], None] = attach
+        self.kept_under: Callable[[object], bool] = kept_under
+        self.tree: tuple[tuple[str, str], ...] = tuple(tree)
+        self.owner: _Owner | None = None
+        self.verified: dict[str, Any] = {}
+        self.busy: str | None = None
+
+    def suspended_in(self, parent: object, tool_use_id: str) -> bool:
+        """Whether the sub-agent's suspended run is *parent*'s call *tool_use_id*."""
+        owner = self.owner
+        if owner is not None and owner.state is self.core.interrupts:
+            return owner.parent() is parent and owner.tool_use_id == tool_use_id
+        # Not suspended by a call in this process: only a run reloaded from the session
+        # kept under the parent's is the parent's.
+        return self.kept_under(parent)
+
+    def suspend(self, parent: object, tool_use_id: str) -> None:
+        """Record that the sub-run stopped in *parent*'s call *tool_use_id*."""
+        self.owner = _Owner(parent, tool_use_id, self.core.interrupts)
+        _SUSPENDED.add(self)
+
+    def release(self) -> None:
+        """The sub-run ended: it belongs to no call any more."""
+        self.owner = None
+        self.verified.clear()
+        _SUSPENDED.discard(self)
+
+    def suspended_for(self, parent: object) -> bool:
+        """Whether the sub-run is suspended in one of *parent*'s calls."""
+        owner = self.owner
+        return owner is not None and owner.parent() is parent
 
     def waits_on(self, interrupt_id: str) -> Interrupt | None:
         """The sub-agent's unanswered interrupt *interrupt_id*, if it waits on it."""
@@ -102,7 +203,6 @@ class AgentAsTool:
 
     __slots__ = (
         "_agent",
-        "_busy",
         "_description",
         "_initial_messages",
         "_initial_state",
@@ -130,12 +230,16 @@ class AgentAsTool:
         self._output_type = output_type
         self._initial_messages: Messages = copy.deepcopy(agent.messages)
         self._initial_state: dict[str, Any] = agent.state.get()
-        self._busy: str | None = None
 
     @property
     def agent(self) -> Agent:
         """The agent this tool runs."""
         return self._agent
+
+    @property
+    def link(self) -> SubAgentLink:
+        """The host's side of the sub-agent (its interrupts, checks and suspended run)."""
+        return self._link
 
     @property
     def tool_name(self) -> str:
@@ -156,7 +260,8 @@ class AgentAsTool:
     ) -> AsyncIterator[ExecuteToolEvent]:
         """Run the sub-agent for the parent's call *tool_use*; see the module docstring."""
         tool_use_id = tool_use["toolUseId"]
-        if self._busy is not None:
+        link = self._link
+        if link.busy is not None:
             yield ToolResultEvent(
                 tool_result=error_result(
                     tool_use_id,
@@ -165,12 +270,25 @@ class AgentAsTool:
                 )
             )
             return
-        self._busy = tool_use_id
+        caller = context.agent.agent_id
+        clash = next((name for i, name in link.tree if i == caller), None)
+        if caller == self._agent.agent_id or clash is not None:
+            yield ToolResultEvent(
+                tool_result=error_result(
+                    tool_use_id,
+                    f"The agent {self._name!r} cannot run here: "
+                    f"{'it' if clash is None else f'its sub-agent {clash!r}'} has the "
+                    f"agent_id {caller!r} of the agent calling it, so their interrupt ids "
+                    "would be one; give each agent its own agent_id.",
+                )
+            )
+            return
+        link.busy = tool_use_id
         try:
             async for event in self._run(tool_use, context):
                 yield event
         finally:
-            self._busy = None
+            link.busy = None
 
     async def _run(
         self, tool_use: ToolUse, context: ToolContext
@@ -179,6 +297,15 @@ class AgentAsTool:
         link.attach(context.agent)
         prompt: str | None
         if link.core.interrupts.activated:
+            if not link.suspended_in(context.agent, tool_use["toolUseId"]):
+                yield ToolResultEvent(
+                    tool_result=error_result(
+                        tool_use["toolUseId"],
+                        f"The agent {self._name!r} is waiting for an answer in another call; "
+                        "it takes a new request once that call is answered.",
+                    )
+                )
+                return
             # A replay of the call the sub-agent stopped in: pass on the parent's answers.
             waiting = self._pass_answers(context)
             if waiting:
@@ -211,30 +338,48 @@ class AgentAsTool:
                 signal.remove_listener(agent.cancel)
         assert result is not None  # a finished stream ends with its result
         if result.stop_reason == "interrupt":
+            link.suspend(context.agent, tool_use["toolUseId"])
             yield ToolInterruptEvent(
                 tool_use=tool_use, interrupts=[_copy(i) for i in result.interrupts]
             )
             return
+        link.release()
         yield ToolResultEvent(tool_result=self._result(tool_use["toolUseId"], result))
 
     def _pass_answers(self, context: ToolContext) -> list[Interrupt]:
         """Hand the answers the parent recorded to the sub-agent; return what still waits."""
-        interrupts = self._link.core.interrupts
+        link = self._link
         waiting: list[Interrupt] = []
-        for interrupt in interrupts.pending():
+        for interrupt in link.core.interrupts.pending():
             answered = context.answered(interrupt.id)
             if answered is None:
                 waiting.append(_copy(interrupt))
-            else:
-                # Verified when the parent stored it (SubAgentAnswers), by the sub-agent's
-                # own check: the record is what the sub-agent would have stored itself.
-                interrupt.response = copy.deepcopy(answered.response)
+                continue
+            if link.check_for(interrupt.id) is not None:
+                # Only a record the sub-agent's own check verified (SubAgentAnswers) passes:
+                # one the parent stored raw could say anything, a forged approval included.
+                verified = link.verified.pop(interrupt.id, _UNVERIFIED)
+                if verified is _UNVERIFIED or verified != answered.response:
+                    waiting.append(_copy(interrupt))
+                    continue
+            interrupt.response = copy.deepcopy(answered.response)
         return waiting
 
     def _result(self, tool_use_id: str, result: AgentResult[Any]) -> ToolResult:
-        if result.stop_reason == "cancelled":
+        reason = result.stop_reason
+        if reason == "cancelled":
             return error_result(tool_use_id, f"The agent {self._name!r} was cancelled.")
+        if reason not in _ANSWERED:
+            return error_result(
+                tool_use_id,
+                f"The agent {self._name!r} stopped without an answer (stop reason {reason!r}).",
+            )
         output: object = result.structured_output
+        if self._output_type is not None and output is None:
+            return error_result(
+                tool_use_id,
+                f"The agent {self._name!r} produced no structured output (stop reason {reason!r}).",
+            )
         if output is not None:
             dump = getattr(output, "model_dump", None)
             data = dump(mode="json") if callable(dump) else copy.deepcopy(output)
@@ -252,20 +397,31 @@ class SubAgentAnswers:
     It owns an id a sub-agent waits on, and has that sub-agent's own check (its policy's
     ``ApprovalCheck``, with its authenticator) verify the answer, so an approval answered
     through the parent is identity-checked as if answered to the sub-agent. An answer to an
-    interrupt of the sub-agent that no check of its owns is stored as given.
+    interrupt of the sub-agent that no check of its owns is stored as given. The sub-agents
+    are looked for when an answer comes: among the parent's tools then (a tool provider's
+    included), and among the sub-agents suspended in a call of the parent.
     """
 
-    __slots__ = ("_current", "_links", "_parent")
+    __slots__ = ("_current", "_parent", "_tools")
 
-    def __init__(self, parent: object, links: Sequence[SubAgentLink]) -> None:
+    def __init__(self, parent: object, tools: Callable[[], Sequence[object]]) -> None:
         self._parent = parent
-        self._links = tuple(links)
+        self._tools = tools
         # The sub-agent and id owns() last said yes to: InterruptState.resume asks owns()
         # for an id, then decision() and describe() for the same id, with no id to pass.
         self._current: tuple[SubAgentLink, str] | None = None
 
+    def _links(self) -> list[SubAgentLink]:
+        links = [tool.link for tool in self._tools() if isinstance(tool, AgentAsTool)]
+        links.extend(
+            link
+            for link in list(_SUSPENDED)
+            if link.suspended_for(self._parent) and link not in links
+        )
+        return links
+
     def _owner(self, interrupt_id: str) -> SubAgentLink | None:
-        for link in self._links:
+        for link in self._links():
             # Loads a sub-agent's stored session first: after a restart it is there.
             link.attach(self._parent)
             if link.waits_on(interrupt_id) is not None:
@@ -292,8 +448,12 @@ class SubAgentAnswers:
         asked = link.waits_on(interrupt_id)
         check = link.check_for(interrupt_id)
         if check is None or asked is None:
-            return response
-        return check.verify(interrupt_id, response, asked)
+            record = response
+        else:
+            record = check.verify(interrupt_id, response, asked)
+        # What the tool may hand the sub-agent on the replay (and nothing else for this id).
+        link.verified[interrupt_id] = copy.deepcopy(record)
+        return record
 
     def decision(self, record: Any) -> object:
         """What two records must share to be the same answer, as the sub-agent's check says."""
@@ -310,6 +470,9 @@ class SubAgentAnswers:
             return None
         link, interrupt_id = self._current
         return link.check_for(interrupt_id)
+
+
+_UNVERIFIED: Final = object()
 
 
 def _prompt_of(tool_use: ToolUse) -> str:

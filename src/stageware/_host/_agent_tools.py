@@ -139,6 +139,11 @@ class AgentTools:
         self._current()
         return self._by_name.get(name)
 
+    def tools(self) -> list[AgentTool]:
+        """The tools now, providers' included, in order."""
+        self._current()
+        return list(self._by_name.values())
+
     def names(self) -> list[str]:
         """The names of the tools now, in order."""
         self._current()
