@@ -103,16 +103,38 @@ def _phone_digits(text: str) -> bool:
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 
+# A US SSN's three groups, with the numbers the SSA never issues left out.
+_SSN_GROUPS = r"(?!000|666|9\d\d)\d{{3}}{sep}(?!00)\d{{2}}{sep}(?!0000)\d{{4}}"
+# Nine bare digits are an SSN only right after a label saying so; anywhere else they are
+# as likely an order or account number. One fixed-width look-behind per spelling.
+_SSN_LABELS = "|".join(
+    f"(?<={label}{after})"
+    for label in (r"\b(?i:ssn)", r"\b(?i:social security number)", r"\b(?i:social security no\.)")
+    for after in ("", " ", ":", ": ", "#", "# ", " #", " is ", "=", " = ")
+)
+
 BUILTIN_PATTERNS: Final[Mapping[PIIName, PIIPattern]] = MappingProxyType(
     {
-        "email": PIIPattern("email", r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}"),
+        # The full-width at sign (U+FF20) too: a model or a form may write it.
+        "email": PIIPattern("email", r"[\w.+-]+[@\uff20][\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}"),
+        # Groups separated by spaces, dashes or dots; a sentence's full stop after the
+        # number is not a separator.
         "credit_card": PIIPattern(
-            "credit_card", r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])", luhn_valid
+            "credit_card", r"(?<![\d-])(?<!\d\.)\d(?:[ .-]?\d){12,18}(?!-|\.?\d)", luhn_valid
         ),
+        # Either case: the mod-97 check reads letters case-blind, and keeps the false
+        # matches out.
         "iban": PIIPattern(
-            "iban", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", _iban_valid
+            "iban",
+            r"\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?\b",
+            _iban_valid,
         ),
-        "us_ssn": PIIPattern("us_ssn", r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b"),
+        # 078-05-1120 and 078 05 1120 anywhere; 078051120 after a label (SSN: ...).
+        "us_ssn": PIIPattern(
+            "us_ssn",
+            rf"\b{_SSN_GROUPS.format(sep='-')}\b|\b{_SSN_GROUPS.format(sep=' ')}\b"
+            rf"|(?:{_SSN_LABELS}){_SSN_GROUPS.format(sep='')}\b",
+        ),
         "ipv4": PIIPattern("ipv4", rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\.?\d)"),
         "phone": PIIPattern(
             "phone",
