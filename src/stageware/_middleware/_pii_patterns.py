@@ -85,10 +85,38 @@ def luhn_valid(number: str) -> bool:
     return total % 10 == 0
 
 
+# IBAN lengths by country (the SWIFT IBAN registry). An IBAN written in lower case must
+# have its country's length as well: lower-case hex ids are common in tool results, and
+# the mod-97 check alone would let one in 97 through.
+_IBAN_LENGTHS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        **dict.fromkeys(("NO",), 15),
+        **dict.fromkeys(("BE",), 16),
+        **dict.fromkeys(("DK", "FI", "FO", "GL", "NL"), 18),
+        **dict.fromkeys(("MK", "SI"), 19),
+        **dict.fromkeys(("AT", "BA", "EE", "KZ", "LT", "LU", "XK"), 20),
+        **dict.fromkeys(("CH", "HR", "LI", "LV"), 21),
+        **dict.fromkeys(("BG", "BH", "CR", "DE", "GB", "GE", "IE", "ME", "RS", "VA"), 22),
+        **dict.fromkeys(("AE", "GI", "IL", "IQ", "TL"), 23),
+        **dict.fromkeys(("AD", "CZ", "ES", "MD", "PK", "RO", "SA", "SE", "SK", "TN", "VG"), 24),
+        **dict.fromkeys(("PT", "ST"), 25),
+        **dict.fromkeys(("IS", "TR"), 26),
+        **dict.fromkeys(("FR", "GR", "IT", "MC", "MR", "SM"), 27),
+        **dict.fromkeys(("AL", "AZ", "BY", "CY", "DO", "GT", "HU", "LB", "PL", "SV"), 28),
+        **dict.fromkeys(("BR", "EG", "PS", "QA", "UA"), 29),
+        **dict.fromkeys(("JO", "KW", "MU"), 30),
+        **dict.fromkeys(("MT", "SC"), 31),
+        **dict.fromkeys(("LC",), 32),
+    }
+)
+
+
 def _iban_valid(text: str) -> bool:
     """The ISO 13616 check: the rearranged IBAN, read as a number, is 1 mod 97."""
     compact = text.replace(" ", "")
     if not 15 <= len(compact) <= 34:
+        return False
+    if not compact[:2].isupper() and _IBAN_LENGTHS.get(compact[:2].upper()) != len(compact):
         return False
     rearranged = compact[4:] + compact[:4]
     return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
@@ -122,8 +150,7 @@ BUILTIN_PATTERNS: Final[Mapping[PIIName, PIIPattern]] = MappingProxyType(
         "credit_card": PIIPattern(
             "credit_card", r"(?<![\d-])(?<!\d\.)\d(?:[ .-]?\d){12,18}(?!-|\.?\d)", luhn_valid
         ),
-        # Either case: the mod-97 check reads letters case-blind, and keeps the false
-        # matches out.
+        # Either case (the mod-97 check reads letters case-blind); see _IBAN_LENGTHS.
         "iban": PIIPattern(
             "iban",
             r"\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?\b",
