@@ -7,13 +7,23 @@ wait on one another, so every call of the turn is in flight at once.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from pydantic import BaseModel
 
-from stageware import Agent, AgentTool, ScriptedModel, StopReason, StructuredOutputError, tool
+from stageware import (
+    Agent,
+    AgentTool,
+    ScriptedModel,
+    SQLiteSessionStore,
+    StopReason,
+    StructuredOutputError,
+    ToolContext,
+    tool,
+)
 from stageware.middleware import CallLimits, require_approval
 from stageware.policy import PolicyEngine, SignedCredentials
 from tests.host.agent_helpers import calls
@@ -177,7 +187,10 @@ async def test_stop_ends_the_run_before_the_model_is_called_again() -> None:
     assert result.text == (
         "Stopped: the tool call limit is reached: search may be called 2 times per run."
     )
-    assert agent.messages[-1]["role"] == "assistant"
+    # The model never said that: the message is the result's, not the history's, which
+    # ends on the tool results.
+    assert agent.messages[-1]["role"] == "user"
+    assert "toolResult" in agent.messages[-1]["content"][0]
     assert len(model.requests) == 2
     # The next run starts afresh, and the model is called again.
     again = await agent.invoke_async("go on")
@@ -185,7 +198,7 @@ async def test_stop_ends_the_run_before_the_model_is_called_again() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_call_a_policy_suspended_is_not_counted_and_the_resume_is_a_new_run() -> None:
+async def test_a_call_a_policy_suspended_is_not_counted_and_the_resume_runs_it() -> None:
     tools = Tools()
     credentials = SignedCredentials(b"call limits tests: a secret nowhere else")
     policy = PolicyEngine([require_approval(tools=["fetch"])], authenticator=credentials)
@@ -200,8 +213,8 @@ async def test_a_call_a_policy_suspended_is_not_counted_and_the_resume_is_a_new_
     resume = [{"interruptResponse": {"interruptId": first.interrupts[0].id, "response": approval}}]
     second = await agent.invoke_async(resume)
 
-    # The resume's run made the one call it may make (the approved fetch); the search after
-    # it was over the limit.
+    # The suspended fetch was not counted: the resume made the one call the run may make
+    # (the approved fetch); the search after it was over the limit.
     assert (second.stop_reason, tools.ran) == ("end_turn", ["fetch:u"])
     assert results(agent)[-1][0] == "error"
 
@@ -240,3 +253,100 @@ async def test_a_structured_run_stopped_by_a_limit_ends_without_output() -> None
     assert len(model.requests) == 2
     with pytest.raises(StructuredOutputError, match="stop_reason 'limit_tool_calls'"):
         _ = result.output
+
+
+@tool
+def ask(question: str, context: ToolContext) -> str:
+    """Ask the user."""
+    return str(context.interrupt("ask", reason=question))
+
+
+def answer(result: Any, response: str) -> list[Any]:
+    return [{"interruptResponse": {"interruptId": result.interrupts[0].id, "response": response}}]
+
+
+@pytest.mark.anyio
+async def test_a_resume_goes_on_with_the_interrupted_runs_counters_and_stop() -> None:
+    tools = Tools()
+    script = [
+        searches(1, 0),
+        calls(("ask", {"question": "?"}, "a0"), ("search", {"query": "q1"}, "s1")),
+        searches(1, 2),
+        "never: the run stopped",
+    ]
+    model = ScriptedModel(script)
+    agent = Agent(model, tools=[*tools.all, ask])
+    CallLimits(per_tool={"search": 1}, on_limit="stop").install(agent)
+
+    first = await agent.invoke_async("research")
+    assert (first.stop_reason, tools.ran) == ("interrupt", ["search:q0"])
+    second = await agent.invoke_async(answer(first, "yes"))
+
+    # The resume is the same run: its one search is spent, and the stop the interrupted
+    # pass reached holds; an interrupt does not buy a second search.
+    assert (second.stop_reason, tools.ran) == ("limit_tool_calls", ["search:q0"])
+    assert len(model.requests) == 2
+    assert [status for status, _ in results(agent)] == ["success", "success", "error"]
+
+
+@pytest.mark.anyio
+async def test_the_counters_wait_in_the_agent_state_only_while_a_run_is_interrupted() -> None:
+    tools = Tools()
+    script = [
+        calls(("search", {"query": "q0"}, "s0"), ("ask", {"question": "?"}, "a0")),
+        searches(1, 1),
+        "Done.",
+        searches(1, 2),
+        "Done again.",
+    ]
+    agent = Agent(ScriptedModel(script), tools=[*tools.all, ask])
+    CallLimits(max_tool_calls=2).install(agent)
+
+    first = await agent.invoke_async("research")
+    [(key, counts)] = agent.state.to_dict().items()
+    assert key.startswith("stageware.middleware.CallLimits:")
+    assert counts == {"total": 1, "per_tool": {"search": 1}, "stopped": None}
+    second = await agent.invoke_async(answer(first, "yes"))
+    # search, ask and the last search over the limit of 2 in all.
+    assert (second.stop_reason, tools.ran) == ("end_turn", ["search:q0"])
+    assert results(agent)[-1] == (
+        "error",
+        "Error: the tool call limit is reached: this run may make 2 tool call(s) in all",
+    )
+    assert agent.state.to_dict() == {}
+    # The run is over: the next one starts from zero.
+    third = await agent.invoke_async("more")
+    assert (third.stop_reason, tools.ran) == ("end_turn", ["search:q0", "search:q2"])
+
+
+@pytest.mark.anyio
+async def test_a_resume_in_another_process_finds_the_counters_in_the_session(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "sessions.db"
+    tools = Tools()
+    script = [calls(("search", {"query": "q0"}, "s0"), ("ask", {"question": "?"}, "a0"))]
+    store = SQLiteSessionStore(database)
+    first_agent = Agent(
+        ScriptedModel(script), tools=[*tools.all, ask], session_store=store, session_id="s"
+    )
+    CallLimits(per_tool={"search": 1}).install(first_agent)
+    first = await first_agent.invoke_async("research")
+    store.close()
+
+    # Another process builds the agent and the same limits again, and resumes.
+    reopened = SQLiteSessionStore(database)
+    try:
+        second_agent = Agent(
+            ScriptedModel([searches(1, 1), "Done."]),
+            tools=[*tools.all, ask],
+            session_store=reopened,
+            session_id="s",
+        )
+        CallLimits(per_tool={"search": 1}).install(second_agent)
+        second = await second_agent.invoke_async(answer(first, "yes"))
+    finally:
+        reopened.close()
+
+    assert (second.stop_reason, tools.ran) == ("end_turn", ["search:q0"])
+    assert results(second_agent)[-1][0] == "error"

@@ -34,18 +34,43 @@ CARD = "4111 1111 1111 1111"
 @pytest.mark.parametrize(
     ("name", "found", "left"),
     [
-        ("email", ["ana.berg+x@mail.example.co.uk", "a@b.io"], ["a@b", "@example.com", "ana@"]),
+        (
+            "email",
+            ["ana.berg+x@mail.example.co.uk", "a@b.io", "ana\uff20example.com"],
+            ["a@b", "@example.com", "ana@"],
+        ),
         (
             "credit_card",
-            ["4111 1111 1111 1111", "4111-1111-1111-1111", "5500005555555559", "378282246310005"],
-            ["4111 1111 1111 1112", "1234567890123", "order 12345678"],
+            [
+                "4111 1111 1111 1111",
+                "4111-1111-1111-1111",
+                "4111.1111.1111.1111",
+                "5500005555555559",
+                "378282246310005",
+            ],
+            ["4111 1111 1111 1112", "4111.1111.1111.1112", "1234567890123", "order 12345678"],
         ),
         (
             "iban",
-            ["GB82 WEST 1234 5698 7654 32", "DE89370400440532013000"],
-            ["GB82 WEST 1234 5698 7654 33"],
+            [
+                "GB82 WEST 1234 5698 7654 32",
+                "DE89370400440532013000",
+                "de89 3704 0044 0532 0130 00",
+                "gb82west12345698765432",
+            ],
+            [
+                "GB82 WEST 1234 5698 7654 33",
+                "de89370400440532013001",
+                # mod-97 valid, but 23 characters where a German IBAN has 22: in lower
+                # case, where hex ids are common, the length must be the country's too.
+                "de543704004405320130001",
+            ],
         ),
-        ("us_ssn", ["123-45-6789"], ["000-12-3456", "123-00-4567", "666-12-3456"]),
+        (
+            "us_ssn",
+            ["123-45-6789", "078 05 1120"],
+            ["000-12-3456", "123-00-4567", "666-12-3456", "078051120", "078 05 11200"],
+        ),
         ("ipv4", ["10.0.0.1", "192.168.255.254"], ["256.1.1.1", "1.2.3", "v1.2.3.4.5"]),
         (
             "phone",
@@ -62,6 +87,25 @@ def test_each_builtin_pattern_finds_its_kind_and_leaves_look_alikes(
         assert redact.redact(f"x {value} y") == f"x [{name}] y", value
     for value in left:
         assert redact.redact(f"x {value} y") == f"x {value} y", value
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("SSN: 078051120.", "SSN: [us_ssn]."),
+        ("ssn#078051120", "ssn#[us_ssn]"),
+        ("Her social security number is 078051120", "Her social security number is [us_ssn]"),
+        # Unlabelled, nine digits are as likely an order number.
+        ("order 078051120", "order 078051120"),
+        ("SSN: 666051120", "SSN: 666051120"),
+        # A sentence's full stop is not part of the card number.
+        ("Card 4111.1111.1111.1111.", "Card [credit_card]."),
+    ],
+)
+def test_a_bare_ssn_only_after_its_label_and_a_card_before_a_full_stop(
+    text: str, redacted: str
+) -> None:
+    assert RedactPII().redact(text) == redacted
 
 
 def test_the_defaults_tell_a_card_from_a_phone_and_label_each() -> None:
@@ -133,6 +177,24 @@ async def test_the_model_never_reads_the_users_data_but_the_history_keeps_it() -
     assert request.system_prompt == "Escalate to [email]."
     # What the user wrote stays the agent's own; only the model's copy is redacted.
     assert agent.messages[0]["content"] == [{"text": f"I am {EMAIL}, card {CARD}."}]
+
+
+@pytest.mark.anyio
+async def test_reasoning_is_sent_back_as_the_model_signed_it() -> None:
+    reasoning = f"The user wrote from {EMAIL}."
+    model = ScriptedModel([ScriptedTurn(text=f"Hello {EMAIL}.", reasoning=reasoning), "Bye."])
+    agent = Agent(model)
+    RedactPII().install(agent)
+
+    await agent.invoke_async("hi")
+    await agent.invoke_async("bye")
+
+    # The answer's text is redacted; the reasoning is not (a provider refuses reasoning
+    # changed after it was signed), in the history and in what goes back to the model.
+    [reasoning_block, text_block] = agent.messages[1]["content"]
+    assert reasoning_block["reasoningContent"]["reasoningText"]["text"] == reasoning
+    assert text_block == {"text": "Hello [email]."}
+    assert model.requests[1].messages[1]["content"][0] == reasoning_block
 
 
 @pytest.mark.anyio

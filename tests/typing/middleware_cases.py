@@ -73,7 +73,7 @@ assert_type(redact.patterns, tuple[PIIPattern, ...])
 limits = CallLimits(max_tool_calls=3, per_tool={"search": 2}, on_limit="stop")
 limits.install(agent)
 limit_tool_call: ExecuteToolWrapHandler = limits.limit_tool_call
-agent.add_middleware(AgentStreamStage.Input, limits.start_run)
+agent.add_middleware(AgentStreamStage.Wrap, limits.keep_run)
 window = SlidingWindow(max_tokens=32_000, max_messages=None, reserve=0.2)
 agent.add_middleware(InvokeModelStage, window)
 summarizing = Summarizing(max_tokens=32_000, model=backup, summary_ratio=0.5)

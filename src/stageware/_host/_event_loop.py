@@ -199,6 +199,12 @@ class EventLoop:
                     yield self.stop("cancelled", empty_assistant_message(), invocation_state)
                     return
                 message = result.message
+                if result.stop_reason == "limit_tool_calls":
+                    # Middleware answered for the model (CallLimits): its message is the
+                    # result's only, as the model never said it. The history ends on the
+                    # tool results, valid; the next input joins that turn.
+                    yield self.stop(result.stop_reason, message, invocation_state)
+                    return
                 await core.append_message(message)
                 if result.stop_reason != "tool_use":
                     await self._checkpoint()

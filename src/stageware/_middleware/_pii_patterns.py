@@ -85,10 +85,38 @@ def luhn_valid(number: str) -> bool:
     return total % 10 == 0
 
 
+# IBAN lengths by country (the SWIFT IBAN registry). An IBAN written in lower case must
+# have its country's length as well: lower-case hex ids are common in tool results, and
+# the mod-97 check alone would let one in 97 through.
+_IBAN_LENGTHS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        **dict.fromkeys(("NO",), 15),
+        **dict.fromkeys(("BE",), 16),
+        **dict.fromkeys(("DK", "FI", "FO", "GL", "NL"), 18),
+        **dict.fromkeys(("MK", "SI"), 19),
+        **dict.fromkeys(("AT", "BA", "EE", "KZ", "LT", "LU", "XK"), 20),
+        **dict.fromkeys(("CH", "HR", "LI", "LV"), 21),
+        **dict.fromkeys(("BG", "BH", "CR", "DE", "GB", "GE", "IE", "ME", "RS", "VA"), 22),
+        **dict.fromkeys(("AE", "GI", "IL", "IQ", "TL"), 23),
+        **dict.fromkeys(("AD", "CZ", "ES", "MD", "PK", "RO", "SA", "SE", "SK", "TN", "VG"), 24),
+        **dict.fromkeys(("PT", "ST"), 25),
+        **dict.fromkeys(("IS", "TR"), 26),
+        **dict.fromkeys(("FR", "GR", "IT", "MC", "MR", "SM"), 27),
+        **dict.fromkeys(("AL", "AZ", "BY", "CY", "DO", "GT", "HU", "LB", "PL", "SV"), 28),
+        **dict.fromkeys(("BR", "EG", "PS", "QA", "UA"), 29),
+        **dict.fromkeys(("JO", "KW", "MU"), 30),
+        **dict.fromkeys(("MT", "SC"), 31),
+        **dict.fromkeys(("LC",), 32),
+    }
+)
+
+
 def _iban_valid(text: str) -> bool:
     """The ISO 13616 check: the rearranged IBAN, read as a number, is 1 mod 97."""
     compact = text.replace(" ", "")
     if not 15 <= len(compact) <= 34:
+        return False
+    if not compact[:2].isupper() and _IBAN_LENGTHS.get(compact[:2].upper()) != len(compact):
         return False
     rearranged = compact[4:] + compact[:4]
     return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
@@ -103,16 +131,37 @@ def _phone_digits(text: str) -> bool:
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 
+# A US SSN's three groups, with the numbers the SSA never issues left out.
+_SSN_GROUPS = r"(?!000|666|9\d\d)\d{{3}}{sep}(?!00)\d{{2}}{sep}(?!0000)\d{{4}}"
+# Nine bare digits are an SSN only right after a label saying so; anywhere else they are
+# as likely an order or account number. One fixed-width look-behind per spelling.
+_SSN_LABELS = "|".join(
+    f"(?<={label}{after})"
+    for label in (r"\b(?i:ssn)", r"\b(?i:social security number)", r"\b(?i:social security no\.)")
+    for after in ("", " ", ":", ": ", "#", "# ", " #", " is ", "=", " = ")
+)
+
 BUILTIN_PATTERNS: Final[Mapping[PIIName, PIIPattern]] = MappingProxyType(
     {
-        "email": PIIPattern("email", r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}"),
+        # The full-width at sign (U+FF20) too: a model or a form may write it.
+        "email": PIIPattern("email", r"[\w.+-]+[@\uff20][\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}"),
+        # Groups separated by spaces, dashes or dots; a sentence's full stop after the
+        # number is not a separator.
         "credit_card": PIIPattern(
-            "credit_card", r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])", luhn_valid
+            "credit_card", r"(?<![\d-])(?<!\d\.)\d(?:[ .-]?\d){12,18}(?!-|\.?\d)", luhn_valid
         ),
+        # Either case (the mod-97 check reads letters case-blind); see _IBAN_LENGTHS.
         "iban": PIIPattern(
-            "iban", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", _iban_valid
+            "iban",
+            r"\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?\b",
+            _iban_valid,
         ),
-        "us_ssn": PIIPattern("us_ssn", r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b"),
+        # 078-05-1120 and 078 05 1120 anywhere; 078051120 after a label (SSN: ...).
+        "us_ssn": PIIPattern(
+            "us_ssn",
+            rf"\b{_SSN_GROUPS.format(sep='-')}\b|\b{_SSN_GROUPS.format(sep=' ')}\b"
+            rf"|(?:{_SSN_LABELS}){_SSN_GROUPS.format(sep='')}\b",
+        ),
         "ipv4": PIIPattern("ipv4", rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\.?\d)"),
         "phone": PIIPattern(
             "phone",

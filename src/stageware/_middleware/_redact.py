@@ -18,6 +18,11 @@ together by ``install(agent)`` (or one by one with ``add_middleware``):
   progress streamed while a tool runs goes to the caller, not the model, and is not
   redacted.
 
+Reasoning (``reasoningContent``) is not redacted, either way: the provider signs it and
+refuses it back changed, so a redacted copy would break the next request. The model only
+ever read redacted data; its reasoning holds personal data only if the model made it up,
+and an application that shows reasoning to people decides itself what it shows.
+
 Replacements: ``"label"`` (``[email]``), ``"mask"`` (``*`` for every character) or
 ``"hash"`` (``[email:1f2e3d4c]``, an HMAC of the value, so the model can still tell two
 addresses apart without seeing either; stable for one key, and the key is random per
