@@ -126,7 +126,8 @@ async def test_interrupts_of_a_failed_round_do_not_linger() -> None:
     stored = stored_snapshot(store, "s")
     assert stored["interrupt_state"]["interrupts"] == []
     second = await agent.invoke_async("second")
-    assert [i.id.split(":")[2] for i in second.interrupts] == ["C"]
+    # v2:tool_call:<agent id>:<toolUseId>:<name hash>
+    assert [i.id.split(":")[3] for i in second.interrupts] == ["C"]
 
 
 async def test_a_tool_round_cut_short_from_outside_is_answered_in_the_next_user_turn() -> None:
