@@ -148,7 +148,7 @@ def _titles() -> dict[str, str]:
     """Every known section title, lower-cased, to its spelling in ``_google()``."""
     from docstring_parser.google import DEFAULT_SECTIONS
 
-    known = [section.title for section in DEFAULT_SECTIONS]
+    known: list[str] = [str(section.title) for section in DEFAULT_SECTIONS]
     return {title.lower(): title for title in [*known, *_MORE_PARAMETER_SECTIONS, *_NOTE_SECTIONS]}
 
 
