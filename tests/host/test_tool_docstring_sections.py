@@ -110,3 +110,11 @@ def test_a_note_for_the_programmer_is_not_in_the_tool_description() -> None:
         return order_id
 
     assert lookup_order.tool_spec["description"] == "Look up an order."
+
+
+def test_every_title_the_google_reader_knows_is_read_in_any_case() -> None:
+    from docstring_parser.google import DEFAULT_SECTIONS
+
+    from stageware._host.tools._docstring import _DEFAULT_TITLES
+
+    assert {section.title for section in DEFAULT_SECTIONS} == set(_DEFAULT_TITLES)

@@ -37,6 +37,21 @@ __all__ = ["parse_docstring"]
 # Kinds of documented names that are not the function's parameters.
 _NOT_PARAMETERS: Final = frozenset({"attribute"})
 
+# docstring_parser's own Google section titles (its DEFAULT_SECTIONS).
+_DEFAULT_TITLES: Final = (
+    "Arguments",
+    "Args",
+    "Parameters",
+    "Params",
+    "Raises",
+    "Exceptions",
+    "Except",
+    "Attributes",
+    "Example",
+    "Examples",
+    "Returns",
+    "Yields",
+)
 # Google section titles beyond docstring_parser's own, read as parameters.
 _MORE_PARAMETER_SECTIONS: Final = (
     "Keyword Args",
@@ -146,10 +161,8 @@ def _title(line: str) -> str | None:
 @functools.cache
 def _titles() -> dict[str, str]:
     """Every known section title, lower-cased, to its spelling in ``_google()``."""
-    from docstring_parser.google import DEFAULT_SECTIONS
-
-    known: list[str] = [str(section.title) for section in DEFAULT_SECTIONS]
-    return {title.lower(): title for title in [*known, *_MORE_PARAMETER_SECTIONS, *_NOTE_SECTIONS]}
+    titles = [*_DEFAULT_TITLES, *_MORE_PARAMETER_SECTIONS, *_NOTE_SECTIONS]
+    return {title.lower(): title for title in titles}
 
 
 def _line_parameters(lines: list[str], headers: list[int]) -> dict[str, str]:
