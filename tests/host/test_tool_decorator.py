@@ -231,8 +231,8 @@ def test_parse_docstring_keeps_unknown_headers_in_the_description() -> None:
         """
     )
     assert description == "Summary.\n\nFor example:\n    call(1)"
-    # docstring_parser's Google reader drops the blank line inside an entry.
-    assert parameters == {"a": "First. Second paragraph.", "b": "B."}
+    # docstring_parser drops the blank line inside an entry; the line reader keeps it.
+    assert parameters == {"a": "First.\n\nSecond paragraph.", "b": "B."}
 
 
 def test_parse_docstring_reads_numpy_style() -> None:

@@ -81,7 +81,7 @@ async def test_a_hit_streams_the_stored_chunks_and_costs_no_tokens() -> None:
     assert len(model.requests) == 1
 
 
-async def test_a_replayed_tool_call_keeps_its_id_and_runs_the_tool_again() -> None:
+async def test_a_replayed_tool_call_gets_a_fresh_id_and_runs_the_tool_again() -> None:
     runs: list[str] = []
 
     @tool
@@ -95,7 +95,7 @@ async def test_a_replayed_tool_call_keeps_its_id_and_runs_the_tool_again() -> No
         return "shipped"
 
     call = ScriptedTurn(tool_calls=[ScriptedToolCall("lookup", {"order_id": 7}, id="call_1")])
-    model = ScriptedModel([call, "Shipped.", "Shipped, still."])
+    model = ScriptedModel([call, "Shipped.", "Shipped, again."])
     cache = ResponseCache()
 
     first = cached_agent(model, cache, tools=[lookup])
@@ -103,15 +103,14 @@ async def test_a_replayed_tool_call_keeps_its_id_and_runs_the_tool_again() -> No
     await first.invoke_async("Where is 7?")
     result = await second.invoke_async("Where is 7?")
 
-    # The tool call came from the cache (same id); the answer after it too, since the
-    # history, tool result included, is the same: the model saw two requests in all.
+    # The tool call came from the cache, with a fresh id; so the history after it differs
+    # from the first agent's, and the answer after it is the model's.
     assert runs == ["7", "7"]
-    assert result.text == "Shipped."
-    assert len(model.requests) == 2
-    assert second.messages[1]["content"][0]["toolUse"]["toolUseId"] == "call_1"
-    assert second.messages[2]["content"][0]["toolResult"]["toolUseId"] == "call_1"
-    # The same agent goes on with the replayed id in its history.
-    assert (await second.invoke_async("Thanks")).text == "Shipped, still."
+    assert result.text == "Shipped, again."
+    assert len(model.requests) == 3
+    replayed = second.messages[1]["content"][0]["toolUse"]["toolUseId"]
+    assert replayed != "call_1"
+    assert second.messages[2]["content"][0]["toolResult"]["toolUseId"] == replayed
 
 
 # --- what the key holds -------------------------------------------------------------------
@@ -317,3 +316,199 @@ def test_bad_options_are_refused() -> None:
         MemoryCache(0)
     with pytest.raises(ValueError, match="ttl must be a positive duration or None, got -1"):
         MemoryCache(ttl=-1)
+
+
+# --- review fixes: model settings, fresh ids, failing backends, threads ------------------
+
+
+def adapter_pairs() -> list[tuple[object, object]]:
+    from stageware.anthropic import AnthropicModel
+    from stageware.bedrock import BedrockModel
+    from stageware.openai import OpenAIModel
+
+    def bedrock(**options: Any) -> BedrockModel:
+        return BedrockModel("anthropic.claude-3", region_name="us-east-1", **options)
+
+    def anthropic(**options: Any) -> AnthropicModel:
+        return AnthropicModel("claude-sonnet-4-5", api_key="k", **options)
+
+    def openai(**options: Any) -> OpenAIModel:
+        return OpenAIModel("gpt-4o", api_key="k", **options)
+
+    guardrail = {"guardrailIdentifier": "gr-1", "guardrailVersion": "1"}
+    return [
+        (bedrock(), bedrock(guardrail=guardrail)),
+        (bedrock(), bedrock(structured_output="native")),
+        (bedrock(), bedrock(params={"inferenceConfig": {"maxTokens": 64}})),
+        (bedrock(), bedrock(cache_tools=True)),
+        (anthropic(), anthropic(max_tokens=64)),
+        (anthropic(), anthropic(structured_output="tool")),
+        (anthropic(), anthropic(params={"stop_sequences": ["END"]})),
+        (openai(), openai(structured_output="tool")),
+        (openai(), openai(params={"temperature": 0.1})),
+    ]
+
+
+@pytest.mark.parametrize("pair", range(9))
+def test_every_adapter_setting_that_shapes_the_request_is_in_the_key(pair: int) -> None:
+    plain, changed = adapter_pairs()[pair]
+    cache = ResponseCache()
+    assert cache.key(context_for(model=plain)) != cache.key(context_for(model=changed))
+
+
+def test_credentials_and_endpoint_are_not_in_the_key() -> None:
+    from stageware.anthropic import AnthropicModel
+
+    cache = ResponseCache()
+    one = AnthropicModel("claude-sonnet-4-5", api_key="k1", base_url="https://a.example")
+    two = AnthropicModel("claude-sonnet-4-5", api_key="k2", base_url="https://b.example")
+    assert cache.key(context_for(model=one)) == cache.key(context_for(model=two))
+
+
+def test_the_structured_output_mode_of_a_plain_model_is_in_the_key() -> None:
+    native = ScriptedModel([], model_id="m", structured_output=True)
+    cache = ResponseCache()
+    assert cache.key(context_for()) != cache.key(context_for(model=native))
+
+
+class Anonymous:
+    """A model of one's own with neither ``model_id`` nor ``cache_identity()``."""
+
+    async def stream(self, *args: object, **kwargs: object) -> AsyncIterator[dict[str, Any]]:
+        yield {"messageStart": {"role": "assistant"}}
+
+
+def test_a_model_that_cannot_be_identified_is_cached_only_under_a_namespace() -> None:
+    assert ResponseCache().key(context_for(model=Anonymous())) is None
+    assert ResponseCache(namespace="my-model").key(context_for(model=Anonymous())) is not None
+
+
+def tool_use_ids(agent: Agent) -> list[str]:
+    return [
+        block["toolUse"]["toolUseId"]
+        for message in agent.messages
+        for block in message["content"]
+        if "toolUse" in block
+    ]
+
+
+async def test_a_replayed_tool_call_gets_a_fresh_id_behind_a_conversation_manager() -> None:
+    from stageware.middleware import SlidingWindow
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather.
+
+        Args:
+            city: The city.
+        """
+        return "Sunny"
+
+    turn = ScriptedTurn(tool_calls=[ScriptedToolCall("weather", {"city": "Paris"}, id="tu_X")])
+    model = ScriptedModel([turn, "Sunny in Paris.", "Still sunny."])
+    window = SlidingWindow(max_messages=1, trim_to=1.0)
+    agent = cached_agent(model, ResponseCache(), tools=[weather], conversation_manager=window)
+    await agent.invoke_async("Weather in Paris?")
+
+    replayed: list[str] = []
+    async for event in agent.stream_async("Weather in Paris?"):
+        if isinstance(event, ModelStreamChunkEvent):
+            start = event.chunk.get("contentBlockStart")
+            if start is not None and "toolUse" in start["start"]:
+                replayed.append(start["start"]["toolUse"]["toolUseId"])
+
+    # The window sent only the new question: the first call's answer came back from the
+    # cache, but its id is fresh, in the stream and in the history alike.
+    ids = tool_use_ids(agent)
+    assert ids[0] == "tu_X"
+    assert len(ids) == len(set(ids)) == 2
+    assert replayed == [ids[1]]
+    results = [
+        b["toolResult"]["toolUseId"]
+        for m in agent.messages
+        for b in m["content"]
+        if "toolResult" in b
+    ]
+    assert results == ids
+
+
+class DownBackend:
+    """A Redis that is down: every call fails, with its address in the message."""
+
+    def __init__(self, *, get_fails: bool) -> None:
+        self.get_fails = get_fails
+
+    async def get(self, key: str) -> CachedResponse | None:
+        if self.get_fails:
+            raise ConnectionError("redis://:hunter2@cache:6379 refused")
+        return None
+
+    async def set(self, key: str, value: CachedResponse) -> None:
+        raise ConnectionError("redis://:hunter2@cache:6379 refused")
+
+
+@pytest.mark.parametrize("get_fails", [True, False])
+async def test_a_failing_backend_does_not_fail_the_call(
+    get_fails: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = ScriptedModel(["Paris."])
+    cache = ResponseCache(DownBackend(get_fails=get_fails))
+
+    with caplog.at_level("WARNING", logger="stageware.middleware"):
+        result = await cached_agent(model, cache).invoke_async("Capital of France?")
+
+    assert result.text == "Paris."
+    assert len(model.requests) == 1
+    assert "ConnectionError" in caplog.text
+    assert "hunter2" not in caplog.text
+    assert len(caplog.records) == (2 if get_fails else 1)
+
+
+class SyncBackend:
+    def get(self, key: str) -> CachedResponse | None:
+        return None
+
+    def set(self, key: str, value: CachedResponse) -> None:
+        pass
+
+
+def test_a_backend_with_sync_methods_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"SyncBackend is not a CacheBackend.*async def"):
+        ResponseCache(SyncBackend())  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def test_a_single_stop_reason_string_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"stop_reasons .* got the string 'end_turn'"):
+        ResponseCache(stop_reasons="end_turn")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def test_the_memory_cache_may_be_shared_by_threads() -> None:
+    import sys
+    import threading
+
+    cache = MemoryCache(max_entries=2)
+    value = CachedResponse(chunks=(), result=None)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        async def run() -> None:
+            for i in range(3000):
+                await cache.set(str(i % 3), value)
+                await cache.get(str((i + n) % 3))
+
+        try:
+            anyio.run(run)
+        except BaseException as error:  # collected for the assertion
+            errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []

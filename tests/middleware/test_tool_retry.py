@@ -34,6 +34,7 @@ from stageware.middleware import ToolRetry, ToolRetryAttempt
 pytestmark = pytest.mark.anyio
 
 FAST: dict[str, Any] = {"initial_delay": 0.001, "max_delay": 0.001, "jitter": 0}
+TOOLS = ["fetch", "refund", "crawl"]
 
 
 def call(name: str, **tool_input: Any) -> ScriptedTurn:
@@ -81,7 +82,7 @@ async def test_a_transient_failure_is_retried_until_the_tool_answers(
 ) -> None:
     body = Flaky(TimeoutError("slow"), ConnectionError("reset"))
     seen: list[ToolRetryAttempt] = []
-    agent, model = agent_for(body, ToolRetry(on_retry=seen.append, **FAST))
+    agent, model = agent_for(body, ToolRetry(tools=TOOLS, on_retry=seen.append, **FAST))
 
     with caplog.at_level(logging.INFO, logger="stageware.middleware"):
         result = await agent.invoke_async("Go")
@@ -99,7 +100,7 @@ async def test_a_transient_failure_is_retried_until_the_tool_answers(
 
 async def test_after_the_last_attempt_the_model_reads_the_last_error() -> None:
     body = Flaky(TimeoutError("first"), TimeoutError("second"), TimeoutError("third"))
-    agent, model = agent_for(body, ToolRetry(max_attempts=2, **FAST))
+    agent, model = agent_for(body, ToolRetry(tools=TOOLS, max_attempts=2, **FAST))
 
     result = await agent.invoke_async("Go")
 
@@ -110,7 +111,7 @@ async def test_after_the_last_attempt_the_model_reads_the_last_error() -> None:
 
 async def test_a_failure_not_worth_retrying_is_not_retried() -> None:
     body = Flaky(ValueError("bad url"))
-    agent, model = agent_for(body, ToolRetry(**FAST))
+    agent, model = agent_for(body, ToolRetry(tools=TOOLS, **FAST))
 
     await agent.invoke_async("Go")
 
@@ -121,7 +122,7 @@ async def test_a_failure_not_worth_retrying_is_not_retried() -> None:
 async def test_invalid_input_is_not_retried() -> None:
     seen: list[ToolRetryAttempt] = []
     body = Flaky()
-    agent, _ = agent_for(body, ToolRetry(on_retry=seen.append, **FAST))
+    agent, _ = agent_for(body, ToolRetry(tools=TOOLS, on_retry=seen.append, **FAST))
     bad_input = ScriptedModel([call("fetch", url=42), "Done."])
     agent.model = bad_input
 
@@ -134,7 +135,7 @@ async def test_invalid_input_is_not_retried() -> None:
 
 async def test_a_predicate_decides_for_other_errors() -> None:
     body = Flaky(RuntimeError("HTTP 503"), RuntimeError("HTTP 404"))
-    retry = ToolRetry(on=(), when=lambda error: "503" in str(error), **FAST)
+    retry = ToolRetry(tools=TOOLS, on=(), when=lambda error: "503" in str(error), **FAST)
     agent, model = agent_for(body, retry)
 
     await agent.invoke_async("Go")
@@ -159,7 +160,12 @@ async def test_the_waits_back_off_exponentially_up_to_max_delay() -> None:
     body = Flaky(*[TimeoutError("slow")] * 4)
     seen: list[ToolRetryAttempt] = []
     retry = ToolRetry(
-        max_attempts=5, initial_delay=0.01, max_delay=0.03, jitter=0, on_retry=seen.append
+        tools=TOOLS,
+        max_attempts=5,
+        initial_delay=0.01,
+        max_delay=0.03,
+        jitter=0,
+        on_retry=seen.append,
     )
     agent, _ = agent_for(body, retry)
 
@@ -176,7 +182,12 @@ async def test_jitter_adds_up_to_its_seconds_to_each_wait() -> None:
     body = Flaky(*[TimeoutError("slow")] * 5)
     seen: list[ToolRetryAttempt] = []
     retry = ToolRetry(
-        max_attempts=6, initial_delay=0.001, max_delay=0.001, jitter=0.01, on_retry=seen.append
+        tools=TOOLS,
+        max_attempts=6,
+        initial_delay=0.001,
+        max_delay=0.001,
+        jitter=0.01,
+        on_retry=seen.append,
     )
     agent, _ = agent_for(body, retry)
 
@@ -194,7 +205,7 @@ async def test_cancelling_the_run_during_a_backoff_ends_it_promptly() -> None:
         agent.cancel()
 
     agent, model = agent_for(
-        body, ToolRetry(initial_delay=30, max_delay=30, jitter=0, on_retry=cancel_soon)
+        body, ToolRetry(tools=TOOLS, initial_delay=30, max_delay=30, jitter=0, on_retry=cancel_soon)
     )
     started = time.monotonic()
     with anyio.fail_after(5):
@@ -206,9 +217,45 @@ async def test_cancelling_the_run_during_a_backoff_ends_it_promptly() -> None:
     assert len(model.requests) == 1
 
 
+async def test_a_failure_after_the_run_was_cancelled_announces_no_retry(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[ToolRetryAttempt] = []
+    calls = 0
+
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page.
+
+        Args:
+            url: The page.
+        """
+        nonlocal calls
+        calls += 1
+        agent.cancel()  # the operator cancels while the call is in flight
+        raise ConnectionError("reset")
+
+    agent = Agent(ScriptedModel([call("fetch", url="u"), "Done."]), tools=[fetch])
+    agent.add_middleware(ExecuteToolStage, ToolRetry(tools=TOOLS, on_retry=seen.append, **FAST))
+
+    with caplog.at_level(logging.INFO, logger="stageware.middleware"):
+        result = await agent.invoke_async("Go")
+
+    assert result.stop_reason == "cancelled"
+    assert (calls, seen) == (1, [])
+    assert "retrying" not in caplog.text
+
+
+def test_the_tools_to_retry_must_be_named() -> None:
+    # A retry runs the tool again: there is no "every tool" default that would re-run
+    # a refund whose answer was lost after the money moved.
+    with pytest.raises(TypeError, match="tools"):
+        ToolRetry()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+
+
 async def test_a_task_cancelled_during_a_backoff_stops_waiting() -> None:
     body = Flaky(TimeoutError("slow"), TimeoutError("slow"))
-    agent, _ = agent_for(body, ToolRetry(initial_delay=30, max_delay=30, jitter=0))
+    agent, _ = agent_for(body, ToolRetry(tools=TOOLS, initial_delay=30, max_delay=30, jitter=0))
 
     started = time.monotonic()
     with anyio.move_on_after(0.2) as scope:
@@ -238,7 +285,7 @@ async def test_interrupts_pass_through_and_are_not_retried() -> None:
 
     model = ScriptedModel([call("refund", order_id=7), "Refunded."])
     agent = Agent(model, tools=[refund])
-    agent.add_middleware(ExecuteToolStage, ToolRetry(**FAST))
+    agent.add_middleware(ExecuteToolStage, ToolRetry(tools=TOOLS, **FAST))
 
     first = await agent.invoke_async("Refund order 7")
     assert first.stop_reason == "interrupt"
@@ -269,7 +316,7 @@ async def test_streamed_events_of_every_attempt_stream_and_one_result_does() -> 
 
     model = ScriptedModel([call("crawl", url="u"), "Done."])
     agent = Agent(model, tools=[crawl])
-    agent.add_middleware(ExecuteToolStage, ToolRetry(**FAST))
+    agent.add_middleware(ExecuteToolStage, ToolRetry(tools=TOOLS, **FAST))
 
     streamed: list[object] = []
     async for event in agent.stream_async("Go"):
@@ -296,7 +343,7 @@ async def test_an_exception_raised_by_inner_middleware_passes_through() -> None:
         raise TimeoutError("middleware timed out")
         yield  # an async generator
 
-    agent, model = agent_for(body, ToolRetry(**FAST))
+    agent, model = agent_for(body, ToolRetry(tools=TOOLS, **FAST))
     agent.add_middleware(ExecuteToolStage, breaks)  # inside the retry
 
     await agent.invoke_async("Go")
@@ -307,7 +354,7 @@ async def test_an_exception_raised_by_inner_middleware_passes_through() -> None:
 
 async def test_a_successful_call_runs_once(caplog: pytest.LogCaptureFixture) -> None:
     body = Flaky()
-    agent, model = agent_for(body, ToolRetry(**FAST))
+    agent, model = agent_for(body, ToolRetry(tools=TOOLS, **FAST))
 
     with caplog.at_level(logging.INFO, logger="stageware.middleware"):
         await agent.invoke_async("Go")
@@ -325,6 +372,7 @@ async def test_a_successful_call_runs_once(caplog: pytest.LogCaptureFixture) -> 
         ({"jitter": float("nan")}, "jitter must be a number of seconds >= 0, got nan"),
         ({"tools": "fetch"}, "tools='fetch' is a string; pass a list of tool names"),
         ({"tools": []}, "tools is empty"),
+        ({"tools": ["fetch", 3]}, "tools holds 3, not a tool name"),
         ({"on": (ValueError, "x")}, "on holds 'x', not an exception type"),
         ({"on": ValueError}, "on must be a tuple of exception types"),
     ],
@@ -333,7 +381,7 @@ async def test_bad_options_are_refused_when_it_is_built(
     options: dict[str, Any], message: str
 ) -> None:
     with pytest.raises((ValueError, TypeError), match=message.replace("(", r"\(")):
-        ToolRetry(**options)
+        ToolRetry(**{"tools": TOOLS, **options})
 
 
 def test_repr_names_the_tools_and_the_errors() -> None:

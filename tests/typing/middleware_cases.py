@@ -92,16 +92,16 @@ retry = ToolRetry(
     on_retry=lambda attempt: print(attempt.attempt, attempt.delay),
 )
 agent.add_middleware(ExecuteToolStage, retry)
-agent.add_middleware(ExecuteToolStage.Wrap, ToolRetry())
+agent.add_middleware(ExecuteToolStage.Wrap, ToolRetry(tools=["fetch"]))
 tool_handler: ExecuteToolWrapHandler = retry
-assert_type(retry.tools, frozenset[str] | None)
+assert_type(retry.tools, frozenset[str])
 
 
 def count_retry(attempt: ToolRetryAttempt) -> None:
     assert_type(attempt.error, Exception)
 
 
-ToolRetry(on_retry=count_retry)
+ToolRetry(tools=["fetch"], on_retry=count_retry)
 
 cache = ResponseCache(MemoryCache(16, ttl=timedelta(minutes=5)), stop_reasons=["end_turn"])
 agent.add_middleware(InvokeModelStage, cache)
@@ -167,7 +167,8 @@ def wrong_uses() -> None:
     Agent(ScriptedModel([]), conversation_manager=40)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     agent.add_middleware(InvokeModelStage, retry)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
     agent.add_middleware(ExecuteToolStage.Input, retry)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
-    ToolRetry(on_retry=lambda attempt: attempt.attemps)  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownLambdaType]
+    ToolRetry()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    ToolRetry(tools=["fetch"], on_retry=lambda attempt: attempt.attemps)  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownLambdaType]
     agent.add_middleware(ExecuteToolStage, cache)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
     ResponseCache(BlockingBackend())  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     ResponseCache(stop_reasons=["finished"])  # type: ignore[list-item]  # pyright: ignore[reportArgumentType]

@@ -50,6 +50,9 @@ LOOSENINGS = {
         "    ) -> AsyncIterator[ExecuteToolEvent]:",
         "self, context: Any, next_fn: Any\n    ) -> Any:",
     ),
+    "retried tools are named": Loosening(
+        "_middleware/_tool_retry.py", "tools: Iterable[str],", "tools: Iterable[str] | None = None,"
+    ),
     "cache backend protocol": Loosening(
         "_middleware/_response_cache.py",
         "backend: CacheBackend | None = None,",

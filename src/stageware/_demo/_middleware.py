@@ -132,6 +132,7 @@ def retrier(trace: Trace) -> ToolRetry:
 
     # Short waits: the demo's inventory service is back at once.
     return ToolRetry(
+        tools=["lookup_order"],  # a read: safe to run again (never the refund)
         max_attempts=MAX_ATTEMPTS,
         on=TRANSIENT_ERRORS,
         initial_delay=0.01,

@@ -5,6 +5,10 @@ strategies), sleeping with ``anyio.sleep``, so it runs on asyncio and trio alike
 
 The rules it keeps:
 
+- **Only the tools named.** ``tools=`` is required: a retry runs the tool again, so only a
+  tool whose second run does no harm (a read, an idempotent write) may be retried, and
+  only its author knows which those are. A timeout or a lost connection may mean that the
+  request reached the other side and took effect; retrying a refund on them refunds twice.
 - **What a failure is.** Inside the ExecuteTool chain a tool that raised is already an
   error ``ToolResultEvent`` carrying the exception (``result.exception``); that is what is
   retried, when the exception is of a type in ``on`` (transient ones by default:
@@ -17,8 +21,9 @@ The rules it keeps:
 - **Interrupts are never retried.** An attempt halted by an interrupt ends the call as it
   is.
 - **A cancelled run does not wait.** A backoff wait ends when the run's cancel signal is
-  set, and no attempt starts after it; the last failure is then the call's result. A
-  cancellation of the task ends the wait at once.
+  set, and no attempt starts after it; the last failure is then the call's result, and no
+  retry is announced (``on_retry``, log) for it. A cancellation of the task ends the wait
+  at once.
 """
 
 from __future__ import annotations
@@ -89,14 +94,19 @@ class ToolRetry:
 
         agent.add_middleware(ExecuteToolStage, ToolRetry(tools=["fetch_page"]))
 
+    Name only tools that are safe to run twice: the default ``on`` errors, a timeout or a
+    lost connection, may come after the call took effect.
+
     The wait before retry *n* (1 for the first) is ``initial_delay * 2 ** (n - 1)``, at
     most ``max_delay``, plus a random ``0`` to ``jitter`` seconds. When the last attempt
     fails too, its error result is the call's result: the model reads the last error.
 
     Args:
-        tools: The names of the tools to retry; ``None`` (the default) retries any tool.
+        tools: The names of the tools to retry (required): tools safe to run again.
         max_attempts: Attempts of one call, the first included; at least 1.
-        on: The exception types that make a failed call worth another attempt.
+        on: The exception types that make a failed call worth another attempt (by
+            default ``TimeoutError`` and ``ConnectionError``, which may mean the request
+            was sent and took effect).
         when: Decides for any other exception: ``True`` retries it.
         initial_delay: Seconds before the first retry; each retry doubles it.
         max_delay: The longest wait between two attempts, in seconds.
@@ -125,7 +135,7 @@ class ToolRetry:
     def __init__(
         self,
         *,
-        tools: Iterable[str] | None = None,
+        tools: Iterable[str],
         max_attempts: int = 3,
         on: tuple[type[Exception], ...] = (TimeoutError, ConnectionError),
         when: Callable[[Exception], bool] | None = None,
@@ -148,9 +158,12 @@ class ToolRetry:
                 f"ToolRetry: tools={tools!r} is a string; pass a list of tool names, "
                 f"tools=[{tools!r}]"
             )
-        names = None if tools is None else frozenset(tools)
-        if names is not None and not names:
-            raise ValueError("ToolRetry: tools is empty; pass None to retry every tool")
+        names = frozenset(tools)
+        if not names:
+            raise ValueError("ToolRetry: tools is empty; name the tools that are safe to run again")
+        for name in names:
+            if not isinstance(cast("object", name), str):
+                raise TypeError(f"ToolRetry: tools holds {name!r}, not a tool name")
         given = cast("object", on)
         if not isinstance(given, tuple):
             raise TypeError("ToolRetry: on must be a tuple of exception types")
@@ -167,8 +180,8 @@ class ToolRetry:
         self._on_retry = on_retry
 
     @property
-    def tools(self) -> frozenset[str] | None:
-        """The names of the tools retried, or ``None`` for every tool."""
+    def tools(self) -> frozenset[str]:
+        """The names of the tools retried."""
         return self._tools
 
     @property
@@ -180,7 +193,7 @@ class ToolRetry:
         self, context: ExecuteToolContext, next_fn: ExecuteToolNext
     ) -> AsyncIterator[ExecuteToolEvent]:
         """Run the call, and again while it fails worth retrying (an ExecuteTool Wrap handler)."""
-        if self._tools is not None and context.tool_use["name"] not in self._tools:
+        if context.tool_use["name"] not in self._tools:
             async for event in next_fn(context):
                 yield event
             return
@@ -197,7 +210,7 @@ class ToolRetry:
             ),
             retry=retry_if_exception(self._retries),
             sleep=_sleeper(signal),
-            before_sleep=lambda state: self._before_sleep(context.tool_use, state),
+            before_sleep=lambda state: self._before_sleep(context.tool_use, signal, state),
             reraise=True,
         )
         last: _Failed | None = None
@@ -234,7 +247,9 @@ class ToolRetry:
         error = raised.error
         return isinstance(error, self._on) or (self._when is not None and self._when(error))
 
-    def _before_sleep(self, tool_use: ToolUse, state: RetryCallState) -> None:
+    def _before_sleep(self, tool_use: ToolUse, signal: CancelSignal, state: RetryCallState) -> None:
+        if signal.is_set():
+            return  # cancelled: the wait ends at once and no retry follows
         outcome = state.outcome
         failed = None if outcome is None else outcome.exception()
         if not isinstance(failed, _Failed):
@@ -261,7 +276,7 @@ class ToolRetry:
             self._on_retry(notice)
 
     def __repr__(self) -> str:
-        tools = "every tool" if self._tools is None else sorted(self._tools)
+        tools = sorted(self._tools)
         on = ", ".join(kind.__name__ for kind in self._on)
         return f"ToolRetry(tools={tools!r}, max_attempts={self._max_attempts}, on=({on}))"
 

@@ -37,7 +37,7 @@ def parse_timeout(value: object, where: str) -> timedelta | None:
         match = _DURATION.fullmatch(value)
         if match is not None:
             seconds = float(match[1]) * _UNITS[match[2]]
-        elif (iso := _iso_8601(value)) is not None:
+        elif (iso := _iso_8601(value, where)) is not None:
             seconds = iso.total_seconds()
         else:
             raise ValueError(
@@ -56,14 +56,22 @@ def parse_timeout(value: object, where: str) -> timedelta | None:
     return limit
 
 
-def _iso_8601(text: str) -> timedelta | None:
+def _iso_8601(text: str, where: str) -> timedelta | None:
     """*text* read as an ISO 8601 duration, or ``None``.
 
     Only the ISO form (``P...``): pydantic also reads ``"10:00"`` as ten hours, which a
-    timeout written by hand rarely means.
+    timeout written by hand rarely means. Years and months are refused: they have no fixed
+    length, and ``"P1M"`` (a month) is most likely a slip for ``"PT1M"`` (a minute).
     """
-    if not text.strip().upper().startswith(("P", "-P", "+P")):
+    upper = text.strip().upper()
+    if not upper.startswith(("P", "-P", "+P")):
         return None
+    date_part = upper.partition("T")[0]
+    if "Y" in date_part or "M" in date_part:
+        raise ValueError(
+            f"{where}: {text!r} counts years or months, which have no fixed length; write "
+            "weeks, days or a time ('PT1M' is one minute, 'P1M' one month)"
+        )
     from pydantic import TypeAdapter, ValidationError
 
     try:

@@ -157,6 +157,21 @@ class AnthropicModel:
         """Extra arguments passed to every ``messages.create`` call (read-only)."""
         return self._params
 
+    def cache_identity(self) -> Mapping[str, object]:
+        """Every setting that shapes a request, for ``ResponseCache`` keys.
+
+        The model id, ``max_tokens``, ``params``, ``cache_tools`` and the structured-output
+        mode; not the credentials or endpoint (give caches over different endpoints a
+        ``namespace`` each).
+        """
+        return {
+            "model_id": self.model_id,
+            "max_tokens": self.max_tokens,
+            "params": dict(self._params),
+            "cache_tools": self._cache_tools,
+            "structured_output": "native" if self.supports_structured_output else "tool",
+        }
+
     async def stream(
         self,
         messages: Messages,

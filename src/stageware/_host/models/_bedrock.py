@@ -142,6 +142,21 @@ class BedrockModel:
         """More ConverseStream request fields, sent with every request (read-only)."""
         return self._params
 
+    def cache_identity(self) -> Mapping[str, object]:
+        """Every setting that shapes a request, for ``ResponseCache`` keys.
+
+        The model id, ``params``, the guardrail, ``cache_tools`` and the structured-output
+        mode; not the credentials, region or endpoint (give caches over different
+        endpoints a ``namespace`` each).
+        """
+        return {
+            "model_id": self.model_id,
+            "params": dict(self._params),
+            "guardrail": None if self._guardrail is None else dict(self._guardrail),
+            "cache_tools": self._cache_tools,
+            "structured_output": self._structured_output,
+        }
+
     async def stream(
         self,
         messages: Messages,

@@ -144,6 +144,18 @@ class OpenAIModel:
         """Extra arguments passed to every ``create`` call (read-only)."""
         return self._params
 
+    def cache_identity(self) -> Mapping[str, object]:
+        """Every setting that shapes a request, for ``ResponseCache`` keys.
+
+        The model id, ``params`` and the structured-output mode; not the credentials or
+        endpoint (give caches over different endpoints a ``namespace`` each).
+        """
+        return {
+            "model_id": self.model_id,
+            "params": dict(self._params),
+            "structured_output": "native" if self.supports_structured_output else "tool",
+        }
+
     async def stream(
         self,
         messages: Messages,
