@@ -22,22 +22,11 @@ from stageware import (
     InvokeModelContext,
     InvokeModelEvent,
     InvokeModelNext,
-    estimate_tokens,
 )
 
-__all__ = ["fixed_tokens", "send_with_one_retry", "usable_tokens"]
+__all__ = ["send_with_one_retry"]
 
 _log: Final = logging.getLogger("stageware.middleware")
-
-
-def usable_tokens(max_tokens: int, reserve: float) -> int:
-    """The part of a *max_tokens* budget a request may fill, *reserve* kept free."""
-    return int(max_tokens * (1.0 - reserve))
-
-
-def fixed_tokens(context: InvokeModelContext) -> int:
-    """The estimate of what every request of the call sends besides its messages."""
-    return estimate_tokens((), system_prompt=context.system_prompt, tool_specs=context.tool_specs)
 
 
 async def send_with_one_retry(

@@ -54,14 +54,16 @@ from stageware import (
 )
 from stageware.runtime import close_all
 
-from ._overflow_retry import fixed_tokens, send_with_one_retry, usable_tokens
-from ._sliding_window import (
+from ._budget import (
     check_budget_settings,
     counter_for,
+    fixed_tokens,
     no_counters,
     reduce_by_half,
     sent_window,
+    usable_tokens,
 )
+from ._overflow_retry import send_with_one_retry
 from ._window import RunningTokens, fit_window, opens_window
 
 __all__ = ["DEFAULT_SUMMARY_PROMPT", "Summarizing"]
