@@ -1,0 +1,78 @@
+"""The journal of a durable invocation: each model and tool call's result, recorded once.
+
+An agent invocation that a durable-execution engine runs (``stageware.dbos``) is replayed
+from its start after the worker running it died. So that a replay calls no model and runs
+no tool whose result was recorded, the host sends every model call and every tool call
+through the journal that is current (``current_journal()``): the journal either hands
+back the recorded result of that step, or runs it, records the result and hands it back.
+
+Steps are told apart by their order, as the engine counts them, so the host draws each
+step's place (``reserve``) in an order that a replay repeats: a model call when it starts;
+the tool calls of one model turn in the order of the turn's toolUse blocks, all before any
+of them runs, so that concurrent calls finishing in another order on the replay still get
+their own results.
+
+While a journal is current, the session store holds the conversation between invocations
+only: the claim and the final save are made as without it, the per-message checkpoints in
+between are not (the journal holds those results, once). See ``stageware.dbos``.
+
+No journal is current outside a durable run: the host then calls models and tools
+directly, and nothing here costs anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+__all__ = ["StepJournal", "current_journal", "journal_scope"]
+
+
+class StepJournal(Protocol):
+    """Where a durable invocation's steps are recorded (implemented by ``stageware.dbos``)."""
+
+    @property
+    def key(self) -> str:
+        """This invocation's identity, unique and the same on a replay.
+
+        The session's lease owner and its final save carry it, so that a replay knows its
+        own claim (a lease it may take over once it lapses) and its own final save (then
+        the invocation finished and nothing runs again).
+        """
+        ...
+
+    def reserve(self, name: str) -> object:
+        """Draw the next step's place now, synchronously, and return it for ``run``.
+
+        *name* says what the step is (``model:<model>`` or ``tool:<tool name>``); a replay
+        that finds another name at this place raises: the run took another path.
+        """
+        ...
+
+    async def run(self, place: object, step: Callable[[], Awaitable[Any]]) -> Any:
+        """Return the result recorded at *place*; if there is none, await *step*, record
+        its result (JSON data) and return it.
+
+        An exception *step* raises is recorded too, and raised again on a replay.
+        """
+        ...
+
+
+_current: ContextVar[StepJournal | None] = ContextVar("stageware_journal", default=None)
+
+
+def current_journal() -> StepJournal | None:
+    """The journal of the durable invocation running in this context, or ``None``."""
+    return _current.get()
+
+
+@contextmanager
+def journal_scope(journal: StepJournal | None) -> Iterator[StepJournal | None]:
+    """Make *journal* current for the code in the ``with`` block (an invocation)."""
+    token = _current.set(journal)
+    try:
+        yield journal
+    finally:
+        _current.reset(token)
