@@ -22,7 +22,7 @@ directly, and nothing here costs anything.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -69,7 +69,7 @@ def current_journal() -> StepJournal | None:
 
 
 @contextmanager
-def journal_scope(journal: StepJournal | None) -> Iterator[StepJournal | None]:
+def journal_scope(journal: StepJournal | None) -> Generator[StepJournal | None]:
     """Make *journal* current for the code in the ``with`` block (an invocation)."""
     token = _current.set(journal)
     try:
