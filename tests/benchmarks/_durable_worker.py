@@ -1,0 +1,67 @@
+"""A worker process of ``durable_scaling``: one DBOS executor serving the benchmark's queue.
+
+``python -m tests.benchmarks._durable_worker DATABASE_URL APP QUEUE WORKER_CONCURRENCY``
+launches DBOS on the benchmark's database under the application name *APP*, registers
+the durable agent ``bench`` (one invocation: a model turn that calls ``lookup``, its 2 KB
+result, a final answer; sessions in the same database, schema ``stageware``) and the
+queue *QUEUE* (partitioned by session, at most *WORKER_CONCURRENCY* runs at once on this
+process), prints ``ready`` and serves the queue until its standard input closes.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Final
+
+from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
+from stageware.postgres import PostgresSessionStore
+from tests.benchmarks._conversation import TOOL_RESULT
+
+AGENT_KIND: Final = "bench"
+SESSION_SCHEMA: Final = "stageware"
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look the query up.
+
+    Args:
+        query: What to look up.
+    """
+    return TOOL_RESULT
+
+
+def script() -> ScriptedModel:
+    """One invocation's model: a turn that calls ``lookup``, then the answer."""
+    call = ScriptedTurn(tool_calls=[ScriptedToolCall("lookup", {"query": "q"})])
+    return ScriptedModel([call, "done"])
+
+
+def main() -> None:
+    from dbos import DBOS
+
+    from stageware.dbos import DurableAgent, launch
+
+    url, app, queue, concurrency = sys.argv[1:5]
+    store = PostgresSessionStore(url, schema=SESSION_SCHEMA)
+
+    def build(session_id: str) -> Agent:
+        return Agent(script(), tools=[lookup], session_store=store, session_id=session_id)
+
+    DurableAgent(AGENT_KIND, build)
+    launch(name=app, database_url=url)
+    DBOS.register_queue(
+        queue,
+        worker_concurrency=int(concurrency),
+        partition_concurrency=1,
+        polling_interval_sec=0.05,
+        on_conflict="always_update",
+    )
+    print("ready", flush=True)
+    sys.stdin.read()  # until the benchmark closes the pipe
+    DBOS.destroy(workflow_completion_timeout_sec=5)
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
