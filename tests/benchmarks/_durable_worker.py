@@ -1,11 +1,11 @@
 """A worker process of ``durable_scaling``: one DBOS executor serving the benchmark's queue.
 
-``python -m tests.benchmarks._durable_worker DATABASE_URL APP QUEUE WORKER_CONCURRENCY``
-launches DBOS on the benchmark's database under the application name *APP*, registers
-the durable agent ``bench`` (one invocation: a model turn that calls ``lookup``, its 2 KB
-result, a final answer; sessions in the same database, schema ``stageware``) and the
-queue *QUEUE* (partitioned by session, at most *WORKER_CONCURRENCY* runs at once on this
-process), prints ``ready`` and serves the queue until its standard input closes.
+``python -m tests.benchmarks._durable_worker DATABASE_URL APP`` registers the durable
+agent ``bench`` (one invocation: a model turn that calls ``lookup``, its 2 KB result, a
+final answer; sessions in the same database, schema ``stageware``), launches DBOS on the
+benchmark's database under the application name *APP*, prints ``ready`` and serves the
+application's queues (the benchmark registers and configures them) until its standard
+input closes.
 """
 
 from __future__ import annotations
@@ -38,11 +38,9 @@ def script() -> ScriptedModel:
 
 
 def main() -> None:
-    from dbos import DBOS
+    from stageware.dbos import DurableAgent, launch, shutdown
 
-    from stageware.dbos import DurableAgent, launch
-
-    url, app, queue, concurrency = sys.argv[1:5]
+    url, app = sys.argv[1:3]
     store = PostgresSessionStore(url, schema=SESSION_SCHEMA)
 
     def build(session_id: str) -> Agent:
@@ -50,16 +48,9 @@ def main() -> None:
 
     DurableAgent(AGENT_KIND, build)
     launch(name=app, database_url=url)
-    DBOS.register_queue(
-        queue,
-        worker_concurrency=int(concurrency),
-        partition_concurrency=1,
-        polling_interval_sec=0.05,
-        on_conflict="always_update",
-    )
     print("ready", flush=True)
     sys.stdin.read()  # until the benchmark closes the pipe
-    DBOS.destroy(workflow_completion_timeout_sec=5)
+    shutdown()
     store.close()
 
 

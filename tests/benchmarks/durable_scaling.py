@@ -30,9 +30,9 @@ them in a table.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
+import math
 import os
 import random
 import statistics
@@ -59,9 +59,19 @@ WORKER_CONCURRENCY: Final = 8
 
 QUEUE: Final = "bench"
 
+POLLING: Final = 0.05
+"""Seconds between a worker's looks at the queue."""
+
+IDLE_SECONDS: Final = 5.0
+"""How long the database's idle commit rate is counted."""
+
+_STATISTICS_LAG: Final = 11.0
+"""Seconds until every backend has reported its transactions to ``pg_stat_database``
+(PostgreSQL 15 flushes a busy backend's counters at most once a second, an idle one's
+within ten seconds)."""
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 
-_READY_SECONDS: Final = 120.0
 _RUN_SECONDS: Final = 600.0
 
 
@@ -73,11 +83,17 @@ class WorkerScaling:
         sessions: Runs enqueued per round.
         rounds: Rounds measured.
         runs_per_second: The median over the rounds, by worker count.
+        idle_commits_per_second: Transactions the database committed per second while the
+            workers waited on the paused queue (their polling and background work).
+        commits_per_run: Transactions committed per run while the runs ran (DBOS and the
+            session store together), with the idle rate's share of that time left out.
     """
 
     sessions: int
     rounds: int
     runs_per_second: dict[int, float]
+    idle_commits_per_second: dict[int, float]
+    commits_per_run: dict[int, float]
 
     def speedup(self, count: int) -> float:
         """Runs per second with *count* workers / with one."""
@@ -115,7 +131,6 @@ def fresh_database(url: str) -> Iterator[str]:
     """A new database on *url*'s server, its URL, dropped (with its connections) afterwards."""
     import psycopg
     from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     name = f"stageware_durable_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(url, autocommit=True) as connection:
@@ -127,7 +142,6 @@ def fresh_database(url: str) -> Iterator[str]:
             connection.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
-    del conninfo_to_dict, make_conninfo
 
 
 def _with_database(url: str, name: str) -> str:
@@ -143,32 +157,23 @@ def _with_database(url: str, name: str) -> str:
 
 @contextlib.contextmanager
 def workers(url: str, app: str, count: int) -> Iterator[list[subprocess.Popen[str]]]:
-    """*count* worker processes serving the queue, each ready; stopped afterwards."""
+    """*count* worker processes of *app*, each launched and ready; stopped afterwards."""
     started: list[subprocess.Popen[str]] = []
     try:
         for _ in range(count):
             started.append(
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "tests.benchmarks._durable_worker",
-                        url,
-                        app,
-                        QUEUE,
-                        str(WORKER_CONCURRENCY),
-                    ],
+                    [sys.executable, "-m", "tests.benchmarks._durable_worker", url, app],
                     cwd=ROOT,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     text=True,
                 )
             )
-        deadline = time.monotonic() + _READY_SECONDS
         for process in started:
             assert process.stdout is not None
             line = process.stdout.readline().strip()
-            if line != "ready" or time.monotonic() > deadline:
+            if line != "ready":
                 raise RuntimeError(
                     f"benchmark worker {process.pid} did not start (it said {line!r}; "
                     f"exit status {process.poll()})"
@@ -181,33 +186,115 @@ def workers(url: str, app: str, count: int) -> Iterator[list[subprocess.Popen[st
                 process.stdin.close()
         for process in started:
             try:
-                process.wait(timeout=30)
+                process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
 
 
-async def _drive(url: str, app: str, sessions: Sequence[str]) -> float:
-    """Enqueue one run per session, wait for all; the seconds from first enqueue to last."""
-    from stageware.dbos import client_enqueue_async, open_client
+class _Database:
+    """The benchmark's view of its database: what is left on the queue, commits so far."""
 
-    with open_client(url, app=app) as client:
-        started = time.perf_counter()
-        handles = [
-            await client_enqueue_async(client, AGENT_KIND, QUEUE, "refund?", session_id=session)
-            for session in sessions
-        ]
-        results = await asyncio.gather(*(handle.get_result() for handle in handles))
-        elapsed = time.perf_counter() - started
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self._connection = psycopg.connect(url, autocommit=True)
+        self.own_commits = 0
+        """Transactions this view committed itself (each query is one), to subtract."""
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def _commits(self) -> int:
+        row = self._connection.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+        self.own_commits += 1
+        assert row is not None
+        return int(row[0])
+
+    def commit_count(self) -> tuple[int, float]:
+        """Transactions committed in this database so far by others than this view
+        (``pg_stat_database``), and when (``time.monotonic()``)."""
+        return self._commits() - self.own_commits, time.monotonic()
+
+    def commits_per_second(self, seconds: float) -> float:
+        """Transactions others commit in this database per second, counted over *seconds*."""
+        before = self.commit_count()
+        time.sleep(seconds)
+        after = self.commit_count()
+        return (after[0] - before[0]) / (after[1] - before[1])
+
+    def unfinished(self, queue: str) -> int:
+        """Runs on *queue* not finished yet: waiting on the queue or running."""
+        row = self._connection.execute(
+            "SELECT count(*) FROM dbos.workflow_status "
+            "WHERE queue_name = %s AND status IN ('ENQUEUED', 'PENDING')",
+            (queue,),
+        ).fetchone()
+        self.own_commits += 1
+        assert row is not None
+        return int(row[0])
+
+
+@dataclass(frozen=True)
+class _Round:
+    runs_per_second: float
+    idle_commits_per_second: float
+    commits_per_run: float
+
+
+def _one_round(url: str, app: str, count: int, names: Sequence[str], *, count_commits: bool) -> _Round:
+    """Enqueue a run per session on the paused queue, let *count* workers take them."""
+    from dbos import DBOSClient
+
+    from stageware.dbos import enqueue_from_client
+
+    client = DBOSClient(system_database_url=url, application_name=app)
+    database = _Database(url)
+    idle = commits = math.nan
+    try:
+        queue = client.register_queue(
+            QUEUE, worker_concurrency=0, partition_concurrency=1, polling_interval_sec=POLLING
+        )
+        with workers(url, app, count):
+            handles = [
+                enqueue_from_client(client, AGENT_KIND, QUEUE, "refund?", session_id=name)
+                for name in names
+            ]
+            if count_commits:
+                # What the workers cost the database while the queue is paused: polling,
+                # and their other background work.
+                time.sleep(_STATISTICS_LAG)
+                idle = database.commits_per_second(IDLE_SECONDS)
+            base = database.commit_count() if count_commits else (0, 0.0)
+            started = time.perf_counter()
+            queue.set_worker_concurrency(WORKER_CONCURRENCY)
+            while database.unfinished(QUEUE):
+                time.sleep(0.02)
+            elapsed = time.perf_counter() - started
+            queue.set_worker_concurrency(0)
+            if count_commits:
+                time.sleep(_STATISTICS_LAG)
+                now = database.commit_count()
+                # Without the polling that went on meanwhile (the idle rate's share).
+                commits = (now[0] - base[0] - idle * (now[1] - base[1])) / len(names)
+            results = [handle.get_result() for handle in handles]
+    finally:
+        database.close()
+        client.destroy()
     failed = [result for result in results if result.error is not None or result.text != "done"]
     if failed:
         raise RuntimeError(f"{len(failed)} benchmark runs failed, the first: {failed[0]}")
-    return elapsed
+    return _Round(len(names) / elapsed, idle, commits)
 
 
-def measure_workers(url: str, *, sessions: int = 200, rounds: int = 3) -> WorkerScaling:
-    """Runs per second with each worker count, interleaved over *rounds*."""
-    samples: dict[int, list[float]] = {count: [] for count in COUNTS}
+def measure_workers(
+    url: str, *, sessions: int = 200, rounds: int = 3, count_commits: bool = True
+) -> WorkerScaling:
+    """Runs per second with each worker count, interleaved over *rounds*; with
+    *count_commits*, the database's transactions too (which waits for its statistics)."""
+    samples: dict[int, list[_Round]] = {count: [] for count in COUNTS}
     order = list(COUNTS)
     shuffle = random.Random(31)
     with fresh_database(url) as database:
@@ -216,11 +303,15 @@ def measure_workers(url: str, *, sessions: int = 200, rounds: int = 3) -> Worker
             shuffle.shuffle(order)
             for count in order:
                 names = [f"r{round_}-w{count}-s{n}" for n in range(sessions)]
-                with workers(database, app, count):
-                    elapsed = asyncio.run(_drive(database, app, names))
-                samples[count].append(sessions / elapsed)
+                samples[count].append(
+                    _one_round(database, app, count, names, count_commits=count_commits)
+                )
     return WorkerScaling(
-        sessions, rounds, {count: statistics.median(found) for count, found in samples.items()}
+        sessions,
+        rounds,
+        {count: statistics.median(r.runs_per_second for r in found) for count, found in samples.items()},
+        {count: statistics.median(r.idle_commits_per_second for r in found) for count, found in samples.items()},
+        {count: statistics.median(r.commits_per_run for r in found) for count, found in samples.items()},
     )
 
 
@@ -265,9 +356,13 @@ def print_report(scaling: WorkerScaling | None, costs: list[StepCost]) -> None:
             f"(each a new session: a prompt, one tool call, the answer), medians of "
             f"{scaling.rounds} interleaved rounds"
         )
-        print(f"{'workers':>7} {'runs/s':>8} {'vs 1':>6}")
+        print(f"{'workers':>7} {'runs/s':>8} {'vs 1':>6} {'commits/run':>12} {'idle commits/s':>15}")
         for count, rate in scaling.runs_per_second.items():
-            print(f"{count:>7} {rate:>8.1f} {scaling.speedup(count):>6.2f}")
+            print(
+                f"{count:>7} {rate:>8.1f} {scaling.speedup(count):>6.2f} "
+                f"{scaling.commits_per_run[count]:>12.1f} "
+                f"{scaling.idle_commits_per_second[count]:>15.1f}"
+            )
     else:
         print(f"workers: skipped; set {POSTGRES_URL_VARIABLE} to measure them")
     print()
