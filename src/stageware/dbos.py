@@ -16,10 +16,10 @@ from __future__ import annotations
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent, DurablePrompt
-    from stageware._dbos._errors import ReplayedStepError
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
     from stageware._dbos._result import DurableResult
+    from stageware._host._journal_data import ReplayedError
 except ModuleNotFoundError as _missing:
     # Only a missing dbos gets the install hint; any other missing module is a real bug.
     if _missing.name != "dbos":
@@ -34,7 +34,7 @@ __all__ = [
     "DurableAgent",
     "DurablePrompt",
     "DurableResult",
-    "ReplayedStepError",
+    "ReplayedError",
     "launch",
     "shutdown",
 ]

@@ -9,7 +9,8 @@ back without running the call, or raises ``DBOSUnexpectedStepError`` if the repl
 another kind of step at that place (the run took another path).
 
 What DBOS records is a JSON text: ``{"value": ...}`` for a result (JSON data, as the
-host hands it), ``{"raised": ...}`` for an exception (see ``_errors``), which the
+host hands it), ``{"raised": ...}`` for an exception (described as the host's
+``_journal_data`` describes the errors it records itself), which the
 journal raises itself: the exception as it was on the first run, rebuilt from the record
 on a replay. DBOS sees a step that returned, so its own retries and error records stay
 out of it. A step cancelled
@@ -29,7 +30,7 @@ from typing import Any, final
 
 from dbos import DBOS, StepReservation
 
-from ._errors import error_data, raised_error
+from stageware._host._journal_data import describe_error, rebuild_error
 
 __all__ = ["DBOSJournal"]
 
@@ -80,7 +81,7 @@ class DBOSJournal:
                 value = await step()
             except Exception as error:
                 raised.append(error)
-                return json.dumps({"raised": error_data(error)})
+                return json.dumps({"raised": describe_error(error)})
             try:
                 return json.dumps({"value": value})
             except (TypeError, ValueError) as error:
@@ -89,10 +90,10 @@ class DBOSJournal:
                     f"JSON data, which the journal records: {error}"
                 )
                 raised.append(problem)
-                return json.dumps({"raised": error_data(problem)})
+                return json.dumps({"raised": describe_error(problem)})
 
         text: str = await place.reservation.run_async({"name": place.name}, recorded)
         outcome: dict[str, Any] = json.loads(text)
         if "raised" in outcome:
-            raise raised[0] if raised else raised_error(outcome["raised"])
+            raise raised[0] if raised else rebuild_error(outcome["raised"])
         return outcome["value"]

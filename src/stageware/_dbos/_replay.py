@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 import anyio
 import anyio.to_thread
 
-from stageware._host._interrupt_state import InterruptState
+from stageware._host._journal_session import leased_by, released_by, stored_outcome
 
 from ._result import DurableResult
 
@@ -38,12 +38,7 @@ _CLOCK_MARGIN = 2.0
 
 def finished(stored: StoredSession, key: str) -> bool:
     """Whether the invocation *key* made the session's last final save."""
-    return stored.snapshot["interrupt_state"].get("released_by") == key
-
-
-def lease_is_owned_by(stored: StoredSession, key: str) -> bool:
-    """Whether the session's recorded lease (live or lapsed) is invocation *key*'s claim."""
-    return stored.lease is not None and stored.lease.owner == key
+    return released_by(stored) == key
 
 
 def standing(stored: StoredSession | None, *, key: str, version_at_start: int) -> Standing:
@@ -52,7 +47,7 @@ def standing(stored: StoredSession | None, *, key: str, version_at_start: int) -
         return "fresh" if version_at_start == 0 else "moved_on"
     if finished(stored, key):
         return "finished"
-    if lease_is_owned_by(stored, key):
+    if leased_by(stored, key):
         return "own_claim"
     if stored.version == version_at_start:
         return "fresh"
@@ -61,21 +56,15 @@ def standing(stored: StoredSession | None, *, key: str, version_at_start: int) -
 
 def finished_result(stored: StoredSession, *, session_id: str, key: str) -> DurableResult:
     """The result of invocation *key*, read from the final save it made."""
-    interrupts = InterruptState.from_dict(stored.snapshot["interrupt_state"])
-    pending = interrupts.pending() if interrupts.activated else []
-    messages = stored.snapshot["messages"]
-    last = messages[-1] if messages else None
-    text = (
-        "\n".join(block["text"] for block in last["content"] if "text" in block)
-        if last is not None and last["role"] == "assistant"
-        else ""
-    )
+    outcome = stored_outcome(stored)
+    assert outcome is not None  # finished() found its record
     return DurableResult(
         session_id=session_id,
         workflow_id=key,
-        stop_reason="interrupt" if pending else "end_turn",
-        text=text,
-        interrupts=tuple(interrupt.id for interrupt in pending),
+        stop_reason=outcome.stop_reason or "error",
+        text=outcome.text,
+        error=outcome.error,
+        interrupts=tuple(interrupt.id for interrupt in outcome.interrupts),
     )
 
 
@@ -109,7 +98,7 @@ async def wait_for_lapse(
     deadline = time.monotonic() + seconds
     stored = await anyio.to_thread.run_sync(store.load, session_id)
     while True:
-        if stored is None or stored.lease is None or stored.lease.owner != key:
+        if stored is None or stored.lease is None or not leased_by(stored, key):
             return stored
         expires_at = stored.lease.expires_at
         wait = (expires_at - datetime.now(UTC)).total_seconds() + _CLOCK_MARGIN
@@ -123,7 +112,7 @@ async def wait_for_lapse(
         if (
             stored is not None
             and stored.lease is not None
-            and stored.lease.owner == key
+            and leased_by(stored, key)
             and stored.lease.expires_at == expires_at
         ):
             return stored
