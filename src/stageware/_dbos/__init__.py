@@ -1,0 +1,1 @@
+"""stageware.dbos's implementation: durable agent runs on DBOS (the ``dbos`` extra)."""
