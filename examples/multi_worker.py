@@ -50,6 +50,7 @@ from stageware import (
 )
 from stageware.postgres import PostgresSessionStore
 
+APP = "multi_worker_example"
 AGENT = "support"
 QUEUE = "support"
 PROMPT = "I was charged twice, please refund 5."
@@ -66,7 +67,7 @@ def reply(request: ModelRequest) -> ScriptedTurn | str:
 # --- A worker process ---------------------------------------------------------------------
 
 
-def serve(url: str, app: str, schema: str) -> None:
+def serve(url: str, schema: str) -> None:
     """Launch DBOS, take runs from the application's queues until stdin closes."""
     from stageware.dbos import DurableAgent, launch, shutdown
 
@@ -100,7 +101,11 @@ def serve(url: str, app: str, schema: str) -> None:
 
     # An interrupt ends the workflow: the answer comes back as a request of its own.
     DurableAgent(AGENT, build_support, wait_for_approvals=False)
-    launch(name=app, database_url=url)
+    launch(
+        name=APP,
+        database_url=url,
+        config={"dbos_system_schema": f"{schema}_dbos", "log_level": "WARNING"},
+    )
     print("ready", flush=True)
     sys.stdin.read()  # until the producer closes the pipe
     shutdown()
@@ -109,14 +114,14 @@ def serve(url: str, app: str, schema: str) -> None:
 
 
 @contextlib.contextmanager
-def workers(url: str, app: str, schema: str, count: int) -> Iterator[None]:
+def workers(url: str, schema: str, count: int) -> Iterator[None]:
     """*count* worker processes, each launched; stopped (stdin closed) afterwards."""
     started: list[subprocess.Popen[str]] = []
     try:
         for _ in range(count):
             started.append(
                 subprocess.Popen(
-                    [sys.executable, __file__, "serve", url, app, schema],
+                    [sys.executable, __file__, "serve", url, schema],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     text=True,
@@ -143,7 +148,7 @@ def workers(url: str, app: str, schema: str, count: int) -> Iterator[None]:
 def main() -> None:
     from dbos import DBOSClient
 
-    from stageware.dbos import DurableResult, enqueue_from_client
+    from stageware.dbos import DurableResult, enqueue_with_client
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("url", help="a postgresql:// URL")
@@ -157,8 +162,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    app = f"example_{uuid.uuid4().hex[:8]}"
-    schema = app
+    # The sessions and DBOS's tables in schemas of this run's own, dropped at the end.
+    schema = f"example_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(args.url, autocommit=True) as connection:
         connection.execute(
             "CREATE TABLE IF NOT EXISTS example_refunds (session_id text, worker int)"
@@ -166,10 +171,12 @@ def main() -> None:
         connection.execute("TRUNCATE example_refunds")
 
     counts = {"paid": 0, "refused": 0}
-    with workers(args.url, app, schema, args.workers), PostgresSessionStore(
+    with workers(args.url, schema, args.workers), PostgresSessionStore(
         args.url, schema=schema, max_size=2
     ) as store:
-        client = DBOSClient(system_database_url=args.url, application_name=app)
+        client = DBOSClient(
+            system_database_url=args.url, application_name=APP, dbos_system_schema=f"{schema}_dbos"
+        )
         client.register_queue(
             QUEUE,
             worker_concurrency=args.per_worker,
@@ -179,7 +186,7 @@ def main() -> None:
         )
 
         def enqueue(session_id: str, prompt: Any) -> str:
-            handle = enqueue_from_client(client, AGENT, QUEUE, prompt, session_id=session_id)
+            handle = enqueue_with_client(client, QUEUE, AGENT, prompt, session_id=session_id)
             return handle.get_workflow_id()
 
         started = time.perf_counter()
@@ -218,7 +225,8 @@ def main() -> None:
             "GROUP BY session_id HAVING count(*) > 1) AS doubled"
         ).fetchone()
         refunds = connection.execute("SELECT count(*) FROM example_refunds").fetchone()
-        connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+        for dropped in (schema, f"{schema}_dbos"):
+            connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(dropped)))
         connection.execute("DROP TABLE example_refunds")
     assert paid_twice is not None
     assert refunds is not None
@@ -237,6 +245,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
-        serve(*sys.argv[2:5])
+        serve(*sys.argv[2:4])
     else:
         main()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent, DurablePrompt
+    from stageware._dbos._client import enqueue_with_client, enqueue_with_client_async
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
     from stageware._dbos._result import DurableResult
@@ -35,6 +36,8 @@ __all__ = [
     "DurablePrompt",
     "DurableResult",
     "ReplayedError",
+    "enqueue_with_client",
+    "enqueue_with_client_async",
     "launch",
     "shutdown",
 ]

@@ -73,7 +73,7 @@ def main() -> None:
         return build
 
     durable = {n: DurableAgent(f"steps{n}", builder(n)) for n in STEPS}
-    launch(name="durable_steps", database_url=dbos_url)
+    launch(name="durable_steps", database_url=dbos_url, config={"log_level": "WARNING"})
 
     def plain_run(n: int) -> Callable[[], Awaitable[object]]:
         async def run() -> object:

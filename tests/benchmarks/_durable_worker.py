@@ -47,7 +47,7 @@ def main() -> None:
         return Agent(script(), tools=[lookup], session_store=store, session_id=session_id)
 
     DurableAgent(AGENT_KIND, build)
-    launch(name=app, database_url=url)
+    launch(name=app, database_url=url, config={"log_level": "WARNING"})
     print("ready", flush=True)
     sys.stdin.read()  # until the benchmark closes the pipe
     shutdown()

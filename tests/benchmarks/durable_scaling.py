@@ -248,18 +248,19 @@ def _one_round(url: str, app: str, count: int, names: Sequence[str], *, count_co
     """Enqueue a run per session on the paused queue, let *count* workers take them."""
     from dbos import DBOSClient
 
-    from stageware.dbos import enqueue_from_client
+    from stageware.dbos import enqueue_with_client
 
-    client = DBOSClient(system_database_url=url, application_name=app)
     database = _Database(url)
     idle = commits = math.nan
-    try:
-        queue = client.register_queue(
-            QUEUE, worker_concurrency=0, partition_concurrency=1, polling_interval_sec=POLLING
-        )
-        with workers(url, app, count):
+    with workers(url, app, count):
+        client = DBOSClient(system_database_url=url, application_name=app)
+        try:
+            # Paused (no worker may take a run) until every run is on it.
+            queue = client.register_queue(
+                QUEUE, worker_concurrency=0, partition_concurrency=1, polling_interval_sec=POLLING
+            )
             handles = [
-                enqueue_from_client(client, AGENT_KIND, QUEUE, "refund?", session_id=name)
+                enqueue_with_client(client, QUEUE, AGENT_KIND, "refund?", session_id=name)
                 for name in names
             ]
             if count_commits:
@@ -280,9 +281,9 @@ def _one_round(url: str, app: str, count: int, names: Sequence[str], *, count_co
                 # Without the polling that went on meanwhile (the idle rate's share).
                 commits = (now[0] - base[0] - idle * (now[1] - base[1])) / len(names)
             results = [handle.get_result() for handle in handles]
-    finally:
-        database.close()
-        client.destroy()
+        finally:
+            database.close()
+            client.destroy()
     failed = [result for result in results if result.error is not None or result.text != "done"]
     if failed:
         raise RuntimeError(f"{len(failed)} benchmark runs failed, the first: {failed[0]}")
@@ -299,6 +300,8 @@ def measure_workers(
     shuffle = random.Random(31)
     with fresh_database(url) as database:
         app = f"durable_scaling_{uuid.uuid4().hex[:8]}"
+        with workers(database, app, 1):
+            pass  # DBOS makes its tables once, before workers start side by side
         for round_ in range(rounds):
             shuffle.shuffle(order)
             for count in order:

@@ -1,0 +1,81 @@
+"""Putting a durable request on a queue from a process that runs none, with a ``DBOSClient``.
+
+A producer (a web front end, a batch job, an approver's tool) that only hands requests to
+the workers needs neither the agent's factory nor DBOS launched in its process: a
+``dbos.DBOSClient`` on the system database is enough. The request it enqueues is the one
+``DurableAgent.enqueue`` makes: the workflow ``stageware.<kind>``, a new id
+``stageware:<kind>:<session id>:<unique>``, in the queue partition of the session (so a
+queue with ``partition_concurrency=1`` runs one request of a session at a time). Workers
+that ``launch()`` with a ``DurableAgent`` of that kind take it; its handle's result is
+their ``DurableResult``.
+
+The client does not check that the queue exists or that any worker serves the kind: a
+request nobody takes waits on the queue (``ENQUEUED``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stageware._host._interrupt_state import parse_interrupt_responses
+from stageware._host._prompt import prompt_messages
+
+from . import _ids
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient, EnqueueOptions, WorkflowHandle, WorkflowHandleAsync
+
+    from ._agent import DurablePrompt
+    from ._result import DurableResult
+
+__all__ = ["enqueue_with_client", "enqueue_with_client_async"]
+
+
+def enqueue_with_client(
+    client: DBOSClient, queue: str, kind: str, prompt: DurablePrompt, *, session_id: str
+) -> WorkflowHandle[DurableResult]:
+    """Put one request to the agent *kind* on *session_id* on the queue named *queue*.
+
+    Args:
+        client: A client on the workers' system database (with their application's
+            ``application_name`` when several applications share it).
+        queue: The queue's name, registered by the workers or with
+            ``client.register_queue``.
+        kind: The ``DurableAgent`` kind the workers registered.
+        prompt: What ``DurableAgent.enqueue`` takes: text, content blocks, interrupt
+            responses, or ``None`` to continue the session's run.
+        session_id: The session; also the request's queue partition.
+
+    Raises:
+        TypeError, ValueError: For a bad *kind* or *prompt*, before anything is written.
+    """
+    options, prompt = _request(queue, kind, prompt, session_id)
+    handle: WorkflowHandle[DurableResult] = client.enqueue(options, session_id, prompt)
+    return handle
+
+
+async def enqueue_with_client_async(
+    client: DBOSClient, queue: str, kind: str, prompt: DurablePrompt, *, session_id: str
+) -> WorkflowHandleAsync[DurableResult]:
+    """:func:`enqueue_with_client` for asyncio code."""
+    options, prompt = _request(queue, kind, prompt, session_id)
+    handle: WorkflowHandleAsync[DurableResult] = await client.enqueue_async(
+        options, session_id, prompt
+    )
+    return handle
+
+
+def _request(
+    queue: str, kind: str, prompt: DurablePrompt, session_id: str
+) -> tuple[EnqueueOptions, DurablePrompt]:
+    _ids.check_kind(kind)
+    # Refused here, in the producer, rather than by a workflow that then fails.
+    if parse_interrupt_responses(prompt) is None:
+        prompt_messages(prompt)
+    options: EnqueueOptions = {
+        "queue_name": queue,
+        "workflow_name": _ids.request_workflow_name(kind),
+        "workflow_id": _ids.request_id(kind, session_id),
+        "queue_partition_key": session_id,
+    }
+    return options, prompt
