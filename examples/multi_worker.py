@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +114,7 @@ def serve(url: str, schema: str) -> None:
 
 
 @contextlib.contextmanager
-def workers(url: str, schema: str, count: int) -> Iterator[None]:
+def workers(url: str, schema: str, count: int) -> Generator[None]:
     """*count* worker processes, each launched; stopped (stdin closed) afterwards."""
     started: list[subprocess.Popen[str]] = []
     try:
@@ -154,9 +154,7 @@ def main() -> None:
     parser.add_argument("url", help="a postgresql:// URL")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument(
-        "--per-worker", type=int, default=8, help="runs one worker takes at once"
-    )
+    parser.add_argument("--per-worker", type=int, default=8, help="runs one worker takes at once")
     parser.add_argument(
         "--rate", type=int, default=0, help="runs started per second at most (0: no limit)"
     )
@@ -171,9 +169,10 @@ def main() -> None:
         connection.execute("TRUNCATE example_refunds")
 
     counts = {"paid": 0, "refused": 0}
-    with workers(args.url, schema, args.workers), PostgresSessionStore(
-        args.url, schema=schema, max_size=2
-    ) as store:
+    with (
+        workers(args.url, schema, args.workers),
+        PostgresSessionStore(args.url, schema=schema, max_size=2) as store,
+    ):
         client = DBOSClient(
             system_database_url=args.url, application_name=APP, dbos_system_schema=f"{schema}_dbos"
         )
@@ -204,9 +203,12 @@ def main() -> None:
                     if not isinstance(result, DurableResult) or result.stop_reason != "interrupt":
                         raise SystemExit(f"{session_id}: the request did not stop: {status}")
                     # The approver: what waits in the session store, answered twice.
-                    [asked] = Agent(ScriptedModel([]), session_store=store,
-                                    session_id=session_id).pending_interrupts
-                    answer = [{"interruptResponse": {"interruptId": asked.id, "response": "approved"}}]
+                    [asked] = Agent(
+                        ScriptedModel([]), session_store=store, session_id=session_id
+                    ).pending_interrupts
+                    answer = [
+                        {"interruptResponse": {"interruptId": asked.id, "response": "approved"}}
+                    ]
                     for _ in range(2):
                         waiting[enqueue(session_id, answer)] = ("answer", session_id)
                         runs += 1

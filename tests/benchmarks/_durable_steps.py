@@ -32,7 +32,8 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn
-from stageware._host.sessions import SessionStore, SQLiteSessionStore
+from stageware._host.sessions import SQLiteSessionStore
+from stageware.postgres import PostgresSessionStore
 from tests.benchmarks._durable_worker import lookup
 
 ROUNDS_SHORT: Final = 1
@@ -49,11 +50,9 @@ def script(rounds: int) -> ScriptedModel:
     return ScriptedModel([call] * rounds + ["done"])
 
 
-def _store(backend: str, target: str) -> SessionStore:
+def _store(backend: str, target: str) -> SQLiteSessionStore | PostgresSessionStore:
     if backend == "sqlite":
         return SQLiteSessionStore(target)
-    from stageware.postgres import PostgresSessionStore
-
     return PostgresSessionStore(target, schema="stageware")
 
 
@@ -66,9 +65,7 @@ def main() -> None:
 
     def builder(rounds: int) -> Callable[[str], Agent]:
         def build(session_id: str) -> Agent:
-            return Agent(
-                script(rounds), tools=[lookup], session_store=store, session_id=session_id
-            )
+            return Agent(script(rounds), tools=[lookup], session_store=store, session_id=session_id)
 
         return build
 
@@ -83,7 +80,9 @@ def main() -> None:
 
     def durable_run(n: int) -> Callable[[], Awaitable[object]]:
         async def run() -> object:
-            result = await durable[n].run_async("refund?", session_id=f"durable-{n}-{uuid.uuid4().hex}")
+            result = await durable[n].run_async(
+                "refund?", session_id=f"durable-{n}-{uuid.uuid4().hex}"
+            )
             if result.error is not None or result.text != "done":
                 raise SystemExit(f"the durable run failed: {result}")
             return result

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -127,7 +127,7 @@ class StepCost:
 
 
 @contextlib.contextmanager
-def fresh_database(url: str) -> Iterator[str]:
+def fresh_database(url: str) -> Generator[str]:
     """A new database on *url*'s server, its URL, dropped (with its connections) afterwards."""
     import psycopg
     from psycopg import sql
@@ -156,7 +156,7 @@ def _with_database(url: str, name: str) -> str:
 
 
 @contextlib.contextmanager
-def workers(url: str, app: str, count: int) -> Iterator[list[subprocess.Popen[str]]]:
+def workers(url: str, app: str, count: int) -> Generator[list[subprocess.Popen[str]]]:
     """*count* worker processes of *app*, each launched and ready; stopped afterwards."""
     started: list[subprocess.Popen[str]] = []
     try:
@@ -244,7 +244,9 @@ class _Round:
     commits_per_run: float
 
 
-def _one_round(url: str, app: str, count: int, names: Sequence[str], *, count_commits: bool) -> _Round:
+def _one_round(
+    url: str, app: str, count: int, names: Sequence[str], *, count_commits: bool
+) -> _Round:
     """Enqueue a run per session on the paused queue, let *count* workers take them."""
     from dbos import DBOSClient
 
@@ -309,12 +311,16 @@ def measure_workers(
                 samples[count].append(
                     _one_round(database, app, count, names, count_commits=count_commits)
                 )
+
+    def medians(figure: Callable[[_Round], float]) -> dict[int, float]:
+        return {count: statistics.median(map(figure, found)) for count, found in samples.items()}
+
     return WorkerScaling(
         sessions,
         rounds,
-        {count: statistics.median(r.runs_per_second for r in found) for count, found in samples.items()},
-        {count: statistics.median(r.idle_commits_per_second for r in found) for count, found in samples.items()},
-        {count: statistics.median(r.commits_per_run for r in found) for count, found in samples.items()},
+        medians(lambda found: found.runs_per_second),
+        medians(lambda found: found.idle_commits_per_second),
+        medians(lambda found: found.commits_per_run),
     )
 
 
@@ -323,7 +329,15 @@ def measure_workers(
 
 def _steps_process(backend: str, dbos_url: str, store: str, rounds: int) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.benchmarks._durable_steps", backend, dbos_url, store, str(rounds)],
+        [
+            sys.executable,
+            "-m",
+            "tests.benchmarks._durable_steps",
+            backend,
+            dbos_url,
+            store,
+            str(rounds),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -345,7 +359,9 @@ def measure_steps(url: str | None, *, rounds: int = 30) -> list[StepCost]:
         costs.append(StepCost("sqlite", _steps_process("sqlite", system, store, rounds)))
     if url:
         with fresh_database(url) as database:
-            costs.append(StepCost("postgres", _steps_process("postgres", database, database, rounds)))
+            costs.append(
+                StepCost("postgres", _steps_process("postgres", database, database, rounds))
+            )
     return costs
 
 
@@ -359,7 +375,9 @@ def print_report(scaling: WorkerScaling | None, costs: list[StepCost]) -> None:
             f"(each a new session: a prompt, one tool call, the answer), medians of "
             f"{scaling.rounds} interleaved rounds"
         )
-        print(f"{'workers':>7} {'runs/s':>8} {'vs 1':>6} {'commits/run':>12} {'idle commits/s':>15}")
+        print(
+            f"{'workers':>7} {'runs/s':>8} {'vs 1':>6} {'commits/run':>12} {'idle commits/s':>15}"
+        )
         for count, rate in scaling.runs_per_second.items():
             print(
                 f"{count:>7} {rate:>8.1f} {scaling.speedup(count):>6.2f} "
@@ -369,18 +387,26 @@ def print_report(scaling: WorkerScaling | None, costs: list[StepCost]) -> None:
     else:
         print(f"workers: skipped; set {POSTGRES_URL_VARIABLE} to measure them")
     print()
-    print("an invocation as a DBOS workflow (each model and tool call a checkpointed step) / plain")
     print(
-        f"{'backend':<9} {'rounds':>6} {'plain ms':>9} {'durable ms':>11} {'ratio':>6} "
-        f"{'ms/step plain':>14} {'ms/step durable':>16}"
+        "an invocation as a DBOS workflow (each model and tool call a checkpointed step) "
+        "against the same agent and store without a journal, medians"
+    )
+    print(
+        f"{'backend':<9} {'tool rounds':>11} {'steps':>6} {'plain ms':>9} {'durable ms':>11} "
+        f"{'ratio':>6}"
     )
     for cost in costs:
         for rounds in (ROUNDS_SHORT, ROUNDS_LONG):
             print(
-                f"{cost.backend:<9} {rounds:>6} {cost.seconds[f'plain {rounds}'] * 1e3:>9.2f} "
-                f"{cost.seconds[f'durable {rounds}'] * 1e3:>11.2f} {cost.ratio(rounds):>6.2f} "
-                f"{cost.per_step('plain') * 1e3:>14.2f} {cost.per_step('durable') * 1e3:>16.2f}"
+                f"{cost.backend:<9} {rounds:>11} {STEPS[rounds]:>6} "
+                f"{cost.seconds[f'plain {rounds}'] * 1e3:>9.2f} "
+                f"{cost.seconds[f'durable {rounds}'] * 1e3:>11.2f} {cost.ratio(rounds):>6.2f}"
             )
+    for cost in costs:
+        print(
+            f"{cost.backend}: one more step costs {cost.per_step('durable') * 1e3:.2f} ms "
+            f"checkpointed, {cost.per_step('plain') * 1e3:.2f} ms plain"
+        )
 
 
 def main() -> None:
@@ -390,7 +416,9 @@ def main() -> None:
     url = os.environ.get(POSTGRES_URL_VARIABLE) or None
     scaling = None
     if url:
-        scaling = measure_workers(url, sessions=40 if args.quick else 200, rounds=1 if args.quick else 3)
+        scaling = measure_workers(
+            url, sessions=40 if args.quick else 200, rounds=1 if args.quick else 3
+        )
     print_report(scaling, measure_steps(url, rounds=5 if args.quick else 30))
 
 
