@@ -53,7 +53,7 @@ _COMMAND: Final = "stageware policy approvals"
 _REASON_WIDTH: Final = 50
 _STEP_WIDTH: Final = 80
 
-_HEADERS: Final = ("SESSION", "INTERRUPT", "REASON", "STEP", "WHO MAY ANSWER")
+_HEADERS: Final = ("SESSION", "INTERRUPT", "REASON", "STEP", "WHO MAY ANSWER", "DEADLINE")
 
 
 @final
@@ -141,6 +141,7 @@ def _list(store: SessionStore, out: TextIO, err: TextIO) -> None:
             _reason(s.interrupt.reason),
             _shown(s.interrupt.reason, "step", _STEP_WIDTH),
             _shown(s.interrupt.reason, "approvers", None),
+            _deadline(s.interrupt.reason),
         )
         for s in found
     ]
@@ -245,7 +246,8 @@ def _show(
         out.write(f"approval {interrupt_id} in session {cell(waiting.session_id)!r}\n")
         out.write(f"  reason: {_reason(reason)}\n")
         out.write(f"  who may answer: {_shown(reason, 'approvers', None)}\n")
-        for key in ("details", "step"):
+        out.write(f"  deadline: {_deadline(reason)}\n")
+        for key in ("details", "step", "on_timeout"):
             # Whole, on one line, escaped like a table cell: nothing reaches the terminal raw.
             out.write(f"  {key}: {_shown(reason, key, None)}\n")
 
@@ -356,6 +358,18 @@ def _reason(reason: object) -> str:
             return cell(asked, _REASON_WIDTH)
     text = reason if isinstance(reason, str) else json.dumps(reason, ensure_ascii=False)
     return cell(text, _REASON_WIDTH)
+
+
+def _deadline(reason: object) -> str:
+    """Until when the approval may be answered, and what it becomes after: ``-`` for none."""
+    if not isinstance(reason, dict):
+        return "-"
+    fields = cast(dict[str, object], reason)
+    deadline, then = fields.get("deadline"), fields.get("on_timeout")
+    if not isinstance(deadline, str):
+        return "-"
+    outcome = cast(dict[str, object], then).get("outcome") if isinstance(then, dict) else None
+    return cell(f"{deadline} then {outcome if isinstance(outcome, str) else 'block'}")
 
 
 def _shown(reason: object, key: str, width: int | None) -> str:
