@@ -161,7 +161,7 @@ def test_an_answer_after_the_deadline_is_refused_and_changes_nothing(
     [interrupt] = agent.pending_interrupts
     past(reason)
 
-    with pytest.raises(ApprovalRefused, match="could be answered until .* nothing was recorded"):
+    with pytest.raises(ApprovalRefused, match=r"could be answered until .* nothing was recorded"):
         agent(answer(interrupt.id, True))
     stored = store.load(SESSION)
     assert stored is not None

@@ -242,12 +242,14 @@ def _show(
         where = "no session" if session_id is None else f"session {cell(session_id)!r}"
         raise CommandError(f"{where} waits on an approval {cell(interrupt_id)!r}")
     for waiting in found:
-        reason = waiting.interrupt.reason
+        reason: object = waiting.interrupt.reason
         out.write(f"approval {interrupt_id} in session {cell(waiting.session_id)!r}\n")
         out.write(f"  reason: {_reason(reason)}\n")
         out.write(f"  who may answer: {_shown(reason, 'approvers', None)}\n")
-        out.write(f"  deadline: {_deadline(reason)}\n")
-        for key in ("details", "step", "on_timeout"):
+        timed = isinstance(reason, dict) and "deadline" in reason
+        if timed:
+            out.write(f"  deadline: {_deadline(reason)}\n")
+        for key in ("details", "step", "on_timeout") if timed else ("details", "step"):
             # Whole, on one line, escaped like a table cell: nothing reaches the terminal raw.
             out.write(f"  {key}: {_shown(reason, key, None)}\n")
 

@@ -324,7 +324,7 @@ def _bound(
     step_key: str,
     event: BaseModel,
     where: tuple[str, int, int],
-) -> tuple[Interrupt, ApprovalRecord] | None:
+) -> tuple[Interrupt, ApprovalRecord | TimeoutRecord] | None:
     """The answer given for this very step (its fingerprint), if one is among *answered*.
 
     *where* is the agent id, the interrupt cycle and the history's length.
