@@ -246,7 +246,7 @@ def _show(
         out.write(f"approval {interrupt_id} in session {cell(waiting.session_id)!r}\n")
         out.write(f"  reason: {_reason(reason)}\n")
         out.write(f"  who may answer: {_shown(reason, 'approvers', None)}\n")
-        timed = isinstance(reason, dict) and "deadline" in reason
+        timed = _deadline(reason) != "-"
         if timed:
             out.write(f"  deadline: {_deadline(reason)}\n")
         for key in ("details", "step", "on_timeout") if timed else ("details", "step"):
