@@ -28,6 +28,7 @@ from ._operator import identity_arguments, operator, refuse_by
 from ._options import refuse_without
 from ._store_url import store_arguments
 from ._table import cell, render
+from ._wake import dbos_arguments, wake_runs
 
 if TYPE_CHECKING:
     from stageware._host._interrupt_state import InterruptState
@@ -79,6 +80,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="the session waiting on the approval, when its id waits in several",
     )
+    dbos_arguments(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -95,7 +97,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     interrupt_id = approve_id if approve_id is not None else deny_id
     refuse_by(args)
     if interrupt_id is None:
-        refuse_without(args, "--approve or --deny", comment="--comment")
+        refuse_without(args, "--approve or --deny", comment="--comment", dbos="--dbos")
         refuse_without(args, "--approve, --deny or --show", session="--session")
     if interrupt_id is None:
         refuse_without(
@@ -114,6 +116,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             return
         _answer(
             store,
+            args,
             out,
             err,
             interrupt_id,
@@ -150,6 +153,7 @@ def _list(store: SessionStore, out: TextIO, err: TextIO) -> None:
 
 def _answer(
     store: SessionStore,
+    args: argparse.Namespace,
     out: TextIO,
     err: TextIO,
     interrupt_id: str,
@@ -220,7 +224,15 @@ def _answer(
         if left
         else "the application continues the run with agent() and no prompt"
     )
-    out.write(f"{verb} {interrupt_id} in session {cell(target)!r} as {who}; {then}\n")
+    done = f"{verb} {interrupt_id} in session {cell(target)!r} as {who}; {then}"
+    try:
+        # Only once the answer is stored (a run woken before would find nothing new), and
+        # when nothing else waits (the run would only wait again).
+        woke = "" if left else wake_runs(args, target)
+    except CommandError:
+        out.write(f"{done}\n")
+        raise
+    out.write(f"{done}{woke}\n")
 
 
 def _show(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from dbos import DBOSClient
 
-__all__ = ["WAKE_TOPIC", "WORKFLOW_PREFIX", "wake", "waiting_on"]
+__all__ = ["WAKE_TOPIC", "WORKFLOW_PREFIX", "waiting_on", "wake"]
 
 WAKE_TOPIC: Final = "stageware:wake"
 """The DBOS message topic a waiting run receives wake-ups on."""
