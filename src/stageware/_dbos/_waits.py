@@ -21,9 +21,8 @@ rounds as the first run did.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final
 
 from stageware._host._interrupt_state import InterruptState
 from stageware._policy._approval import parse_interrupt_id
@@ -34,7 +33,7 @@ from ._wake import WAKE_TOPIC
 if TYPE_CHECKING:
     from stageware import Agent, AgentResult, SessionStore
 
-__all__ = ["RECHECK_SECONDS", "wait_for_answers"]
+__all__ = ["RECHECK_SECONDS", "wait_for_answers", "wait_for_session"]
 
 logger = logging.getLogger("stageware.dbos")
 
@@ -42,12 +41,8 @@ RECHECK_SECONDS: Final = 60.0
 """How often a waiting run reads its session with no wake-up: an answer recorded without
 one is acted on within this long."""
 
-
-@final
-@dataclass(frozen=True, slots=True)
-class _Session:
-    store: SessionStore
-    session_id: str
+_WAITED: Final = frozenset({"interrupt", "escalated"})
+"""The stops that wait for a human."""
 
 
 async def wait_for_answers(
@@ -69,39 +64,58 @@ async def wait_for_answers(
         ValueError: The agent has no session store: nothing would hold the answers.
     """
     stop = str(result.stop_reason)
-    if stop not in {"interrupt", "escalated"}:
+    if stop not in _WAITED:
         return
-    session = _session_of(agent, workflow_id)
+    store, session_id = _session_of(agent, workflow_id)
+    await wait_for_session(
+        store,
+        session_id,
+        stop,
+        None if result.halt is None else result.halt.escalation_id,
+        workflow_id=workflow_id,
+        recheck_seconds=recheck_seconds,
+    )
+
+
+async def wait_for_session(
+    store: SessionStore,
+    session_id: str,
+    stop_reason: str,
+    escalation_id: str | None,
+    *,
+    workflow_id: str,
+    recheck_seconds: float = RECHECK_SECONDS,
+) -> None:
+    """``wait_for_answers`` for a run known by its session and how it stopped, as a
+    workflow that recorded only those (not the ``AgentResult``) has them on a replay."""
     from dbos import DBOS
 
+    if stop_reason not in _WAITED:
+        return
     while True:
-        if stop == "escalated":
-            escalation = None if result.halt is None else result.halt.escalation_id
+        if stop_reason == "escalated":
             open_ = await DBOS.run_step_async(
                 {"name": "stageware:escalation"},
                 _escalation_open,
-                session.store,
-                session.session_id,
-                escalation,
+                store,
+                session_id,
+                escalation_id,
             )
             if not open_:
                 return
             wait = recheck_seconds
         else:
             waiting, left = await DBOS.run_step_async(
-                {"name": "stageware:approvals"},
-                _approvals_waiting,
-                session.store,
-                session.session_id,
+                {"name": "stageware:approvals"}, _approvals_waiting, store, session_id
             )
             if waiting == 0 or (left is not None and left <= 0):
                 return
             wait = recheck_seconds if left is None else min(recheck_seconds, left)
-        logger.debug("%s waits %.1fs for session %r", workflow_id, wait, session.session_id)
+        logger.debug("%s waits %.1fs for session %r", workflow_id, wait, session_id)
         await DBOS.recv_async(WAKE_TOPIC, timeout_seconds=wait)
 
 
-def _session_of(agent: Agent, workflow_id: str) -> _Session:
+def _session_of(agent: Agent, workflow_id: str) -> tuple[SessionStore, str]:
     # The host's record of the agent's session: the public Agent does not hand out its
     # store, and a wait reads the same store the agent saves to.
     session = agent._core.session  # pyright: ignore[reportPrivateUsage]
@@ -110,7 +124,7 @@ def _session_of(agent: Agent, workflow_id: str) -> _Session:
             f"workflow {workflow_id!r}: agent {agent.name!r} has no session store, so an "
             "answer would have nowhere to be recorded; give it session_store= and session_id="
         )
-    return _Session(session.store, session.id)
+    return session.store, session.id
 
 
 def _escalation_open(store: SessionStore, session_id: str, escalation_id: str | None) -> bool:
