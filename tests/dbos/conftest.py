@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.host.sessions.conftest import postgres_server, postgres_spec, shared_spec
 from tests.host.sessions.stores import (
     HOW_TO_RUN_POSTGRES,
     StoreSpec,
@@ -22,6 +23,9 @@ from tests.host.sessions.stores import (
 )
 
 from .kinds import SETUP, Setup, launch_for_tests, shutdown_for_tests
+
+# The session store tests' fixtures, for the tests of the durable waits.
+__all__ = ["postgres_server", "postgres_spec", "shared_spec"]
 
 
 def _in_ci() -> bool:
