@@ -16,6 +16,7 @@ from __future__ import annotations
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent, DurablePrompt
+    from stageware._dbos._durably import run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
     from stageware._dbos._result import DurableResult
@@ -36,5 +37,6 @@ __all__ = [
     "DurableResult",
     "ReplayedError",
     "launch",
+    "run_durably",
     "shutdown",
 ]
