@@ -9,7 +9,8 @@ decides its answer from the conversation (a refund call, then a reply once the r
 result is in), so that a process taking over mid-run answers as the first one would.
 With ``SETUP.crash`` set, the process exits at once (``os._exit``, as ``kill -9`` would
 end it) at that point: ``"model:2"`` when the second model call starts, ``"tool"`` when
-the tool has run and logged, before its result is returned.
+the tool has run and logged, before its result is returned, ``"after-save"`` once the
+invocation's final save is made, before its workflow records its end.
 
 Run as a program, it is a worker that starts one request and crashes as told:
 
@@ -27,11 +28,20 @@ from typing import Final
 
 from dbos import DBOSConfig
 
-from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
+from stageware import (
+    AfterInvocationEvent,
+    Agent,
+    ScriptedModel,
+    ScriptedToolCall,
+    ScriptedTurn,
+    tool,
+)
 from stageware._host.models import ModelError
 from stageware._host.models._scripted import ModelRequest
 from stageware._host.sessions import SessionStore
 from stageware.dbos import DurableAgent, launch, shutdown
+from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent
+from stageware.policy import middleware as policy_middleware
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 
 APP_VERSION: Final = "stageware-tests"
@@ -44,7 +54,6 @@ class Setup:
 
     store_spec: str = ""
     dbos_url: str = ""
-    dbos_schema: str = ""
     executor_id: str = ""
     tool_log: str = ""
     crash: str = ""
@@ -58,10 +67,7 @@ class Setup:
         return json.dumps(data)
 
     def dbos_config(self) -> DBOSConfig:
-        config: DBOSConfig = {"log_level": "WARNING", "application_version": APP_VERSION}
-        if self.dbos_schema:
-            config["dbos_system_schema"] = self.dbos_schema
-        return config
+        return {"log_level": "WARNING", "application_version": APP_VERSION}
 
     def tool_runs(self) -> list[str]:
         path = Path(self.tool_log)
@@ -102,10 +108,34 @@ def _store() -> SessionStore:
     return SETUP.store
 
 
+def _after_invocation(event: AfterInvocationEvent) -> None:
+    # The hook runs once the final save is made: the workflow has not recorded its end.
+    if SETUP.crash == "after-save":
+        os._exit(EXIT_CRASHED)
+
+
 def build_support(session_id: str) -> Agent:
+    agent = Agent(
+        ScriptedModel([_respond] * 20),
+        tools=[refund],
+        session_store=_store(),
+        session_id=session_id,
+        session_lease=SETUP.lease_seconds,
+    )
+    agent.add_hook(_after_invocation, AfterInvocationEvent)
+    return agent
+
+
+@policy_middleware(hooks=["tool.before"], fail_mode="closed", name="refund_guard")
+async def _refund_guard(event: ToolCallEvent, env: PolicyEnv) -> Suspend:
+    return Suspend("a refund needs a manager")
+
+
+def build_approved(session_id: str) -> Agent:
     return Agent(
         ScriptedModel([_respond] * 20),
         tools=[refund],
+        policy=PolicyEngine([_refund_guard]),
         session_store=_store(),
         session_id=session_id,
         session_lease=SETUP.lease_seconds,
@@ -125,8 +155,27 @@ def build_storeless(session_id: str) -> Agent:
 
 
 support = DurableAgent("test-support", build_support)
+approved = DurableAgent("test-approved", build_approved)
+unwaited = DurableAgent("test-unwaited", build_approved, wait_for_approvals=False)
 failing = DurableAgent("test-failing", build_failing)
 storeless = DurableAgent("test-storeless", build_storeless)
+
+
+def history(setup: Setup, session_id: str) -> list[str]:
+    """The stored history, one word per message: user, tool_use, tool_result, text."""
+    assert setup.store is not None
+    stored = setup.store.load(session_id)
+    assert stored is not None
+    kinds: list[str] = []
+    for message in stored.snapshot["messages"]:
+        blocks = message["content"]
+        if any("toolUse" in block for block in blocks):
+            kinds.append("tool_use")
+        elif any("toolResult" in block for block in blocks):
+            kinds.append("tool_result")
+        else:
+            kinds.append(message["role"])
+    return kinds
 
 
 def launch_for_tests() -> None:

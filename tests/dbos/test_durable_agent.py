@@ -8,25 +8,8 @@ from dbos import DBOS
 
 from stageware.dbos import DurableAgent, DurableResult
 
-from .kinds import Setup, failing, storeless, support
+from .kinds import Setup, failing, history, storeless, support
 from .kinds import build_support as support_agent
-
-
-def _history(setup: Setup, session_id: str) -> list[str]:
-    """The stored history, one word per message: user, tool_use, tool_result, text."""
-    assert setup.store is not None
-    stored = setup.store.load(session_id)
-    assert stored is not None
-    kinds: list[str] = []
-    for message in stored.snapshot["messages"]:
-        blocks = message["content"]
-        if any("toolUse" in block for block in blocks):
-            kinds.append("tool_use")
-        elif any("toolResult" in block for block in blocks):
-            kinds.append("tool_result")
-        else:
-            kinds.append(message["role"])
-    return kinds
 
 
 def _steps(workflow_id: str) -> list[str]:
@@ -42,7 +25,7 @@ def test_a_request_runs_as_a_workflow_with_each_call_a_step(durable: Setup) -> N
     assert result.workflow_id.startswith("stageware:test-support:c1:")
     assert durable.tool_runs() == ["refund:30"]
     assert len(durable.model_calls) == 2
-    assert _history(durable, "c1") == ["user", "tool_use", "tool_result", "assistant"]
+    assert history(durable, "c1") == ["user", "tool_use", "tool_result", "assistant"]
     assert _steps(result.workflow_id + "/1") == [
         "stageware:session-version",
         "model:scripted",
@@ -61,7 +44,7 @@ def test_start_gives_a_handle_and_run_async_awaits(durable: Setup) -> None:
 
     result = anyio.run(second)
     assert result.text == "Refunded 30 EUR."
-    assert _history(durable, "c2") == ["user", "tool_use", "tool_result", "assistant"] * 2
+    assert history(durable, "c2") == ["user", "tool_use", "tool_result", "assistant"] * 2
     assert durable.tool_runs() == ["refund:30"] * 2
 
 
@@ -73,7 +56,7 @@ def test_requests_enqueued_for_one_session_run_one_after_another(durable: Setup)
 
     # Side by side, the second and third would have found the first's lease.
     assert [result.error for result in results] == [None, None, None]
-    assert _history(durable, "c3") == ["user", "tool_use", "tool_result", "assistant"] * 3
+    assert history(durable, "c3") == ["user", "tool_use", "tool_result", "assistant"] * 3
     assert durable.tool_runs() == ["refund:30"] * 3
 
 
