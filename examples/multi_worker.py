@@ -201,7 +201,10 @@ def main() -> None:
                 result = status.output
                 if kind == "request":
                     if not isinstance(result, DurableResult) or result.stop_reason != "interrupt":
-                        raise SystemExit(f"{session_id}: the request did not stop: {status}")
+                        raise SystemExit(
+                            f"{session_id}: the request did not stop for the approval: "
+                            f"{status.status} {result or status.error}"
+                        )
                     # The approver: what waits in the session store, answered twice.
                     [asked] = Agent(
                         ScriptedModel([]), session_store=store, session_id=session_id

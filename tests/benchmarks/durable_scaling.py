@@ -308,9 +308,9 @@ def measure_workers(
             shuffle.shuffle(order)
             for count in order:
                 names = [f"r{round_}-w{count}-s{n}" for n in range(sessions)]
-                samples[count].append(
-                    _one_round(database, app, count, names, count_commits=count_commits)
-                )
+                measured = _one_round(database, app, count, names, count_commits=count_commits)
+                samples[count].append(measured)
+                print(f"round {round_ + 1}, {count} workers: {measured}", file=sys.stderr)
 
     def medians(figure: Callable[[_Round], float]) -> dict[int, float]:
         return {count: statistics.median(map(figure, found)) for count, found in samples.items()}

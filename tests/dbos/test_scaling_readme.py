@@ -42,7 +42,10 @@ def database() -> Iterator[str]:
 
 
 def test_a_producer_gets_the_answer_of_a_worker_in_another_process(
-    database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    database: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     worker_code, producer_code = _blocks()
     worker_file = tmp_path / "worker.py"
