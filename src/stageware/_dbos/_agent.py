@@ -23,6 +23,13 @@ reads where the session stands (``_replay``) and then:
 - anything else (the session moved on, by another request, since this invocation began,
   and holds neither its claim nor its final save): it stops with an error rather than
   record its prompt a second time.
+
+Between invocations the request waits (``_waits.wait_for_session``) while the last one
+stopped on interrupts or escalated. After an escalation's resolution the request ends;
+after approvals, a recorded step reads whether the session's interrupt cycle is still
+open (nobody else resumed it meanwhile), and if so the next invocation continues the run
+with no prompt. Everything the request decides comes from its children's recorded
+results and its own recorded steps, so that a replay decides the same.
 """
 
 from __future__ import annotations
