@@ -287,6 +287,9 @@ class DurableAgent:
             )
             if stored is not None and _replay.finished(stored, key):
                 return _replay.finished_result(stored, session_id=session_id, key=key)
+            if stored is None or not _replay.leased_by(stored, key):
+                # Released meanwhile, by another's final save: not ours to continue.
+                return _error_result(session_id, key, _replay.moved_on_error(session_id, key))
             await anyio.to_thread.run_sync(agent.reload_session)
             prompt = None
         try:
