@@ -109,3 +109,12 @@ def test_launch_refuses_a_database_it_cannot_use_without_showing_it(url: str, sa
 def test_launch_twice_is_refused(durable: Setup) -> None:
     with pytest.raises(RuntimeError, match=r"already launched.*shutdown\(\) first"):
         launch(name="tests", database_url=durable.dbos_url)
+
+
+def test_a_queue_that_would_run_one_sessions_requests_side_by_side_is_refused(
+    durable: Setup,
+) -> None:
+    queue = DBOS.register_queue("test-unpartitioned", polling_interval_sec=0.1)
+    with pytest.raises(ValueError, match="partition_concurrency=None: two requests"):
+        support.enqueue(queue, "hello", session_id="c7")
+    assert DBOS.list_workflows(workflow_id_prefix="stageware:test-support:c7:") == []

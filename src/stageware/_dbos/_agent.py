@@ -185,12 +185,17 @@ class DurableAgent:
         """Put one request on *queue*, in the partition of *session_id*; a worker that
         listens to the queue runs it.
 
-        Use a partitioned queue with ``partition_concurrency=1``
+        The queue must be partitioned with ``partition_concurrency=1``
         (``DBOS.register_queue(name, partition_concurrency=1, ...)``): one request of a
         session runs at a time, in the order they were put on it, while requests of
         other sessions run side by side within the queue's own limits.
+
+        Raises:
+            ValueError: The queue lets two requests of one session run at once.
         """
         prompt = _checked(prompt)
+        if queue.name not in _serial_queues:
+            _check_serial(queue, queue.partition_concurrency)
         with (
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
@@ -202,6 +207,8 @@ class DurableAgent:
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`enqueue` for asyncio code."""
         prompt = _checked(prompt)
+        if queue.name not in _serial_queues:
+            _check_serial(queue, await queue.get_partition_concurrency_async())
         with (
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
@@ -336,6 +343,21 @@ def _checked(prompt: DurablePrompt) -> DurablePrompt:
 
 
 _WAITED_FOR: Final = frozenset({"interrupt", "escalated"})
+
+# The queues found partitioned one request per session at a time (read once: reading a
+# queue's settings is a round trip to the system database).
+_serial_queues: set[str] = set()
+
+
+def _check_serial(queue: Queue, partition_concurrency: int | None) -> None:
+    if partition_concurrency != 1:
+        raise ValueError(
+            f"queue {queue.name!r} has partition_concurrency={partition_concurrency}: two "
+            "requests of one session could run at once, and the second be refused by the "
+            "session's lease; register it with DBOS.register_queue(name, "
+            "partition_concurrency=1, ...)"
+        )
+    _serial_queues.add(queue.name)
 
 
 def _cycle_open(store: SessionStore, session_id: str) -> bool:
