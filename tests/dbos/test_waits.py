@@ -60,6 +60,10 @@ def launch(system_database: str) -> Iterator[Launch]:
             "name": "stageware-waits",
             "system_database_url": system_database,
             "executor_id": executor,
+            # Fixed: DBOS recovers only its own version's workflows, and the version it
+            # computes counts every workflow registered, which differs between this
+            # process (the other test modules' too) and the worker.
+            "application_version": "waits-tests",
             "notification_listener_polling_interval_sec": 0.05,
         }
         DBOS(config=config)

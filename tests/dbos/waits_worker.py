@@ -19,6 +19,7 @@ def main(system_database: str, executor: str, workflow_id: str, setup: str, sess
         "name": "stageware-waits",
         "system_database_url": system_database,
         "executor_id": executor,
+        "application_version": "waits-tests",  # as the test process's (see test_waits)
         "notification_listener_polling_interval_sec": 0.05,
     }
     DBOS(config=config)
