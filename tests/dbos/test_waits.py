@@ -354,3 +354,22 @@ def test_wake_finds_the_runs_of_one_session_whatever_the_agent_kind() -> None:
         "other:refunds:c1:dd",
     ]
     assert waiting_on("c1", ids) == ["stageware:refunds:c1:aa", "stageware:support:c1:bb"]
+
+
+def test_the_readme_wake_example_wakes_the_waiting_run(
+    launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec, system_database: str
+) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Waiting for a human on DBOS\n") :]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    workflow_id = start(setup, "c1")
+    approval = pending_approval(shared_spec, "c1")
+    assert command(shared_spec, "approvals", "--approve", approval)[0] == 0  # no wake-up
+
+    namespace: dict[str, Any] = {}
+    code = code.replace("postgresql://app@db/shop", system_database)
+    exec(compile(code, "README.md", "exec"), namespace)
+
+    assert namespace["woken"] == [workflow_id]
+    assert settle(workflow_id)["text"] == "Refunded."
+    assert lines(setup["ledger"]) == ["900"]
