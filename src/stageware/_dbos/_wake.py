@@ -9,12 +9,17 @@ who can send one can do no more than that, so the message carries no authority a
 not checked.
 
 The waiting workflows are found by their id, ``stageware:<agent kind>:<session id>:...``,
-among the PENDING workflows of the DBOS system database.
+among the PENDING and ENQUEUED workflows of the DBOS system database: a request whose
+worker died is ENQUEUED once recovered, until a worker takes it up, and a message sent to
+it then waits for it (a wake-up sent only to PENDING ones would be lost on it, and the
+replayed wait would sleep its whole re-check interval).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
+
+from ._ids import PREFIX, parse
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
@@ -24,17 +29,22 @@ __all__ = ["WAKE_TOPIC", "WORKFLOW_PREFIX", "waiting_on", "wake"]
 WAKE_TOPIC: Final = "stageware:wake"
 """The DBOS message topic a waiting run receives wake-ups on."""
 
-WORKFLOW_PREFIX: Final = "stageware:"
+WORKFLOW_PREFIX: Final = PREFIX
 """How every durable agent run's workflow id starts: ``stageware:<kind>:<session id>:``."""
 
 
+_WAITING: Final = ["PENDING", "ENQUEUED"]
+"""The statuses of a request that may be waiting: running, or recovered after its worker
+died and queued to run again (it finds the message when its replay reaches the wait)."""
+
+
 def waiting_on(session_id: str, workflow_ids: list[str]) -> list[str]:
-    """Those of *workflow_ids* that run session *session_id* (whatever the agent kind)."""
+    """Those of *workflow_ids* that are requests on session *session_id*, whatever the
+    agent kind (the invocations they run as child workflows wait on nothing)."""
     found: list[str] = []
     for workflow_id in workflow_ids:
-        prefix, _, rest = workflow_id.partition(":")
-        kind, _, after_kind = rest.partition(":")
-        if f"{prefix}:" == WORKFLOW_PREFIX and kind and after_kind.startswith(f"{session_id}:"):
+        name = parse(workflow_id)
+        if name is not None and name.session_id == session_id and name.invocation is None:
             found.append(workflow_id)
     return found
 
@@ -53,7 +63,7 @@ def wake(session_id: str, *, system_database_url: str | None = None) -> list[str
         from dbos import DBOS
 
         pending = DBOS.list_workflows(
-            status="PENDING",
+            status=_WAITING,
             workflow_id_prefix=WORKFLOW_PREFIX,
             load_input=False,
             load_output=False,
@@ -65,7 +75,7 @@ def wake(session_id: str, *, system_database_url: str | None = None) -> list[str
     client = _client(system_database_url)
     try:
         pending = client.list_workflows(
-            status="PENDING",
+            status=_WAITING,
             workflow_id_prefix=WORKFLOW_PREFIX,
             load_input=False,
             load_output=False,
