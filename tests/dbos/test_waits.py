@@ -30,6 +30,7 @@ from .waits_flow import APP_VERSION, KIND, refund_in_place, refund_until_answere
 STAGEWARE = str(Path(sys.executable).parent / "stageware")
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTOR = "waits-tests"
+SCHEMA = "waits_dbos"
 WORKER = "waits-worker"
 
 
@@ -60,6 +61,8 @@ def launch(system_database: str) -> Iterator[Launch]:
             "name": "stageware-waits",
             "system_database_url": system_database,
             "executor_id": executor,
+            # Not DBOS's default schema: the command line must be told (--dbos-schema).
+            "dbos_system_schema": SCHEMA,
             "notification_listener_polling_interval_sec": 0.05,
             # Fixed: DBOS derives a version from the workflows a process registered and
             # recovers only its own version's; the worker and the tests register different sets.
@@ -165,11 +168,13 @@ def command(
         for k, v in os.environ.items()
         if k not in {"STAGEWARE_APPROVAL_AUTHENTICATOR", "STAGEWARE_DBOS_URL"}
     }
+    where = [] if dbos is None else ["--dbos", dbos, "--dbos-schema", SCHEMA]
     if dbos_env is not None:
         env["STAGEWARE_DBOS_URL"] = dbos_env
+        env["STAGEWARE_DBOS_SCHEMA"] = SCHEMA
     action, *rest = arguments
     done = subprocess.run(
-        [STAGEWARE, "policy", action, *store, *rest, *([] if dbos is None else ["--dbos", dbos])],
+        [STAGEWARE, "policy", action, *store, *rest, *where],
         capture_output=True,
         text=True,
         env=env,
@@ -230,7 +235,9 @@ def test_a_forged_wake_up_releases_nothing(
     before = checks(workflow_id)
 
     # Anyone who can reach DBOS's database can send one; it carries no answer.
-    assert wake("forged-1", system_database_url=system_database) == [workflow_id]
+    assert wake("forged-1", system_database_url=system_database, system_schema=SCHEMA) == [
+        workflow_id
+    ]
 
     deadline = time.monotonic() + 10
     while checks(workflow_id) == before and time.monotonic() < deadline:
@@ -381,6 +388,7 @@ def test_the_readme_wake_example_wakes_the_waiting_run(
 
     namespace: dict[str, Any] = {}
     code = code.replace("postgresql://app@db/shop", system_database)
+    code = code.replace('system_schema="dbos"', f"system_schema={SCHEMA!r}")
     exec(compile(code, "README.md", "exec"), namespace)
 
     assert namespace["woken"] == [workflow_id]

@@ -19,6 +19,7 @@ def main(system_database: str, executor: str, workflow_id: str, setup: str, sess
         "name": "stageware-waits",
         "system_database_url": system_database,
         "executor_id": executor,
+        "dbos_system_schema": "waits_dbos",  # as the tests launch it
         "notification_listener_polling_interval_sec": 0.05,
         # Fixed: DBOS derives a version from the workflows a process registered and
         # recovers only its own version's; the worker and the tests register different sets.

@@ -49,12 +49,15 @@ def waiting_on(session_id: str, workflow_ids: list[str]) -> list[str]:
     return found
 
 
-def wake(session_id: str, *, system_database_url: str | None = None) -> list[str]:
+def wake(
+    session_id: str, *, system_database_url: str | None = None, system_schema: str = "dbos"
+) -> list[str]:
     """Wake the durable runs waiting on *session_id*; return their workflow ids.
 
     In a process that launched DBOS (``stageware.dbos.launch``) the launched DBOS is
     used; elsewhere (the command line, an admin service) pass the DBOS system database's
-    URL, and a ``DBOSClient`` sends the message.
+    URL (and *system_schema*, if DBOS was launched with another ``dbos_system_schema``),
+    and a ``DBOSClient`` sends the message.
 
     A run that is not waiting (still running, or between two checks) finds the message
     when it next waits: it re-reads its session then, which is all a wake-up asks.
@@ -72,7 +75,7 @@ def wake(session_id: str, *, system_database_url: str | None = None) -> list[str
         for target in targets:
             DBOS.send(target, {"session_id": session_id}, WAKE_TOPIC)
         return targets
-    client = _client(system_database_url)
+    client = _client(system_database_url, system_schema)
     try:
         pending = client.list_workflows(
             status=_WAITING,
@@ -88,7 +91,7 @@ def wake(session_id: str, *, system_database_url: str | None = None) -> list[str
         client.destroy()
 
 
-def _client(system_database_url: str) -> DBOSClient:
+def _client(system_database_url: str, system_schema: str) -> DBOSClient:
     from dbos import DBOSClient
 
-    return DBOSClient(system_database_url=system_database_url)
+    return DBOSClient(system_database_url=system_database_url, dbos_system_schema=system_schema)
