@@ -61,7 +61,8 @@ def describe_error(error: BaseException) -> dict[str, Any]:
     attributes = {
         name: value
         for name, value in getattr(error, "__dict__", {}).items()
-        if not name.startswith("__") and is_json(value)
+        # Notes are what was added to explain it (``add_note``); no other dunder is data.
+        if (name == "__notes__" or not name.startswith("__")) and is_json(value)
     }
     return {
         "type": f"{cls.__module__}:{cls.__qualname__}",
