@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -33,10 +34,13 @@ from stageware import (
     ScriptedModel,
     ScriptedTurn,
     SQLiteSessionStore,
+    StoredSession,
+    ToolContext,
     ToolResultEvent,
     ToolStreamEvent,
     tool,
 )
+from stageware._host._interrupt_state import InterruptState
 from stageware._host._journal import journal_scope
 from stageware._host._journal_session import leased_by, released_by, stored_outcome
 
@@ -261,3 +265,117 @@ async def test_without_a_journal_the_session_is_checkpointed(tmp_path: Path) -> 
     assert stored.lease is None
     assert "released_by" not in stored.snapshot["interrupt_state"]
     assert released_by(stored) is None
+
+
+def answer_of(agent: Agent, response: object) -> list[dict[str, Any]]:
+    (interrupt,) = agent.pending_interrupts
+    return [{"interruptResponse": {"interruptId": interrupt.id, "response": response}}]
+
+
+@pytest.mark.anyio
+async def test_a_resume_replays_from_its_claim_with_the_answer_it_stored(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    @tool
+    def refund(order: str, tool_context: ToolContext) -> str:
+        """Refund an order once a human approves.
+
+        Args:
+            order: The order id.
+        """
+        approved = tool_context.interrupt("approve", reason={"order": order})
+        ran.append(f"refund {order} {approved}")
+        return f"refunded {order}" if approved else "not refunded"
+
+    hooks: list[str] = []
+
+    def build(database: Path) -> Agent:
+        def reply(request: ModelRequest) -> ScriptedTurn | str:
+            done = any("toolResult" in b for m in request.messages for b in m["content"])
+            return "Refunded." if done else calls(("refund", {"order": "A1"}, "t1"))
+
+        agent = Agent(
+            ScriptedModel([reply] * 3),
+            tools=[refund],
+            session_store=SQLiteSessionStore(database),
+            session_id=SESSION,
+            session_lease=LEASE,
+        )
+        agent.add_hook(
+            lambda e: hooks.append(f"tool {e.tool_use['toolUseId']}"), BeforeToolCallEvent
+        )
+        agent.add_hook(lambda e: hooks.append(f"model {e.attempt}"), BeforeModelCallEvent)
+        return agent
+
+    database = tmp_path / "sessions.db"
+    with journal_scope(MemoryJournal(f"{KEY}:1")):
+        stopped = await build(database).invoke_async("Refund order A1")
+    assert stopped.stop_reason == "interrupt"
+    stored = SQLiteSessionStore(database).load(SESSION)
+    assert stored is not None
+    outcome = stored_outcome(stored)
+    assert outcome is not None
+    assert (outcome.stop_reason, outcome.interrupts) == ("interrupt", stopped.interrupts)
+
+    claimed = tmp_path / "claimed.db"
+    resumed = build(database)
+    resumed.add_hook(lambda e: copy_sqlite(database, claimed), BeforeInvocationEvent)
+    journal = MemoryJournal(f"{KEY}:2")
+    hooks.clear()
+    with journal_scope(journal):
+        result = await resumed.invoke_async(answer_of(resumed, True))
+    assert result.text == "Refunded."
+    assert journal.ran == ["tool:refund", "model:scripted"]
+    assert ran == ["refund A1 True"]
+    first_hooks = list(hooks)
+
+    await wait_out_lease(claimed)
+    hooks.clear()
+    replay = MemoryJournal(f"{KEY}:2", journal.book.until(1))
+    replayed = build(claimed)
+    with journal_scope(replay):
+        again = await replayed.invoke_async()
+    assert (replay.replayed, replay.ran) == (["tool:refund"], ["model:scripted"])
+    assert ran == ["refund A1 True"]  # the approval was used once
+    assert hooks == first_hooks
+    assert again.text == result.text
+    assert replayed.messages == resumed.messages
+
+
+@pytest.mark.anyio
+async def test_an_approvers_save_keeps_the_ending_until_the_next_claim(tmp_path: Path) -> None:
+    scenario = Scenario(tmp_path)
+    database = tmp_path / "sessions.db"
+    with journal_scope(MemoryJournal(KEY)):
+        await scenario.agent(database).invoke_async("Refund order A1")
+    stored = SQLiteSessionStore(database).load(SESSION)
+    assert stored is not None
+    state = stored.snapshot["interrupt_state"]
+    # What `stageware policy approvals` does to the state: read it, answer, write it back.
+    assert InterruptState.from_dict(state).to_dict() == state
+    assert state["released_by"]["key"] == KEY
+
+
+@pytest.mark.anyio
+async def test_the_lease_owner_names_the_journal_key(tmp_path: Path) -> None:
+    scenario = Scenario(tmp_path)
+    database = tmp_path / "sessions.db"
+    claims: list[StoredSession] = []
+
+    def at_claim(event: BeforeInvocationEvent) -> None:
+        stored = SQLiteSessionStore(database).load(SESSION)
+        assert stored is not None
+        claims.append(stored)
+
+    agent = scenario.agent(database)
+    agent.add_hook(at_claim, BeforeInvocationEvent)
+    with journal_scope(MemoryJournal(KEY)):
+        await agent.invoke_async("Refund order A1")
+    await agent.invoke_async("Thanks")
+    journaled, plain = claims
+    assert journaled.lease is not None
+    assert plain.lease is not None
+    assert journaled.lease.owner == f"{plain.lease.owner}|{KEY}"
+    assert leased_by(journaled, KEY)
+    assert not leased_by(journaled, f"{KEY}:2")
+    assert not leased_by(plain, KEY)

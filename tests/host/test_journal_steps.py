@@ -20,11 +20,16 @@ from stageware import (
     Agent,
     AgentResult,
     ContextWindowOverflowError,
+    Messages,
     ModelError,
     ModelRetryStrategy,
     ModelThrottledError,
     ScriptedModel,
+    StreamEvent,
+    SystemContentBlock,
+    ToolChoice,
     ToolContext,
+    ToolSpec,
     ToolStreamEvent,
     tool,
 )
@@ -323,3 +328,61 @@ def test_an_error_is_described_as_json_data_and_rebuilt_as_itself() -> None:
         429,
     )
     assert rebuilt.__notes__ == ["a note"]
+
+
+class StatefulModel:
+    """Counts its turns in the agent's model state, as a provider keeps its last response id.
+
+    The first turn calls ``noop``; the next says which turn it is, as the state counts.
+    """
+
+    model_id = "stateful"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        tool_choice: ToolChoice | None = None,
+        system_prompt_content: list[SystemContentBlock] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        self.calls += 1
+        state: dict[str, Any] = kwargs["model_state"]
+        state["turns"] = state.get("turns", 0) + 1
+        yield {"messageStart": {"role": "assistant"}}
+        if any("toolResult" in block for message in messages for block in message["content"]):
+            yield {"contentBlockDelta": {"delta": {"text": f"turn {state['turns']}"}}}
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "end_turn"}}
+            return
+        yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "t1", "name": "noop"}}}}
+        yield {"contentBlockDelta": {"delta": {"toolUse": {"input": "{}"}}}}
+        yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "tool_use"}}
+
+
+@pytest.mark.anyio
+async def test_the_model_state_a_call_wrote_is_restored_on_a_replay() -> None:
+    @tool
+    def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    first = MemoryJournal(KEY)
+    with journal_scope(first):
+        result = await Agent(StatefulModel(), tools=[noop]).invoke_async("hi")
+    assert result.text == "turn 2"
+    # Crashed after the first model call: the second runs on the replay, with the state
+    # the first left.
+    replay = MemoryJournal(KEY, first.book.until(1))
+    model = StatefulModel()
+    with journal_scope(replay):
+        replayed = await Agent(model, tools=[noop]).invoke_async("hi")
+    assert replay.replayed == ["model:stateful"]
+    assert model.calls == 1
+    assert replayed.text == "turn 2"
