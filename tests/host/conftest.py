@@ -51,3 +51,33 @@ def litellm_proxy(
     proxy = LiteLLMProxy.start(executable, models, tmp_path_factory.mktemp("litellm"))
     yield proxy
     proxy.stop()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "no_journal: what the test reads in the session store differs under a journal by "
+        "design (no per-message checkpoints, so fewer saves; the final save's released_by); "
+        "skipped with STAGEWARE_TEST_JOURNAL=memory",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _journaled(request: pytest.FixtureRequest) -> Iterator[None]:
+    """With ``STAGEWARE_TEST_JOURNAL=memory``, every test runs with a journal current.
+
+    The host's own tests then run as a durable invocation runs them (each model and tool
+    call a step of ``MemoryJournal``), recording only: a replay is what the
+    ``test_journal_*`` modules test.
+    """
+    if os.environ.get("STAGEWARE_TEST_JOURNAL") != "memory":
+        yield
+        return
+    if request.node.get_closest_marker("no_journal") is not None:
+        pytest.skip("checks the session store as it is kept without a journal")
+    from stageware._host._journal import journal_scope
+
+    from .journal_helpers import MemoryJournal
+
+    with journal_scope(MemoryJournal("test")):
+        yield

@@ -386,3 +386,30 @@ async def test_the_model_state_a_call_wrote_is_restored_on_a_replay() -> None:
     assert replay.replayed == ["model:stateful"]
     assert model.calls == 1
     assert replayed.text == "turn 2"
+
+
+@pytest.mark.anyio
+async def test_a_retried_tool_call_is_a_step_of_its_own_named_by_its_call() -> None:
+    attempts: list[int] = []
+
+    @tool
+    def flaky() -> str:
+        """Fails the first time."""
+        attempts.append(len(attempts) + 1)
+        return f"attempt {len(attempts)}"
+
+    def build() -> Agent:
+        agent = Agent(ScriptedModel([calls(("flaky", {}, "t1")), "done"]), tools=[flaky])
+
+        def retry_once(event: AfterToolCallEvent) -> None:
+            event.retry = result_text(event.result) == "attempt 1"
+
+        agent.add_hook(retry_once, AfterToolCallEvent)
+        return agent
+
+    (first, first_agent, _), (replay, replayed_agent, _) = await record_and_replay(build, "go")
+    assert first.ran == ["model:scripted", "tool:flaky", "tool:flaky:retry:t1", "model:scripted"]
+    assert attempts == [1, 2]
+    assert replay.ran == []
+    assert replayed_agent.messages == first_agent.messages
+    assert [result_text(r) for r in tool_results(replayed_agent.messages[2])] == ["attempt 2"]
