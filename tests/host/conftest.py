@@ -5,6 +5,8 @@ fake OpenAI-compatible server whose replies a test scripts (tool calls, say).
 
 Without the ``litellm-proxy`` extra the tests that use it skip, saying how to install it;
 when ``CI`` is set they fail instead, so CI never passes without having run them.
+
+And the journal mode (``tests/journal_mode``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.journal_mode import journaled, pytest_configure
+
 from .fake_openai_server import FakeOpenAIServer
 from .litellm_proxy import (
     HOW_TO_RUN_LITELLM,
@@ -22,6 +26,8 @@ from .litellm_proxy import (
     litellm_executable,
     upstream_model,
 )
+
+__all__ = ["journaled", "litellm_proxy", "litellm_upstream", "pytest_configure"]
 
 
 def _in_ci() -> bool:
@@ -51,33 +57,3 @@ def litellm_proxy(
     proxy = LiteLLMProxy.start(executable, models, tmp_path_factory.mktemp("litellm"))
     yield proxy
     proxy.stop()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "no_journal: what the test reads in the session store differs under a journal by "
-        "design (no per-message checkpoints, so fewer saves; the final save's released_by); "
-        "skipped with STAGEWARE_TEST_JOURNAL=memory",
-    )
-
-
-@pytest.fixture(autouse=True)
-def _journaled(request: pytest.FixtureRequest) -> Iterator[None]:
-    """With ``STAGEWARE_TEST_JOURNAL=memory``, every test runs with a journal current.
-
-    The host's own tests then run as a durable invocation runs them (each model and tool
-    call a step of ``MemoryJournal``), recording only: a replay is what the
-    ``test_journal_*`` modules test.
-    """
-    if os.environ.get("STAGEWARE_TEST_JOURNAL") != "memory":
-        yield
-        return
-    if request.node.get_closest_marker("no_journal") is not None:
-        pytest.skip("checks the session store as it is kept without a journal")
-    from stageware._host._journal import journal_scope
-
-    from .journal_helpers import MemoryJournal
-
-    with journal_scope(MemoryJournal("test")):
-        yield
