@@ -95,12 +95,11 @@ def agent_mode() -> str:
 def dbos_launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """DBOS on an SQLite system database of this test process, launched once."""
     dbos = pytest.importorskip("stageware.dbos", reason="the dbos mode needs the dbos extra")
-    import sqlalchemy
+    from sqlalchemy import create_engine, event
 
     url = f"sqlite:///{tmp_path_factory.mktemp('dbos') / 'system.sqlite'}"
-    engine = sqlalchemy.create_engine(url)
+    engine = create_engine(url)
 
-    @sqlalchemy.event.listens_for(engine, "connect")
     def settings(connection: Any, record: object) -> None:
         # What DBOS sets on the engine it makes itself (writers serialised, a busy
         # timeout, foreign keys), and then speed over durability: a test's database
@@ -111,6 +110,8 @@ def dbos_launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         connection.execute("PRAGMA foreign_keys=ON")
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=OFF")
+
+    event.listen(engine, "connect", settings)
 
     dbos.launch(
         name="stageware-host-tests",
