@@ -3,8 +3,9 @@
 ``DurableAgent`` registers an agent kind's workflows; ``launch`` starts DBOS in the
 process (a system database on SQLite or PostgreSQL); a request then runs as a DBOS
 workflow that a worker killed at any point resumes, on restart or on another worker,
-without calling a model or running a tool again whose result was recorded. It needs the
-``dbos`` package::
+without calling a model or running a tool again whose result was recorded. A run that
+stops on approvals waits for them durably (``wait_for_answers``); ``wake`` makes a
+waiting run look at its session again. It needs the ``dbos`` package::
 
     pip install 'stageware[dbos]'
 
@@ -20,6 +21,8 @@ try:
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
     from stageware._dbos._result import DurableResult
+    from stageware._dbos._waits import RECHECK_SECONDS, wait_for_answers
+    from stageware._dbos._wake import WAKE_TOPIC, wake
     from stageware._host._journal_data import ReplayedError
 except ModuleNotFoundError as _missing:
     # Only a missing dbos gets the install hint; any other missing module is a real bug.
@@ -30,6 +33,8 @@ except ModuleNotFoundError as _missing:
     ) from _missing
 
 __all__ = [
+    "RECHECK_SECONDS",
+    "WAKE_TOPIC",
     "AgentFactory",
     "DBOSJournal",
     "DurableAgent",
@@ -39,4 +44,6 @@ __all__ = [
     "launch",
     "run_durably",
     "shutdown",
+    "wait_for_answers",
+    "wake",
 ]
