@@ -20,6 +20,7 @@ try:
     from stageware._dbos._durably import run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
+    from stageware._dbos._liveness import ExecutorIdInUseError
     from stageware._dbos._result import DurableResult
     from stageware._dbos._waits import RECHECK_SECONDS, wait_for_answers
     from stageware._dbos._wake import WAKE_TOPIC, wake
@@ -39,6 +40,7 @@ __all__ = [
     "DBOSJournal",
     "DurableAgent",
     "DurableResult",
+    "ExecutorIdInUseError",
     "ReplayedError",
     "launch",
     "run_durably",
