@@ -18,21 +18,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from stageware._host._interrupt_state import parse_interrupt_responses
-from stageware._host._prompt import prompt_messages
+from stageware._host._prompt import Prompt, prompt_messages
 
 from . import _ids
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, EnqueueOptions, WorkflowHandle, WorkflowHandleAsync
 
-    from ._agent import DurablePrompt
     from ._result import DurableResult
 
 __all__ = ["enqueue_with_client", "enqueue_with_client_async"]
 
 
 def enqueue_with_client(
-    client: DBOSClient, queue: str, kind: str, prompt: DurablePrompt, *, session_id: str
+    client: DBOSClient, queue: str, kind: str, prompt: Prompt, *, session_id: str
 ) -> WorkflowHandle[DurableResult]:
     """Put one request to the agent *kind* on *session_id* on the queue named *queue*.
 
@@ -55,7 +54,7 @@ def enqueue_with_client(
 
 
 async def enqueue_with_client_async(
-    client: DBOSClient, queue: str, kind: str, prompt: DurablePrompt, *, session_id: str
+    client: DBOSClient, queue: str, kind: str, prompt: Prompt, *, session_id: str
 ) -> WorkflowHandleAsync[DurableResult]:
     """:func:`enqueue_with_client` for asyncio code."""
     options, prompt = _request(queue, kind, prompt, session_id)
@@ -66,8 +65,8 @@ async def enqueue_with_client_async(
 
 
 def _request(
-    queue: str, kind: str, prompt: DurablePrompt, session_id: str
-) -> tuple[EnqueueOptions, DurablePrompt]:
+    queue: str, kind: str, prompt: Prompt, session_id: str
+) -> tuple[EnqueueOptions, Prompt]:
     _ids.check_kind(kind)
     # Refused here, in the producer, rather than by a workflow that then fails.
     if parse_interrupt_responses(prompt) is None:
