@@ -57,7 +57,7 @@ from ._waits import wait_for_session
 if TYPE_CHECKING:
     from stageware._host.sessions import SessionStore
 
-__all__ = ["AgentFactory", "DurableAgent"]
+__all__ = ["AgentFactory", "DurableAgent", "check_serial", "known_serial"]
 
 AgentFactory: TypeAlias = Callable[[str], Agent]
 """Builds a fresh ``Agent`` for one invocation of the session it is given."""
@@ -190,8 +190,8 @@ class DurableAgent:
             ValueError: The queue lets two requests of one session run at once.
         """
         prompt = _checked(prompt)
-        if queue.name not in _serial_queues:
-            _check_serial(queue, queue.partition_concurrency)
+        if not known_serial(queue.name):
+            check_serial(queue, queue.partition_concurrency)
         with (
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
@@ -203,8 +203,8 @@ class DurableAgent:
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`enqueue` for asyncio code."""
         prompt = _checked(prompt)
-        if queue.name not in _serial_queues:
-            _check_serial(queue, await queue.get_partition_concurrency_async())
+        if not known_serial(queue.name):
+            check_serial(queue, await queue.get_partition_concurrency_async())
         with (
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
@@ -347,7 +347,14 @@ _WAITED_FOR: Final = frozenset({"interrupt", "escalated"})
 _serial_queues: set[str] = set()
 
 
-def _check_serial(queue: Queue, partition_concurrency: int | None) -> None:
+def known_serial(name: str) -> bool:
+    """Whether the queue *name* was found partitioned one request per session already."""
+    return name in _serial_queues
+
+
+def check_serial(queue: Queue, partition_concurrency: int | None) -> None:
+    """Refuse *queue* unless it runs one request of a session at a time (also for
+    ``enqueue_with_client``); remember it once it does."""
     if partition_concurrency != 1:
         raise ValueError(
             f"queue {queue.name!r} has partition_concurrency={partition_concurrency}: two "

@@ -9,8 +9,10 @@ queue with ``partition_concurrency=1`` runs one request of a session at a time).
 that ``launch()`` with a ``DurableAgent`` of that kind take it; its handle's result is
 their ``DurableResult``.
 
-The client does not check that the queue exists or that any worker serves the kind: a
-request nobody takes waits on the queue (``ENQUEUED``).
+The queue must exist and run one request of a session at a time
+(``partition_concurrency=1``), as ``DurableAgent.enqueue`` requires; it is read once per
+queue name and process. Whether any worker serves the kind is not checked: a request
+nobody takes waits on the queue (``ENQUEUED``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from stageware._host._interrupt_state import parse_interrupt_responses
 from stageware._host._prompt import Prompt, prompt_messages
 
 from . import _ids
+from ._agent import check_serial, known_serial
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, EnqueueOptions, WorkflowHandle, WorkflowHandleAsync
@@ -46,9 +49,15 @@ def enqueue_with_client(
         session_id: The session; also the request's queue partition.
 
     Raises:
-        TypeError, ValueError: For a bad *kind* or *prompt*, before anything is written.
+        TypeError, ValueError: For a bad *kind* or *prompt*, a queue that does not exist or
+            may run two requests of a session at once, before anything is written.
     """
     options, prompt = _request(queue, kind, prompt, session_id)
+    if not known_serial(queue):
+        found = client.retrieve_queue(queue)
+        if found is None:
+            raise _missing(queue)
+        check_serial(found, found.partition_concurrency)
     handle: WorkflowHandle[DurableResult] = client.enqueue(options, session_id, prompt)
     return handle
 
@@ -58,10 +67,23 @@ async def enqueue_with_client_async(
 ) -> WorkflowHandleAsync[DurableResult]:
     """:func:`enqueue_with_client` for asyncio code."""
     options, prompt = _request(queue, kind, prompt, session_id)
+    if not known_serial(queue):
+        found = await client.retrieve_queue_async(queue)
+        if found is None:
+            raise _missing(queue)
+        check_serial(found, await found.get_partition_concurrency_async())
     handle: WorkflowHandleAsync[DurableResult] = await client.enqueue_async(
         options, session_id, prompt
     )
     return handle
+
+
+def _missing(queue: str) -> ValueError:
+    return ValueError(
+        f"queue {queue!r} is not registered in this DBOS system database (for this "
+        "client's application): register it first, with client.register_queue(name, "
+        "partition_concurrency=1, ...) or DBOS.register_queue in a worker"
+    )
 
 
 def _request(
