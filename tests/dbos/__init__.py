@@ -1,0 +1,1 @@
+"""Tests of the DBOS integration (``stageware.dbos``): real DBOS, real databases."""
