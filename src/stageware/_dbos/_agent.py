@@ -295,13 +295,18 @@ class DurableAgent:
                 return _error_result(session_id, key, _replay.moved_on_error(session_id, key))
             await anyio.to_thread.run_sync(agent.reload_session)
             prompt = None
+        journal = DBOSJournal(key)
         try:
-            with journal_scope(DBOSJournal(key)):
+            with journal_scope(journal):
                 result = await agent.invoke_async(prompt)
         except dbos_error.DBOSException:
             raise  # DBOS's own (a cancelled workflow, a replay that took another path)
         except Exception as error:
+            if journal.failure is not None:
+                raise journal.failure from error
             return _error_result(session_id, key, error)
+        if journal.failure is not None:
+            raise journal.failure  # a tool's step failed in DBOS: its error result is not ours
         return _result(session_id, key, result)
 
     def _agent(self, session_id: str) -> Agent:
