@@ -6,6 +6,7 @@ import anyio
 import pytest
 from dbos import DBOS
 
+from stageware import SessionError
 from stageware.dbos import DurableAgent, DurableResult, launch
 
 from .kinds import Setup, failing, history, storeless, support
@@ -74,6 +75,14 @@ def test_a_factory_whose_agent_has_no_session_is_refused(durable: Setup) -> None
     assert "test-storeless" in str(caught.value)
 
 
+def test_a_session_id_no_store_can_keep_is_refused_before_a_workflow_starts(
+    durable: Setup,
+) -> None:
+    with pytest.raises(SessionError, match="must not be empty"):
+        support.start("hello", session_id="")
+    assert DBOS.list_workflows(workflow_id_prefix="stageware:test-support::") == []
+
+
 def test_a_prompt_that_is_no_prompt_is_refused_before_a_workflow_starts(durable: Setup) -> None:
     with pytest.raises(TypeError, match="a prompt is a str"):
         support.start(42, session_id="c6")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
@@ -109,3 +118,12 @@ def test_launch_refuses_a_database_it_cannot_use_without_showing_it(url: str, sa
 def test_launch_twice_is_refused(durable: Setup) -> None:
     with pytest.raises(RuntimeError, match=r"already launched.*shutdown\(\) first"):
         launch(name="tests", database_url=durable.dbos_url)
+
+
+def test_a_queue_that_would_run_one_sessions_requests_side_by_side_is_refused(
+    durable: Setup,
+) -> None:
+    queue = DBOS.register_queue("test-unpartitioned", polling_interval_sec=0.1)
+    with pytest.raises(ValueError, match="partition_concurrency=None: two requests"):
+        support.enqueue(queue, "hello", session_id="c7")
+    assert DBOS.list_workflows(workflow_id_prefix="stageware:test-support:c7:") == []
