@@ -325,9 +325,10 @@ def violations(
         found.append(f"the session is still leased: {stored.lease}")
     if unanswered(stored):
         found.append(f"approvals still wait: {unanswered(stored)}")
+    # Given again once the run is over, the answer finds nothing waiting for it.
     again = approvals_command(config, "--approve", interrupt_id)
-    if again.returncode == 0 and "nothing" not in (again.stdout + again.stderr).lower():
-        found.append(f"the approval was taken a second time: {again.stdout}")
+    if again.returncode != 2 or "no session waits" not in again.stderr:
+        found.append(f"a second approval was not refused: {again.stdout}{again.stderr}")
     if status.status != "SUCCESS":
         found.append(f"the workflow ended {status.status}: {status.error}")
     elif status.output is not None:
