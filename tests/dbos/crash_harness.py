@@ -317,8 +317,7 @@ def violations(
     history = messages(stored)
     if history != reference:
         found.append(
-            "the history differs from the reference run's:\n"
-            + json.dumps(history, indent=1)[:3000]
+            "the history differs from the reference run's:\n" + json.dumps(history, indent=1)[:3000]
         )
     found.extend(pairing_errors(history))
     if stored.lease is not None:

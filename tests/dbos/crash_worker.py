@@ -40,7 +40,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -58,8 +58,7 @@ from stageware import (
 )
 from stageware._host.sessions import Escalation
 from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent, middleware
-
-from ..host.sessions.stores import DelegatingStore
+from tests.host.sessions.stores import DelegatingStore
 
 KIND = "crash"
 PROMPT = "refund order 7"
@@ -108,7 +107,6 @@ class WorkerConfig:
     journal: str = "dbos"
     lease: float = 1.5
     watch_seconds: float = 0.5
-    extra: dict[str, Any] = field(default_factory=lambda: {})
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -156,14 +154,18 @@ class Ledger:
 
     def rows(self) -> list[tuple[str, str, int]]:
         statement = "SELECT tool_use_id, tool, pid FROM crash_ledger ORDER BY tool_use_id"
+        found: list[tuple[Any, ...]]
         if self._postgres:
             import psycopg
 
             with psycopg.connect(self.target) as connection:
                 found = connection.execute(statement).fetchall()
         else:
-            with sqlite3.connect(self.target) as connection:
-                found = connection.execute(statement).fetchall()
+            lite = sqlite3.connect(self.target, timeout=30)
+            try:
+                found = lite.execute(statement).fetchall()
+            finally:
+                lite.close()
         return [(str(r[0]), str(r[1]), int(r[2])) for r in found]
 
     def _execute(self, statement: str, parameters: tuple[object, ...]) -> None:
@@ -171,14 +173,14 @@ class Ledger:
             import psycopg
 
             with psycopg.connect(self.target, autocommit=True) as connection:
-                connection.execute(statement, parameters)  # pyright: ignore[reportArgumentType]
-        else:
-            connection = sqlite3.connect(self.target, timeout=30)
-            try:
-                with connection:
-                    connection.execute(statement, parameters)
-            finally:
-                connection.close()
+                connection.execute(statement.encode(), parameters)
+            return
+        lite = sqlite3.connect(self.target, timeout=30)
+        try:
+            with lite:
+                lite.execute(statement, parameters)
+        finally:
+            lite.close()
 
 
 # The agent.
@@ -188,9 +190,7 @@ def respond(request: ModelRequest) -> ScriptedTurn | str:
     """Every worker's model: the turn that follows the last message of the request."""
     last = request.messages[-1]
     results = {
-        block["toolResult"]["toolUseId"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
-        for block in last["content"]
-        if "toolResult" in block
+        block["toolResult"]["toolUseId"] for block in last["content"] if "toolResult" in block
     }
     if "t3" in results:
         return ANSWER
@@ -278,8 +278,8 @@ class DyingStore(DelegatingStore):
             kept_messages=kept_messages,
         )
         if lease_seconds is None:  # the final save of an invocation: it releases the lease
-            interrupts = snapshot["interrupt_state"].get("interrupts") or {}
-            if self._kill == "interrupt" and interrupts:
+            interrupts: list[dict[str, Any]] = snapshot["interrupt_state"].get("interrupts") or []
+            if self._kill == "interrupt" and any(i["response"] is None for i in interrupts):
                 die()
             if self._kill == "final" and any(
                 block.get("text") == ANSWER

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from ..host.sessions.private_server import PrivateServer, server_binaries_present
+from tests.host.sessions.private_server import PrivateServer, server_binaries_present
+
 from .crash_harness import (
     BOUND,
     Worker,

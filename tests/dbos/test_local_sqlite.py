@@ -18,12 +18,12 @@ import pytest
 from .crash_harness import (
     Worker,
     approve_when_waiting,
-    messages,
     load_session,
+    messages,
     pairing_errors,
     violations,
-    workflow_status,
     workers,
+    workflow_status,
 )
 from .crash_worker import ANSWER, Ledger, WorkerConfig
 

@@ -70,5 +70,6 @@ def test_two_workers_racing_to_recover_a_dead_run_run_it_once(
     pids = {racer.process.pid for racer in racers.values()}
     ledger = Ledger(dying.ledger).rows()
     after = {pid for tool_use_id, _, pid in ledger if tool_use_id != "t1"}
-    assert len(after) == 1 and after <= pids, (ledger, pids)
+    assert len(after) == 1, ledger
+    assert after <= pids, (ledger, pids)
     assert [pid for tool_use_id, _, pid in ledger if tool_use_id == "t1"] == [a.process.pid]
