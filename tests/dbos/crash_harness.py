@@ -13,6 +13,7 @@ The kill tests assert it is empty; the test with the journal removed asserts it 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -20,14 +21,17 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, cast
 
 import pytest
 
-from .crash_worker import ANSWER, KIND, PROMPT, Ledger, WorkerConfig
+from stageware import StoredSession
+from tests.host.sessions.stores import close_store
+
+from .crash_worker import ANSWER, KIND, PROMPT, Ledger, WorkerConfig, open_sessions
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 POSTGRES_URL_VARIABLE: Final = "STAGEWARE_TEST_POSTGRES_URL"
@@ -71,7 +75,7 @@ def with_database(url: str, name: str) -> str:
 
 
 @contextlib.contextmanager
-def fresh_database(url: str) -> Iterator[str]:
+def fresh_database(url: str) -> Generator[str]:
     """A new database on *url*'s server, dropped (with DBOS's, if it made one) at the end."""
     import psycopg
     from psycopg import sql
@@ -173,7 +177,7 @@ class Worker:
 
 
 @contextlib.contextmanager
-def workers() -> Iterator[list[Worker]]:
+def workers() -> Generator[list[Worker]]:
     """Workers the test starts; every one still running is ended afterwards."""
     started: list[Worker] = []
     try:
@@ -186,29 +190,23 @@ def workers() -> Iterator[list[Worker]]:
 # The session, the approval and the workflow, as the test reads them.
 
 
-def open_sessions(config: WorkerConfig) -> Any:
-    from .crash_worker import open_sessions as open_
-
-    return open_(config)
-
-
-def load_session(config: WorkerConfig) -> Any:
+def load_session(config: WorkerConfig) -> StoredSession | None:
     store = open_sessions(config)
     try:
         return store.load(config.session)
     finally:
-        store.close()
+        close_store(store)
 
 
-def unanswered(stored: Any) -> list[str]:
+def unanswered(stored: StoredSession | None) -> list[str]:
     """The policy approvals the stored session waits on."""
     if stored is None:
         return []
-    interrupts = stored.snapshot["interrupt_state"].get("interrupts") or []
+    interrupts: list[dict[str, Any]] = stored.snapshot["interrupt_state"].get("interrupts") or []
     return [
-        i["id"]
+        str(i["id"])
         for i in interrupts
-        if i["id"].startswith("v2:policy:") and i.get("response") is None
+        if str(i["id"]).startswith("v2:policy:") and i.get("response") is None
     ]
 
 
@@ -218,7 +216,7 @@ def wait_for_approval(config: WorkerConfig, timeout: float = BOUND) -> str:
     while time.monotonic() < deadline:
         stored = load_session(config)
         waiting = unanswered(stored)
-        if waiting and stored.lease is None:
+        if stored is not None and waiting and stored.lease is None:
             assert len(waiting) == 1, waiting
             return waiting[0]
         time.sleep(0.1)
@@ -279,8 +277,18 @@ def workflow_status(config: WorkerConfig, timeout: float = BOUND) -> Any:
         client.destroy()
 
 
-def messages(stored: Any) -> list[Any]:
+def messages(stored: StoredSession | None) -> list[Any]:
+    assert stored is not None, "the session is gone"
     return list(stored.snapshot["messages"])
+
+
+def fields(result: object) -> dict[str, Any]:
+    """A ``DurableResult``'s fields, as DBOS hands the workflow's output back."""
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return dataclasses.asdict(result)
+    if isinstance(result, dict):
+        return cast("dict[str, Any]", result)
+    return dict(vars(result))
 
 
 def pairing_errors(history: list[Any]) -> list[str]:
@@ -331,7 +339,7 @@ def violations(
     if status.status != "SUCCESS":
         found.append(f"the workflow ended {status.status}: {status.error}")
     elif status.output is not None:
-        output = status.output if isinstance(status.output, dict) else vars(status.output)
+        output = fields(status.output)
         if output.get("text") != ANSWER or output.get("stop_reason") != "end_turn":
             found.append(f"the workflow's result is {output}")
     return found
