@@ -352,7 +352,7 @@ def gate_journal(config: WorkerConfig) -> None:
     The journal class is patched, not the host: the host sends its calls to whatever
     journal is current, and the DBOS workflow makes the current one a ``DBOSJournal``.
     """
-    from stageware._dbos import DBOSJournal
+    from stageware._dbos._journal import DBOSJournal
 
     gate = StepGate(config)
     original_reserve = DBOSJournal.reserve
