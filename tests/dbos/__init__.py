@@ -1,0 +1,1 @@
+"""Tests of stageware.dbos: durable agent runs on DBOS."""

@@ -44,7 +44,7 @@ from ._structured_output import (
     checked_output_retries,
     structured_run,
 )
-from ._task_stream import in_own_task
+from ._task_stream import TaskHost, in_own_task
 from .models import Model
 from .sessions import SessionError, SessionStore, StoredSession
 from .sessions._store import check_session_id
@@ -54,7 +54,7 @@ from .tracing import Tracing
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["Agent", "ConcurrentInvocationError"]
+__all__ = ["Agent", "ConcurrentInvocationError", "host_invocations"]
 
 EventT = TypeVar("EventT", bound=LifecycleEvent)
 
@@ -194,6 +194,8 @@ class Agent(MiddlewareHost):
         self._event_loop = EventLoop(self._core)
         # The session this agent keeps under a parent's, when it runs as a parent's tool.
         self._under_parent: str | None = None
+        # What runs each invocation's task, when not the agent (see host_invocations).
+        self._task_host: TaskHost | None = None
         if policy is not None:
             # First, so that policy handlers are the outermost of every phase.
             policy.install(self._core)
@@ -567,7 +569,11 @@ class Agent(MiddlewareHost):
             events = invocation.stream(prompt, state)
             if trace is not None:
                 events = trace.invocation(events)
-            if own_task:
+            if self._task_host is not None:
+                # A durable engine runs the whole invocation in a task of its own (its
+                # workflow): from the claim of the session to the final save.
+                events = in_own_task(events, host=self._task_host)
+            elif own_task:
                 # The run's scopes must not be left in another task, which is where the
                 # garbage collector closes a stream its reader abandoned.
                 events = in_own_task(events)
@@ -751,3 +757,13 @@ class Agent(MiddlewareHost):
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, agent_id={self.agent_id!r}, tools={self.tool_names!r})"
+
+
+def host_invocations(agent: Agent, host: TaskHost | None) -> None:
+    """Have *host* run each of *agent*'s invocations in a task of its own (``None``: none).
+
+    For a durable-execution engine (``stageware.dbos.run_durably``): every entry point
+    (``agent()``, ``invoke_async``, ``stream_async``) then runs the invocation in the
+    host's task, advanced in lockstep with its reader as ``stream_async`` runs it.
+    """
+    agent._task_host = host  # pyright: ignore[reportPrivateUsage]

@@ -36,6 +36,17 @@ class StoredInput(BaseModel):
     messages: list[Message]
 
 
+class StoredRelease(BaseModel):
+    """The final save of a durable invocation (``_journal_session``)."""
+
+    # No extra="forbid": it would reach into the message's payload TypedDict.
+    key: str
+    stop_reason: str | None = None
+    message_at: int | None = Field(default=None, ge=0)
+    message: Message | None = None
+    error: str | None = None
+
+
 class StoredInterruptState(BaseModel):
     model_config = ConfigDict(extra="forbid")
     activated: bool
@@ -47,3 +58,5 @@ class StoredInterruptState(BaseModel):
     cycle: int = Field(default=0, ge=0)
     # The fingerprint of a structured run's output; absent from older snapshots.
     output: str | None = None
+    # Only in the final save of a durable invocation, until the next claim.
+    released_by: StoredRelease | None = None

@@ -178,6 +178,10 @@ class InterruptState:
         output: The fingerprint of the output a structured run that stopped on an
             interrupt asked for (``_structured_output.schema_fingerprint``), which its
             resume must ask for again; ``None`` for a plain run.
+        released_by: What the final save of a durable invocation records of its end
+            (``_journal_session``), JSON data kept as it is until the next claim, so that
+            a save between two invocations (an approver's answer) keeps it; ``None``
+            otherwise.
     """
 
     __slots__ = (
@@ -188,6 +192,7 @@ class InterruptState:
         "output",
         "pending_input",
         "pending_tool_execution",
+        "released_by",
     )
 
     def __init__(self) -> None:
@@ -197,6 +202,7 @@ class InterruptState:
         self.pending_input: Messages = []
         self.cycle: int = 0
         self.output: str | None = None
+        self.released_by: dict[str, Any] | None = None
         # Which interrupts the run loop registered: their answers outlive a tool cycle.
         self._agent_stream_ids: set[str] = set()
 
@@ -373,6 +379,8 @@ class InterruptState:
         if self.output is not None:
             # Only when set: a plain run's snapshot stays as it was before structured runs.
             state["output"] = self.output
+        if self.released_by is not None:
+            state["released_by"] = copy.deepcopy(self.released_by)
         return state
 
     @classmethod
@@ -412,4 +420,6 @@ class InterruptState:
         if stored.pending_input is not None:
             # Like the tool round: the stored messages themselves, extra keys included.
             state.pending_input = copy.deepcopy(data["pending_input"]["messages"])
+        if stored.released_by is not None:
+            state.released_by = copy.deepcopy(data["released_by"])
         return state

@@ -124,6 +124,7 @@ class Invocation:
         core.current_pass = pass_state
         stop: EventLoopStopEvent | None = None
         result: AgentResult[Any] | None = None
+        failure: BaseException | None = None
         # Listening from the first hook to the last, so a stuck BeforeInvocationEvent or
         # AfterInvocationEvent hook is cut like any other part of the run.
         with watch.watching():
@@ -191,6 +192,9 @@ class Invocation:
                     error=pass_state.error,
                     output_type=None if output is None else output.output_type,
                 )
+            except BaseException as error:
+                failure = error
+                raise
             finally:
                 # However the invocation ended (its stop event, an error, the caller closing the
                 # stream or cancelling), the interrupt state is settled, the session stores
@@ -200,7 +204,7 @@ class Invocation:
                 with anyio.CancelScope(shield=True):
                     try:
                         if core.session is not None:
-                            await core.session.release(core)
+                            await core.session.release(core, stop=stop, failure=failure)
                     finally:
                         # The shield keeps out cancellation from outside, not this cut.
                         with CutRegion(watch, GRACE_SECONDS):

@@ -21,16 +21,29 @@ calibrates the next projection against the input tokens the response reports
 (``_input_tokens``). A ``ContextWindowOverflowError`` is never retried here (the
 throttling strategy takes only ``ModelThrottledError``): after the hooks it ends the pass
 (``_event_loop``).
+
+In a durable run (a journal is current, see ``_journal``) the model's stream is one
+journal step. The terminal draws the step's place as it starts; the step reads the stream
+to its end, handing each chunk on as it arrives, and records the chunks, the error the
+stream ended with (``_journal_data``) and the model state if the model changed it. A
+replay gets the recorded chunks and state back without calling the model, and the terminal
+goes on exactly as it did: the same assembly, the same calibration of the token
+projection, the same error raised. Everything around the terminal (hooks, middleware,
+retries) runs again on a replay, as it ran the first time; a retried call is a step of its
+own. A call its consumer abandons mid-stream (a cancellation, a chunk that does not
+assemble) records nothing, and a replay calls the model again.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+import copy
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any, TypeVar, final
 
 from stageware._generated.contexts import InvokeModelContext
 from stageware._generated.events import InvokeModelEvent, ModelStopReason, ModelStreamChunkEvent
-from stageware._generated.payloads import SystemContentBlock
+from stageware._generated.payloads import StreamEvent, SystemContentBlock
 from stageware._generated.stages import InvokeModelStage
 from stageware._runtime import InterruptException, close_all
 
@@ -39,6 +52,9 @@ from ._halt import HaltRun, RedoStep
 from ._history_copies import HistoryCopies
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
 from ._input_tokens import InputTokens
+from ._journal import StepJournal, current_journal
+from ._journal_data import describe_error, rebuild_error
+from ._journal_step import LiveStep
 from ._model_retry import ThrottleRetries
 from ._structured_output import supports_native_output
 from ._tool_specs import ToolSpecCopies
@@ -218,6 +234,10 @@ class ModelCall:
 
     async def _terminal(self, context: InvokeModelContext) -> AsyncIterator[InvokeModelEvent]:
         core = self._core
+        journal = current_journal()
+        # Drawn first, before anything that may await: the places of a replay must come
+        # in the same order.
+        place = None if journal is None else journal.reserve(f"model:{_model_name(context.model)}")
         core.check_agent(context)
         text, blocks = split_system_prompt(context.system_prompt)
         assembler = ResponseAssembler()
@@ -237,16 +257,20 @@ class ModelCall:
         ):
             # Counted before the call: the model reads the request and must leave it as is.
             sent = self._tokens.estimate_sent(context.messages, tool_specs, text, blocks)
-        chunks = context.model.stream(
-            context.messages,
-            tool_specs,
-            text,
-            tool_choice=tool_choice,
-            system_prompt_content=blocks,
-            model_state=core.model_state,
-            invocation_state=context.invocation_state,
-            **extra,
-        )
+
+        def open_stream() -> AsyncIterator[StreamEvent]:
+            return context.model.stream(
+                context.messages,
+                tool_specs,
+                text,
+                tool_choice=tool_choice,
+                system_prompt_content=blocks,
+                model_state=core.model_state,
+                invocation_state=context.invocation_state,
+                **extra,
+            )
+
+        chunks = open_stream() if journal is None else self._journaled(journal, place, open_stream)
         try:
             async for chunk in chunks:
                 assembler.add(chunk)
@@ -260,3 +284,58 @@ class ModelCall:
         yield ModelStopReason(
             stop_reason=stop_reason, message=message, usage=usage, metrics=metrics
         )
+
+    async def _journaled(
+        self,
+        journal: StepJournal,
+        place: object,
+        open_stream: Callable[[], AsyncIterator[StreamEvent]],
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The model's chunks as one journal step: live on a first run, recorded on a replay.
+
+        Raises:
+            Exception: What the model's stream raised: the exception itself on a first
+                run, one rebuilt from its record on a replay (``_journal_data``).
+        """
+        core = self._core
+        raised: list[Exception] = []
+
+        async def body(emit: Callable[[StreamEvent], None]) -> dict[str, Any]:
+            before = copy.deepcopy(core.model_state)
+            chunks: list[StreamEvent] = []
+            record: dict[str, Any] = {"chunks": chunks}
+            stream = open_stream()
+            try:
+                async for chunk in stream:
+                    chunks.append(chunk)
+                    emit(chunk)
+            except Exception as error:
+                raised.append(error)
+                record["error"] = describe_error(error)
+            finally:
+                await close_all([stream])
+            if core.model_state != before:
+                # What the provider keeps between calls, which the replay's model never
+                # gets to write.
+                record["model_state"] = copy.deepcopy(core.model_state)
+            return record
+
+        step = LiveStep[StreamEvent](journal, place, body)
+        async with aclosing(step.stream()) as live:
+            async for chunk in live:
+                yield chunk
+        record = step.record
+        if not step.ran:
+            if "model_state" in record:
+                core.model_state.clear()
+                core.model_state.update(copy.deepcopy(record["model_state"]))
+            for chunk in record["chunks"]:
+                yield chunk
+        if "error" in record:
+            raise raised[0] if raised else rebuild_error(record["error"])
+
+
+def _model_name(model: object) -> str:
+    """What a model-call step is called: the model's id if it has one, else its class."""
+    model_id = getattr(model, "model_id", None)
+    return model_id if isinstance(model_id, str) else type(model).__name__

@@ -39,6 +39,11 @@ answers, for a run waiting on an interrupt); a prompt is refused with
 ``SessionUnfinishedError`` (unless a live lease makes it a ``SessionLeasedError``), so
 that a client that re-sends its prompt after a crash does not record the turn twice.
 
+An invocation claimed while a journal is current (a durable run, see ``_journal``) makes
+no checkpoint: the journal holds each model and tool call's result, once, and a replay
+starts again from the claim. Its lease's owner and its final save carry the journal's key,
+so that a replay knows its own claim and its own final save (``_journal_session``).
+
 A save brings only the messages that changed since the version this agent holds: the
 agent keeps its own copy of the history as stored, finds how much of it the live history
 still starts with (a comparison, done in C, not a copy) and copies and sends the rest. An
@@ -70,12 +75,15 @@ from typing import Any, Final, final
 
 import anyio.to_thread
 
+from stageware._generated.events import EventLoopStopEvent
 from stageware._generated.payloads import Message, Messages
 from stageware._runtime import copy_payload
 
 from ._cancel import CancelToken
 from ._core import AgentCore
 from ._history_copies import common_prefix
+from ._journal import current_journal
+from ._journal_session import lease_owner, release_record
 from .sessions import (
     SNAPSHOT_VERSION,
     Escalation,
@@ -110,6 +118,7 @@ class AgentSession:
 
     __slots__ = (
         "_appends",
+        "_journal_key",
         "_lease_seconds",
         "_leased",
         "_lock",
@@ -119,6 +128,7 @@ class AgentSession:
         "_sources",
         "_stored",
         "_taken",
+        "_worker",
         "_written",
         "id",
         "store",
@@ -138,7 +148,10 @@ class AgentSession:
         self._sources: list[Message] = []
         self._lease_seconds = lease_seconds
         # Readable in a lease error: which machine and process holds the session.
-        self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._owner = self._worker
+        # The key of the journal current at the running invocation's claim, if any.
+        self._journal_key: str | None = None
         self._lock = threading.Lock()
         # Whether the running invocation holds the lease: set by the claim, cleared (under
         # no lock: a plain store) before the final save, and read under the lock by each
@@ -190,6 +203,9 @@ class AgentSession:
                 version on: one recorded after this agent loaded the session makes the
                 claim a conflict instead, so the check needs no lock around it.
         """
+        journal = current_journal()
+        self._journal_key = None if journal is None else journal.key
+        self._owner = lease_owner(self._worker, self._journal_key)
         # Asked only when not known: one recorded since this agent's last save (or since
         # it found no session) came with a save, and makes the claim's save a conflict.
         if self.version != self._no_escalation_at:
@@ -201,7 +217,13 @@ class AgentSession:
         if self.unfinished and new_input is not None:
             await anyio.to_thread.run_sync(self._renew, 0.0)
             raise SessionUnfinishedError(self.id)
-        await self._save(core, lease=True, held_input=new_input, by_identity=True)
+        # A durable invocation's ending belongs to it alone: this claim starts another.
+        released, core.interrupts.released_by = core.interrupts.released_by, None
+        try:
+            await self._save(core, lease=True, held_input=new_input, by_identity=True)
+        except BaseException:
+            core.interrupts.released_by = released
+            raise
         self._leased = True
         self._renewal = _Renewal(self, core.cancel)
         _lease_renewer.hold(self.store, self._renewal)
@@ -211,12 +233,27 @@ class AgentSession:
 
         Shielded: a cancel must not come between a message entering the history and its
         record, or a finished tool call could run again after a crash.
+
+        Nothing is saved while a journal was current at the claim: it holds what the
+        checkpoint would (see the module).
         """
+        if self._journal_key is not None:
+            return
         with anyio.CancelScope(shield=True):
             await self._save(core, lease=True, by_identity=True)
 
-    async def release(self, core: AgentCore) -> None:
+    async def release(
+        self,
+        core: AgentCore,
+        *,
+        stop: EventLoopStopEvent | None = None,
+        failure: BaseException | None = None,
+    ) -> None:
         """Save the invocation's outcome and release the lease.
+
+        *stop* is the stop event the invocation reports, *failure* what it ended with, if
+        anything: a durable invocation's final save records them with its journal's key
+        (``_journal_session``).
 
         If the run escalated (``core.pending_escalation``), the same save records the
         escalation. It is taken off the core whether or not the save succeeds: it belongs
@@ -235,6 +272,9 @@ class AgentSession:
         # Whatever the final save does, this agent's memory holds the run's outcome now:
         # nothing is left for it to continue.
         self.unfinished = False
+        key, self._journal_key = self._journal_key, None
+        if key is not None:
+            core.interrupts.released_by = release_record(key, stop, core.messages, failure)
         try:
             await self._save(core, lease=False, escalation=escalation)
         except SessionConflictError:

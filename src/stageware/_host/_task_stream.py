@@ -15,29 +15,48 @@ caller leaves (it closes the stream, fails or is cancelled), the task closes the
 generator, or cancels the step in progress so that the cancellation reaches the run as
 it would have in the caller's task, and the caller waits for that, shielded: when it goes
 on, the run has settled.
+
+A *host* may run that task's body for it: a durable-execution engine runs it as a
+workflow (``stageware.dbos.run_durably``), so that the run's model and tool calls are
+that workflow's steps. The task is then the host's, and the lockstep is the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from typing import Generic, TypeVar, final
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Generic, TypeAlias, TypeVar, final
 
 import anyio
 
 from ._running_loop import spawn_detached
 
-__all__ = ["in_own_task"]
+__all__ = ["TaskHost", "in_own_task"]
 
 T = TypeVar("T")
 
+TaskHost: TypeAlias = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
+"""Runs a body (``await body()``) in a task of its own and returns when the body ended.
 
-async def in_own_task(events: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+The body never raises: what the run raises reaches the reader another way. The host may
+raise before it runs the body (it could not start it), and the reader then gets that error.
+"""
+
+_log = logging.getLogger("stageware")
+
+
+async def in_own_task(
+    events: AsyncGenerator[T, None], *, host: TaskHost | None = None
+) -> AsyncGenerator[T, None]:
     """Yield the items of *events*, which a task of their own advances and closes.
 
+    With a *host*, the host runs that task (see ``TaskHost``).
+
     Raises:
-        Exception: What *events* raised, advancing or closing.
+        Exception: What *events* raised, advancing or closing, or what *host* raised
+            when it could not run the task.
     """
-    runner = _Runner(events)
+    runner = _Runner(events, host)
     runner.start()
     try:
         while True:
@@ -63,14 +82,16 @@ class _Runner(Generic[T]):
         "_events",
         "_exhausted",
         "_finished",
+        "_host",
         "_items",
         "_scope",
         "_stepping",
         "_task",
     )
 
-    def __init__(self, events: AsyncGenerator[T, None]) -> None:
+    def __init__(self, events: AsyncGenerator[T, None], host: TaskHost | None) -> None:
         self._events = events
+        self._host = host
         self._asked = anyio.Event()
         self._answered = anyio.Event()
         self._finished = anyio.Event()
@@ -87,7 +108,7 @@ class _Runner(Generic[T]):
 
     def start(self) -> None:
         """Start the task (kept here: asyncio holds its tasks weakly)."""
-        self._task = spawn_detached(self._run)
+        self._task = spawn_detached(self._run if self._host is None else self._hosted)
 
     async def step(self) -> T:
         """Have the task advance the generator once, and return its item.
@@ -97,6 +118,9 @@ class _Runner(Generic[T]):
             Exception: What the generator raised.
         """
         self._answered = anyio.Event()
+        if self._finished.is_set():  # a host that could not run the task
+            self._raise_error()
+            raise StopAsyncIteration
         self._asked.set()
         await self._answered.wait()
         self._raise_error()
@@ -123,6 +147,22 @@ class _Runner(Generic[T]):
         error, self._error = self._error, None
         if error is not None:
             raise error
+
+    async def _hosted(self) -> None:
+        assert self._host is not None
+        try:
+            await self._host(self._run)
+        except Exception as error:
+            if self._finished.is_set():
+                # The run ended and its reader has all of it; only the host's own
+                # bookkeeping after it failed, which the host reports its own way.
+                _log.warning("the host of a finished run failed: %r", error)
+                return
+            # The body never started: the reader's step, or its close, gets the error.
+            self._error = error
+            self._exhausted = True
+            self._answered.set()
+            self._finished.set()
 
     async def _run(self) -> None:
         try:

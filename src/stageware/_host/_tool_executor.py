@@ -31,13 +31,32 @@ A call still running ``GRACE_SECONDS`` later (a tool, a middleware or a hook tha
 stop) is cut: its task is cancelled, or, for a sync tool, its worker thread abandoned,
 and it gets a cancelled result too, without ``AfterToolCallEvent``. Whatever the call
 would have produced afterwards goes nowhere. The round then ends as usual.
+
+In a durable run (a journal is current, see ``_journal``) each tool's own ``stream`` is a
+journal step, and only that: the hooks, the middleware and the policies around it run
+again on a replay, exactly as without a journal, and are handed the recorded outcome
+where the tool ran. The round draws one place per call, in the order of the toolUse
+blocks, before any call starts, so that calls finishing in another order on the replay
+still get their own records; an attempt after the first (a hook's or a policy's retry, a
+middleware calling ``next_fn`` again) draws its place when it reaches the tool, under a
+name that carries the call's id (``tool:<name>:retry:<toolUseId>``), so that a replay
+whose concurrent retries come in another order stops at the journal's name check
+instead of handing a call another's result. The step records the events the tool
+yielded (their JSON data), its result (with the description of an exception it carries)
+and an interrupt it raised, which a replay raises again and the executor registers as it
+did. A ``ToolStreamEvent`` whose data is not JSON (an agent-as-tool's own events) is
+streamed on the first run and not recorded: a replay, which nobody watched the first
+time, does not repeat that progress. Calls are not recorded that never reach the tool:
+an unknown tool, a call a hook cancelled, a result a middleware gave itself.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, final
 
@@ -50,6 +69,7 @@ from stageware._generated.events import (
     ExecuteToolEvent,
     ToolInterruptEvent,
     ToolResultEvent,
+    ToolStreamEvent,
 )
 from stageware._generated.payloads import ToolResult, ToolUse
 from stageware._generated.stages import ExecuteToolStage
@@ -65,7 +85,16 @@ from ._cancel_watch import GRACE_SECONDS, CutRegion
 from ._core import AgentCore, PassState
 from ._halt import Halt, HaltRun, RedoStep
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
-from .tools import ToolContext, error_result, exception_result, invalid_result_reason
+from ._journal import StepJournal, current_journal
+from ._journal_data import (
+    describe_error,
+    describe_interrupt,
+    is_json,
+    read_interrupt,
+    rebuild_error,
+)
+from ._journal_step import LiveStep
+from .tools import AgentTool, ToolContext, error_result, exception_result, invalid_result_reason
 
 __all__ = ["ToolExecutor", "ToolRound"]
 
@@ -108,6 +137,30 @@ class ToolRound:
 
 
 @final
+class _Places:
+    """The journal places of one tool call: the one its round drew, then one per attempt."""
+
+    __slots__ = ("_drawn", "_first", "_journal", "_retry_name")
+
+    def __init__(self, journal: StepJournal, tool_use: ToolUse) -> None:
+        self._journal = journal
+        self._first = journal.reserve(f"tool:{tool_use['name']}")
+        self._drawn = False
+        self._retry_name = f"tool:{tool_use['name']}:retry:{tool_use['toolUseId']}"
+
+    def take(self) -> object:
+        """The place of the attempt now reaching the tool."""
+        if not self._drawn:
+            self._drawn = True
+            return self._first
+        return self._journal.reserve(self._retry_name)
+
+
+# The places of the tool call the current task runs (each call has a task of its own).
+_call_places: ContextVar[_Places | None] = ContextVar("stageware_tool_places", default=None)
+
+
+@final
 @dataclass(frozen=True, eq=False)
 class _Call:
     """One tool call of a round, with what its task needs from the round."""
@@ -116,6 +169,7 @@ class _Call:
     round_: ToolRound
     pass_state: PassState
     invocation_state: dict[str, Any]
+    places: _Places | None
 
 
 @final
@@ -144,10 +198,13 @@ class ToolExecutor:
                 cancelled.
         """
         calls = [use for use in tool_uses if use["toolUseId"] not in round_.results]
+        journal = current_journal()
+        # All drawn before any call starts, in the order of the calls (see the module).
+        places = [None if journal is None else _Places(journal, use) for use in calls]
         send, receive = anyio.create_memory_object_stream[AgentStreamEvent](math.inf)
         async with anyio.create_task_group() as group:
-            for tool_use in calls:
-                call = _Call(tool_use, round_, pass_state, invocation_state)
+            for tool_use, call_places in zip(calls, places, strict=True):
+                call = _Call(tool_use, round_, pass_state, invocation_state, call_places)
                 group.start_soon(self._run_call, call, send.clone())
             send.close()
             async with receive:
@@ -164,6 +221,7 @@ class ToolExecutor:
             raise round_.errors[0]
 
     async def _run_call(self, call: _Call, send: MemoryObjectSendStream[AgentStreamEvent]) -> None:
+        _call_places.set(call.places)
         async with send:
             round_ = call.round_
             with CutRegion(call.pass_state.cancel_watch, GRACE_SECONDS) as region:
@@ -396,6 +454,34 @@ class ToolExecutor:
                 )
             )
             return
+        journal = current_journal()
+        if journal is None:
+            events = self._run_tool(context, context.tool)
+        else:
+            places = _call_places.get()
+            place = journal.reserve(f"tool:{tool_use['name']}") if places is None else places.take()
+            events = self._journaled(journal, place, context, context.tool)
+        try:
+            async for event in events:
+                yield event
+        except InterruptException as raised:
+            _record_in_call(context, raised)
+            raise
+        finally:
+            # Closed here, in this task, not whenever the garbage collector gets to it.
+            await close_all([events])
+
+    async def _run_tool(
+        self, context: ExecuteToolContext, tool: AgentTool
+    ) -> AsyncGenerator[ExecuteToolEvent, None]:
+        """The tool's own stream, with what it failed to say made into its result.
+
+        Raises:
+            InterruptException: The tool's interrupt (also one it caught and went on
+                from); the terminal records it as the call's.
+        """
+        core = self._core
+        tool_use = context.tool_use
         asked = CallInterrupts(core.interrupts.answered())
         tool_context = ToolContext(
             agent=core.handle,
@@ -404,7 +490,7 @@ class ToolExecutor:
             cancel_signal=core.cancel,
             interrupts=asked,
         )
-        events = context.tool.stream(tool_use, tool_context)
+        events = tool.stream(tool_use, tool_context)
         answered = halted = False
         try:
             async for event in events:
@@ -416,13 +502,11 @@ class ToolExecutor:
                     raise asked.swallowed(f"the tool {tool_use['name']!r}")
                 answered = answered or isinstance(event, ToolResultEvent | ToolInterruptEvent)
                 yield event
-        except InterruptException as raised:
-            _record_in_call(context, raised)
+        except InterruptException:
             raise
         except Exception as error:
             if asked.raised is not None and not halted:
-                swallowed = asked.swallowed(f"the tool {tool_use['name']!r}")
-                raise _record_in_call(context, swallowed) from None
+                raise asked.swallowed(f"the tool {tool_use['name']!r}") from None
             # Middleware always observes a result, not a raised exception.
             yield _failed(tool_use, error, "the tool raised")
             return
@@ -430,7 +514,7 @@ class ToolExecutor:
             # Closed here, in this task, not whenever the garbage collector gets to it.
             await close_all([events])
         if asked.raised is not None and not halted:
-            raise _record_in_call(context, asked.swallowed(f"the tool {tool_use['name']!r}"))
+            raise asked.swallowed(f"the tool {tool_use['name']!r}")
         if not answered:
             # A result, so middleware observes one and the model learns the call failed.
             silent = RuntimeError(f"the tool {tool_use['name']!r} finished without a result")
@@ -438,6 +522,85 @@ class ToolExecutor:
             yield ToolResultEvent(
                 tool_result=exception_result(tool_use["toolUseId"], silent), exception=silent
             )
+
+    async def _journaled(
+        self, journal: StepJournal, place: object, context: ExecuteToolContext, tool: AgentTool
+    ) -> AsyncGenerator[ExecuteToolEvent, None]:
+        """The tool's stream as one journal step: live on a first run, recorded on a replay.
+
+        Raises:
+            InterruptException: The interrupt the tool raised (recorded, on a replay).
+            Exception: What the host raised around the tool: the exception itself on a
+                first run, one rebuilt from its record on a replay.
+        """
+        raised: list[Exception] = []
+
+        async def body(emit: Callable[[ExecuteToolEvent], None]) -> dict[str, Any]:
+            recorded: list[dict[str, Any]] = []
+            record: dict[str, Any] = {"events": recorded}
+            events = self._run_tool(context, tool)
+            try:
+                async for event in events:
+                    data = _event_record(event)
+                    if data is not None:
+                        recorded.append(data)
+                    emit(event)
+            except InterruptException as interrupt:
+                raised.append(interrupt)
+                record["interrupt"] = describe_interrupt(interrupt.interrupt)
+            except Exception as error:
+                raised.append(error)
+                record["error"] = describe_error(error)
+            finally:
+                await close_all([events])
+            return record
+
+        step = LiveStep[ExecuteToolEvent](journal, place, body)
+        async with aclosing(step.stream()) as live:
+            async for event in live:
+                yield event
+        record = step.record
+        if not step.ran:
+            for data in record["events"]:
+                yield _read_event(data)
+        if raised:  # the first run's own exception, with its traceback
+            raise raised[0]
+        if "interrupt" in record:
+            raise InterruptException(read_interrupt(record["interrupt"]))
+        if "error" in record:
+            raise rebuild_error(record["error"])
+
+
+def _event_record(event: ExecuteToolEvent) -> dict[str, Any] | None:
+    """*event* as JSON data for the journal; ``None`` for stream data that is not JSON."""
+    if isinstance(event, ToolResultEvent):
+        error = event.exception
+        return {
+            "result": event.tool_result,
+            "exception": None if error is None else describe_error(error),
+        }
+    if isinstance(event, ToolInterruptEvent):
+        return {
+            "interrupts": [describe_interrupt(i) for i in event.interrupts],
+            "tool_use": event.tool_use,
+        }
+    if not is_json(event.data):
+        return None
+    return {"stream": event.data, "tool_use": event.tool_use}
+
+
+def _read_event(data: dict[str, Any]) -> ExecuteToolEvent:
+    """The event :func:`_event_record` recorded."""
+    if "result" in data:
+        error = data["exception"]
+        return ToolResultEvent(
+            tool_result=data["result"], exception=None if error is None else rebuild_error(error)
+        )
+    if "interrupts" in data:
+        return ToolInterruptEvent(
+            tool_use=data["tool_use"], interrupts=[read_interrupt(i) for i in data["interrupts"]]
+        )
+    return ToolStreamEvent(tool_use=data["tool_use"], data=data["stream"])
 
 
 def _failed(tool_use: ToolUse, error: Exception, what: str) -> ToolResultEvent:

@@ -1,0 +1,310 @@
+"""``DurableAgent``: an agent kind whose requests run as DBOS workflows.
+
+A **request** (a prompt, or the answers to a pending interrupt, for one session) is one
+workflow, ``stageware.<kind>``. It runs the agent's **invocations** as child workflows,
+``stageware.<kind>.invocation``, one per invocation: the first, and with
+``wait_for_approvals`` each continuation after a durable wait for approvals
+(``_waits``). An invocation is a workflow of its own because DBOS numbers a workflow's
+steps in one sequence: a replay must draw every step again in the same order, and an
+invocation that finished long ago (its session has moved on since) can only be skipped
+as a whole, which a child workflow is (one step of its parent).
+
+An invocation's workflow builds a fresh agent with the factory (it loads the session),
+reads where the session stands (``_replay``) and then:
+
+- the invocation's own final save is in the session (``released_by`` is its key): it
+  finished before its worker died; its result is read from the session, nothing runs;
+- the session's lease is the invocation's own (its key is the owner): it claimed the
+  session and died; once the lease has lapsed (a worker that is alive after all keeps it
+  renewed, and then finishes), it continues with ``agent()`` and no prompt, every model
+  and tool call handed back from the journal until the calls that never finished;
+- the session is where the invocation found it at its start (a step records the version):
+  it never claimed; it runs from the start;
+- anything else (the session moved on, by another request, since this invocation began,
+  and holds neither its claim nor its final save): it stops with an error rather than
+  record its prompt a second time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final
+
+import anyio.to_thread
+from dbos import DBOS, Queue, SetEnqueueOptions, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
+from dbos import error as dbos_error
+
+from stageware._host._agent import Agent
+from stageware._host._agent_result import AgentResult
+from stageware._host._journal import journal_scope
+from stageware._host._prompt import prompt_messages
+
+from . import _ids, _replay
+from ._journal import DBOSJournal
+from ._launch import check_not_launched
+from ._result import DurableResult
+
+if TYPE_CHECKING:
+    from stageware._host.sessions import SessionStore
+
+__all__ = ["AgentFactory", "DurableAgent", "DurablePrompt"]
+
+AgentFactory: TypeAlias = Callable[[str], Agent]
+"""Builds a fresh ``Agent`` for one invocation of the session it is given."""
+
+DurablePrompt: TypeAlias = "str | list[dict[str, Any]] | None"
+"""What a request brings: text, content blocks or messages (JSON data), or interrupt
+responses (``[{"interruptResponse": {...}}]``); ``None`` continues the session's run."""
+
+DEFAULT_TAKEOVER_SECONDS: Final = 600.0
+"""How long a replayed invocation waits for its own claim's lease to lapse."""
+
+_kinds: dict[str, DurableAgent] = {}
+_kinds_lock = threading.Lock()
+
+
+@final
+class DurableAgent:
+    """An agent kind whose requests run as DBOS workflows, recovered after a crash.
+
+    Build it at import time, before ``stageware.dbos.launch()``, in every process that
+    runs or recovers its workflows: construction registers the workflows with DBOS.
+
+    Example::
+
+        support = DurableAgent("support", build_support)
+        launch(name="shop", database_url="sqlite:///shop.db")
+        result = support.run("I was charged twice", session_id="c1")
+
+    Args:
+        kind: The agent kind, part of every workflow id: 1 to 100 ASCII letters, digits,
+            ``_``, ``.`` and ``-``; one ``DurableAgent`` per kind in a process.
+        factory: Builds a fresh ``Agent`` for the session id it is given, with a session
+            store and that session id, the same way on every worker (the model, tools,
+            middleware and policy of the kind).
+        wait_for_approvals: A run that stops on interrupts waits, durably, until they are
+            answered in the session (or time out), then continues in the same request;
+            ``False`` ends the request with ``stop_reason="interrupt"`` instead.
+        takeover_seconds: How long a replayed invocation waits for the lease of its own
+            claim to lapse (its worker died holding it) before it gives up with an error.
+
+    Raises:
+        TypeError, ValueError: For a bad *kind*.
+        RuntimeError: If *kind* is registered already in this process, or DBOS was
+            launched already.
+    """
+
+    __slots__ = (
+        "_factory",
+        "_invocation",
+        "_request",
+        "_takeover_seconds",
+        "_wait_for_approvals",
+        "kind",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        factory: AgentFactory,
+        *,
+        wait_for_approvals: bool = True,
+        takeover_seconds: float = DEFAULT_TAKEOVER_SECONDS,
+    ) -> None:
+        _ids.check_kind(kind)
+        if not callable(factory):
+            raise TypeError(f"DurableAgent({kind!r}): the factory must be callable")
+        check_not_launched(f"DurableAgent({kind!r})")
+        with _kinds_lock:
+            if kind in _kinds:
+                raise RuntimeError(
+                    f"DurableAgent({kind!r}): the kind is registered already in this process; "
+                    "build one DurableAgent per kind, at import time"
+                )
+            _kinds[kind] = self
+        self.kind: Final = kind
+        self._factory = factory
+        self._wait_for_approvals = wait_for_approvals
+        self._takeover_seconds = takeover_seconds
+
+        async def request(session_id: str, prompt: DurablePrompt) -> DurableResult:
+            return await self._run_request(session_id, prompt)
+
+        async def invocation(session_id: str, prompt: DurablePrompt) -> DurableResult:
+            return await self._run_invocation(session_id, prompt)
+
+        self._request = DBOS.workflow(name=f"stageware.{kind}")(request)
+        self._invocation = DBOS.workflow(name=f"stageware.{kind}.invocation")(invocation)
+
+    def __repr__(self) -> str:
+        return f"DurableAgent({self.kind!r})"
+
+    # -- starting requests -------------------------------------------------------------
+
+    def run(self, prompt: DurablePrompt, *, session_id: str) -> DurableResult:
+        """Run one request on *session_id* as a workflow and wait for its end (blocking).
+
+        Not from a running event loop: use ``await run_async(...)`` there.
+        """
+        return self.start(prompt, session_id=session_id).get_result()
+
+    async def run_async(self, prompt: DurablePrompt, *, session_id: str) -> DurableResult:
+        """Run one request on *session_id* as a workflow and wait for its end (asyncio)."""
+        handle = await self.start_async(prompt, session_id=session_id)
+        return await handle.get_result()
+
+    def start(self, prompt: DurablePrompt, *, session_id: str) -> WorkflowHandle[DurableResult]:
+        """Start one request on *session_id* as a workflow; its handle's result is a
+        ``DurableResult``. Not queued: see :meth:`enqueue` to keep one session's requests
+        from overlapping."""
+        prompt = _checked(prompt)
+        with SetWorkflowID(_ids.request_id(self.kind, session_id)):
+            return DBOS.start_workflow(self._coroutine_request, session_id, prompt)
+
+    async def start_async(
+        self, prompt: DurablePrompt, *, session_id: str
+    ) -> WorkflowHandleAsync[DurableResult]:
+        """:meth:`start` for asyncio code."""
+        prompt = _checked(prompt)
+        with SetWorkflowID(_ids.request_id(self.kind, session_id)):
+            return await DBOS.start_workflow_async(self._request, session_id, prompt)
+
+    def enqueue(
+        self, queue: Queue, prompt: DurablePrompt, *, session_id: str
+    ) -> WorkflowHandle[DurableResult]:
+        """Put one request on *queue*, in the partition of *session_id*; a worker that
+        listens to the queue runs it.
+
+        Use a partitioned queue with ``partition_concurrency=1``
+        (``DBOS.register_queue(name, partition_concurrency=1, ...)``): one request of a
+        session runs at a time, in the order they were put on it, while requests of
+        other sessions run side by side within the queue's own limits.
+        """
+        prompt = _checked(prompt)
+        with (
+            SetWorkflowID(_ids.request_id(self.kind, session_id)),
+            SetEnqueueOptions(queue_partition_key=session_id),
+        ):
+            return queue.enqueue(self._coroutine_request, session_id, prompt)
+
+    async def enqueue_async(
+        self, queue: Queue, prompt: DurablePrompt, *, session_id: str
+    ) -> WorkflowHandleAsync[DurableResult]:
+        """:meth:`enqueue` for asyncio code."""
+        prompt = _checked(prompt)
+        with (
+            SetWorkflowID(_ids.request_id(self.kind, session_id)),
+            SetEnqueueOptions(queue_partition_key=session_id),
+        ):
+            return await queue.enqueue_async(self._request, session_id, prompt)
+
+    @property
+    def _coroutine_request(self) -> Callable[[str, DurablePrompt], DurableResult]:
+        # DBOS's sync start and enqueue take an async workflow too (its result is the
+        # coroutine's); their signatures do not say so.
+        return cast("Callable[[str, DurablePrompt], DurableResult]", self._request)
+
+    # -- the workflows -----------------------------------------------------------------
+
+    async def _run_request(self, session_id: str, prompt: DurablePrompt) -> DurableResult:
+        request_id = _required_workflow_id()
+        number = 1
+        with SetWorkflowID(_ids.invocation_id(request_id, number)):
+            result = await self._invocation(session_id, prompt)
+        return DurableResult(
+            session_id=session_id,
+            workflow_id=request_id,
+            stop_reason=result.stop_reason,
+            text=result.text,
+            error=result.error,
+            interrupts=result.interrupts,
+        )
+
+    async def _run_invocation(self, session_id: str, prompt: DurablePrompt) -> DurableResult:
+        key = _required_workflow_id()
+        agent = await anyio.to_thread.run_sync(self._agent, session_id)
+        store = _store_of(agent, self.kind, session_id)
+        stored = await anyio.to_thread.run_sync(store.load, session_id)
+        found = 0 if stored is None else stored.version
+        # The version this invocation found the session at, recorded: a replay compares.
+        started_at: int = await DBOS.run_step_async(
+            {"name": "stageware:session-version"}, lambda: found
+        )
+        if agent.session_version != found:
+            await anyio.to_thread.run_sync(agent.reload_session)
+        standing = _replay.standing(stored, key=key, version_at_start=started_at)
+        if standing == "finished":
+            assert stored is not None
+            return _replay.finished_result(stored, session_id=session_id, key=key)
+        if standing == "moved_on":
+            return _error_result(session_id, key, _replay.moved_on_error(session_id, key))
+        if standing == "own_claim":
+            stored = await _replay.wait_for_lapse(
+                store, session_id, key=key, seconds=self._takeover_seconds
+            )
+            if stored is not None and _replay.finished(stored, key):
+                return _replay.finished_result(stored, session_id=session_id, key=key)
+            await anyio.to_thread.run_sync(agent.reload_session)
+            prompt = None
+        try:
+            with journal_scope(DBOSJournal(key)):
+                result = await agent.invoke_async(prompt)
+        except dbos_error.DBOSException:
+            raise  # DBOS's own (a cancelled workflow, a replay that took another path)
+        except Exception as error:
+            return _error_result(session_id, key, error)
+        return _result(session_id, key, result)
+
+    def _agent(self, session_id: str) -> Agent:
+        # Checked at runtime: an untyped factory may return anything.
+        agent = cast("object", self._factory(session_id))
+        if not isinstance(agent, Agent):
+            raise TypeError(
+                f"DurableAgent({self.kind!r}): the factory returned "
+                f"{type(agent).__qualname__}, not an Agent"
+            )
+        return agent
+
+
+def _required_workflow_id() -> str:
+    workflow_id = DBOS.workflow_id
+    assert workflow_id is not None  # called as a workflow
+    return workflow_id
+
+
+def _store_of(agent: Agent, kind: str, session_id: str) -> SessionStore:
+    session = agent._core.session  # pyright: ignore[reportPrivateUsage]
+    if session is None or session.id != session_id:
+        found = "no session store" if session is None else f"session id {session.id!r}"
+        raise ValueError(
+            f"DurableAgent({kind!r}): the factory built an agent with {found} for session "
+            f"{session_id!r}; build it with session_store=... and session_id=session_id"
+        )
+    return session.store
+
+
+def _checked(prompt: DurablePrompt) -> DurablePrompt:
+    # Refused here, in the caller's process, rather than by a workflow that then fails.
+    prompt_messages(prompt)
+    return prompt
+
+
+def _result(session_id: str, key: str, result: AgentResult[Any]) -> DurableResult:
+    return DurableResult(
+        session_id=session_id,
+        workflow_id=key,
+        stop_reason=result.stop_reason,
+        text=result.text,
+        interrupts=tuple(interrupt.id for interrupt in result.interrupts),
+    )
+
+
+def _error_result(session_id: str, key: str, error: Exception) -> DurableResult:
+    return DurableResult(
+        session_id=session_id,
+        workflow_id=key,
+        stop_reason="error",
+        text="",
+        error=f"{type(error).__name__}: {error}",
+    )

@@ -1,0 +1,119 @@
+"""Starting DBOS for durable agent runs: its configuration, the executor id, the shutdown.
+
+An executor id tells DBOS which process runs a workflow. Open-source DBOS recovers the
+PENDING workflows of an executor when a process with that id starts, so:
+
+- On **SQLite** (one machine, one worker process) every launch uses the fixed id
+  ``stageware-local``: a restarted process recovers what the previous one left.
+- On **PostgreSQL** (many workers) each process gets an id of its own
+  (``<host>-<pid>-<random>``), so that no starting process takes over the workflows of
+  a live one; a dead worker's workflows are handed to the live ones by the watcher of
+  ``_liveness``.
+
+Pass ``executor_id=`` to choose it yourself (a worker restarted under its old id
+recovers its own workflows).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from typing import Final
+
+from dbos import DBOS, DBOSConfig
+
+__all__ = ["SQLITE_EXECUTOR_ID", "check_not_launched", "launch", "shutdown"]
+
+SQLITE_EXECUTOR_ID: Final = "stageware-local"
+
+# Whether launch() has run in this process and shutdown() has not: a durable agent built
+# after it would have its workflows left out of the recovery that launch started.
+_launched = False
+
+
+def launch(
+    *,
+    name: str,
+    database_url: str,
+    executor_id: str | None = None,
+    config: DBOSConfig | None = None,
+) -> DBOS:
+    """Configure and launch DBOS for this process; build every ``DurableAgent`` before.
+
+    Args:
+        name: The application's name (DBOS's ``name``); every worker of one application
+            uses the same.
+        database_url: DBOS's system database: ``sqlite:///relative.db``,
+            ``sqlite:////absolute.db``, or a ``postgresql://`` URL (a Unix socket
+            directory as ``?host=/dir``). It may be the database the sessions are in: DBOS
+            keeps its tables in a schema of its own (``dbos``).
+        executor_id: This process's executor id; by default ``stageware-local`` on SQLite
+            and a new one per process on PostgreSQL (see the module).
+        config: More DBOS configuration (``DBOSConfig`` keys, such as ``log_level``
+            or ``sys_db_pool_size``), applied over the above.
+
+    Returns:
+        The DBOS instance, launched: workflows left PENDING by this executor id are being
+        recovered.
+
+    Raises:
+        ValueError: *database_url* is neither an SQLite nor a PostgreSQL URL.
+        RuntimeError: DBOS is already launched by ``launch()`` in this process.
+    """
+    global _launched
+    if _launched:
+        raise RuntimeError(
+            "stageware.dbos.launch(): DBOS is already launched in this process; call "
+            "stageware.dbos.shutdown() first to launch it again"
+        )
+    sqlite = _database_kind(database_url) == "sqlite"
+    if executor_id is None:
+        executor_id = SQLITE_EXECUTOR_ID if sqlite else _new_executor_id()
+    settings: DBOSConfig = {
+        "name": name,
+        "system_database_url": database_url,
+        "executor_id": executor_id,
+    }
+    settings.update(config or {})
+    dbos = DBOS(config=settings)
+    DBOS.launch()
+    _launched = True
+    return dbos
+
+
+def shutdown(*, workflow_completion_timeout: int = 0) -> None:
+    """Stop DBOS in this process (its workflows stay PENDING, for recovery).
+
+    Args:
+        workflow_completion_timeout: Seconds to let running workflows finish first.
+    """
+    global _launched
+    DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout)
+    _launched = False
+
+
+def check_not_launched(what: str) -> None:
+    """Refuse to register *what* once ``launch()`` has run (DBOS would not recover it)."""
+    if _launched:
+        raise RuntimeError(
+            f"{what}: build every DurableAgent before stageware.dbos.launch(): DBOS "
+            "recovers only the workflows registered when it launches"
+        )
+
+
+def _database_kind(url: str) -> str:
+    scheme = url.partition("://")[0].partition("+")[0].lower()
+    if scheme == "sqlite":
+        return "sqlite"
+    if scheme in ("postgresql", "postgres"):
+        return "postgresql"
+    shown = url.partition("://")[0] if "://" in url else url[:20]
+    raise ValueError(
+        f"stageware.dbos.launch(database_url=...): use sqlite:///PATH or postgresql://..., "
+        f"got {shown!r}..."
+    )
+
+
+def _new_executor_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"

@@ -1,0 +1,40 @@
+"""Durable agent runs on DBOS: each request a workflow, each model and tool call a step.
+
+``DurableAgent`` registers an agent kind's workflows; ``launch`` starts DBOS in the
+process (a system database on SQLite or PostgreSQL); a request then runs as a DBOS
+workflow that a worker killed at any point resumes, on restart or on another worker,
+without calling a model or running a tool again whose result was recorded. It needs the
+``dbos`` package::
+
+    pip install 'stageware[dbos]'
+
+DBOS runs workflows on asyncio: use ``run_async`` and friends from asyncio code, never
+from trio. See the README's "Durable runs on DBOS".
+"""
+
+from __future__ import annotations
+
+try:
+    from stageware._dbos._agent import AgentFactory, DurableAgent, DurablePrompt
+    from stageware._dbos._journal import DBOSJournal
+    from stageware._dbos._launch import launch, shutdown
+    from stageware._dbos._result import DurableResult
+    from stageware._host._journal_data import ReplayedError
+except ModuleNotFoundError as _missing:
+    # Only a missing dbos gets the install hint; any other missing module is a real bug.
+    if _missing.name != "dbos":
+        raise
+    raise ImportError(
+        "stageware.dbos needs the 'dbos' package: pip install 'stageware[dbos]'"
+    ) from _missing
+
+__all__ = [
+    "AgentFactory",
+    "DBOSJournal",
+    "DurableAgent",
+    "DurablePrompt",
+    "DurableResult",
+    "ReplayedError",
+    "launch",
+    "shutdown",
+]
