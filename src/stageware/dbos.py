@@ -19,6 +19,8 @@ try:
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
     from stageware._dbos._result import DurableResult
+    from stageware._dbos._waits import RECHECK_SECONDS, wait_for_answers
+    from stageware._dbos._wake import WAKE_TOPIC, wake
     from stageware._host._journal_data import ReplayedError
 except ModuleNotFoundError as _missing:
     # Only a missing dbos gets the install hint; any other missing module is a real bug.
@@ -29,6 +31,8 @@ except ModuleNotFoundError as _missing:
     ) from _missing
 
 __all__ = [
+    "RECHECK_SECONDS",
+    "WAKE_TOPIC",
     "AgentFactory",
     "DBOSJournal",
     "DurableAgent",
@@ -37,4 +41,6 @@ __all__ = [
     "ReplayedError",
     "launch",
     "shutdown",
+    "wait_for_answers",
+    "wake",
 ]

@@ -28,6 +28,7 @@ from ._operator import identity_arguments, operator, refuse_by
 from ._options import refuse_without
 from ._store_url import store_arguments
 from ._table import cell, render
+from ._wake import dbos_arguments, wake_runs
 
 if TYPE_CHECKING:
     from stageware._host._interrupt_state import InterruptState
@@ -53,7 +54,7 @@ _COMMAND: Final = "stageware policy approvals"
 _REASON_WIDTH: Final = 50
 _STEP_WIDTH: Final = 80
 
-_HEADERS: Final = ("SESSION", "INTERRUPT", "REASON", "STEP", "WHO MAY ANSWER")
+_HEADERS: Final = ("SESSION", "INTERRUPT", "REASON", "STEP", "WHO MAY ANSWER", "DEADLINE")
 
 
 @final
@@ -79,6 +80,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="the session waiting on the approval, when its id waits in several",
     )
+    dbos_arguments(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -95,7 +97,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     interrupt_id = approve_id if approve_id is not None else deny_id
     refuse_by(args)
     if interrupt_id is None:
-        refuse_without(args, "--approve or --deny", comment="--comment")
+        refuse_without(args, "--approve or --deny", comment="--comment", dbos="--dbos")
         refuse_without(args, "--approve, --deny or --show", session="--session")
     if interrupt_id is None:
         refuse_without(
@@ -114,6 +116,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             return
         _answer(
             store,
+            args,
             out,
             err,
             interrupt_id,
@@ -141,6 +144,7 @@ def _list(store: SessionStore, out: TextIO, err: TextIO) -> None:
             _reason(s.interrupt.reason),
             _shown(s.interrupt.reason, "step", _STEP_WIDTH),
             _shown(s.interrupt.reason, "approvers", None),
+            _deadline(s.interrupt.reason),
         )
         for s in found
     ]
@@ -149,6 +153,7 @@ def _list(store: SessionStore, out: TextIO, err: TextIO) -> None:
 
 def _answer(
     store: SessionStore,
+    args: argparse.Namespace,
     out: TextIO,
     err: TextIO,
     interrupt_id: str,
@@ -219,7 +224,15 @@ def _answer(
         if left
         else "the application continues the run with agent() and no prompt"
     )
-    out.write(f"{verb} {interrupt_id} in session {cell(target)!r} as {who}; {then}\n")
+    done = f"{verb} {interrupt_id} in session {cell(target)!r} as {who}; {then}"
+    try:
+        # Only once the answer is stored (a run woken before would find nothing new), and
+        # when nothing else waits (the run would only wait again).
+        woke = "" if left else wake_runs(args, target)
+    except CommandError:
+        out.write(f"{done}\n")
+        raise
+    out.write(f"{done}{woke}\n")
 
 
 def _show(
@@ -241,11 +254,14 @@ def _show(
         where = "no session" if session_id is None else f"session {cell(session_id)!r}"
         raise CommandError(f"{where} waits on an approval {cell(interrupt_id)!r}")
     for waiting in found:
-        reason = waiting.interrupt.reason
+        reason: object = waiting.interrupt.reason
         out.write(f"approval {interrupt_id} in session {cell(waiting.session_id)!r}\n")
         out.write(f"  reason: {_reason(reason)}\n")
         out.write(f"  who may answer: {_shown(reason, 'approvers', None)}\n")
-        for key in ("details", "step"):
+        timed = _deadline(reason) != "-"
+        if timed:
+            out.write(f"  deadline: {_deadline(reason)}\n")
+        for key in ("details", "step", "on_timeout") if timed else ("details", "step"):
             # Whole, on one line, escaped like a table cell: nothing reaches the terminal raw.
             out.write(f"  {key}: {_shown(reason, key, None)}\n")
 
@@ -356,6 +372,18 @@ def _reason(reason: object) -> str:
             return cell(asked, _REASON_WIDTH)
     text = reason if isinstance(reason, str) else json.dumps(reason, ensure_ascii=False)
     return cell(text, _REASON_WIDTH)
+
+
+def _deadline(reason: object) -> str:
+    """Until when the approval may be answered, and what it becomes after: ``-`` for none."""
+    if not isinstance(reason, dict):
+        return "-"
+    fields = cast(dict[str, object], reason)
+    deadline, then = fields.get("deadline"), fields.get("on_timeout")
+    if not isinstance(deadline, str):
+        return "-"
+    outcome = cast(dict[str, object], then).get("outcome") if isinstance(then, dict) else None
+    return cell(f"{deadline} then {outcome if isinstance(outcome, str) else 'block'}")
 
 
 def _shown(reason: object, key: str, width: int | None) -> str:

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TextIO
 
-from ._errors import reported
+from ._errors import CommandError, reported
 from ._operator import identity_arguments, operator, refuse_by
 from ._options import refuse_without, required
 from ._store_url import store_arguments
 from ._table import age, cell, render
+from ._wake import dbos_arguments, wake_runs
 
 if TYPE_CHECKING:
     from stageware._host.sessions import Escalation, EscalationStatus, SessionStore
@@ -71,6 +72,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,  # None, not False: "not given", which refuse_without checks
         help="resolve an escalation another human claimed (with --resolve)",
     )
+    dbos_arguments(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -90,6 +92,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> None:
             resolution="--resolution",
             comment="--comment",
             take_over="--take-over",
+            dbos="--dbos",
         )
     refuse_by(args)
     if claim_id is None and resolve_id is None:
@@ -106,6 +109,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> None:
         elif resolve_id is not None and by is not None:
             _resolve(
                 store,
+                args,
                 out,
                 resolve_id,
                 by=by,
@@ -160,6 +164,7 @@ def _claim(store: SessionStore, out: TextIO, escalation_id: str, *, by: str) -> 
 
 def _resolve(
     store: SessionStore,
+    args: argparse.Namespace,
     out: TextIO,
     escalation_id: str,
     *,
@@ -171,10 +176,17 @@ def _resolve(
     escalation = store.resolve_escalation(
         escalation_id, by=by, resolution=resolution, comment=comment, take_over=take_over
     )
-    out.write(
+    done = (
         f"resolved escalation {escalation.id} as {cell(by)!r}: {cell(resolution)}; session "
-        f"{cell(escalation.session_id)!r} takes prompts again\n"
+        f"{cell(escalation.session_id)!r} takes prompts again"
     )
+    try:
+        # A durable run waiting on the escalation ends now rather than at its re-check.
+        woke = wake_runs(args, escalation.session_id)
+    except CommandError:
+        out.write(f"{done}\n")
+        raise
+    out.write(f"{done}{woke}\n")
 
 
 def _status(escalation: Escalation) -> str:

@@ -455,6 +455,11 @@ class SubAgentAnswers:
         link.verified[interrupt_id] = copy.deepcopy(record)
         return record
 
+    def lapsed(self, interrupt: Interrupt) -> Any:
+        """Never here: a sub-agent's approval times out when the sub-agent itself is
+        continued; through its parent it waits for an answer."""
+        return None
+
     def decision(self, record: Any) -> object:
         """What two records must share to be the same answer, as the sub-agent's check says."""
         check = self._current_check()

@@ -19,6 +19,10 @@ Lifetimes:
   standing approval for the next time the same gate asks. The cycle counter goes up, so
   an owner that binds its ids to the cycle (the policy layer) asks under new ids.
 
+An approval with a deadline (a policy ``Suspend(timeout=...)``) that nobody answered in
+time is answered by its owner's check when the run is continued (``lapse``): the record
+says it timed out, and is final like any answer.
+
 An answer is final. Every path that records one (a resume, the command line) goes
 through ``resume``, which applies one rule: an interrupt already answered keeps its first
 answer; the same decision again changes nothing, a different one is refused
@@ -84,6 +88,11 @@ class AnswerCheck(Protocol):
 
     def verify(self, interrupt_id: str, response: Any, interrupt: Interrupt) -> Any:
         """The record to store for *response*; raises ``ValueError`` to refuse it."""
+        ...
+
+    def lapsed(self, interrupt: Interrupt) -> Any:
+        """The record to store for an owned, unanswered interrupt whose time to be
+        answered is over (a policy approval past its deadline), or ``None``."""
         ...
 
     def decision(self, record: Any) -> object:
@@ -312,6 +321,22 @@ class InterruptState:
         for interrupt_id, record in records:
             self.interrupts[interrupt_id].response = record
         return [interrupt_id for interrupt_id, _ in records]
+
+    def lapse(self, checks: Sequence[AnswerCheck]) -> list[str]:
+        """Store, for each waiting interrupt whose owner says its time is over, the record
+        the owner gives in the answer's place; return those ids.
+
+        Called when a run is continued (no prompt, or a resume): the record is final like
+        any answer, and a later answer to the same interrupt is refused by its check.
+        """
+        lapsed: list[str] = []
+        for interrupt in self.pending():
+            check = next((c for c in checks if c.owns(interrupt.id)), None)
+            record = None if check is None else check.lapsed(interrupt)
+            if record is not None:
+                interrupt.response = record
+                lapsed.append(interrupt.id)
+        return lapsed
 
     def _unknown(self, interrupt_id: str, checks: Sequence[AnswerCheck]) -> str:
         """The message for an unregistered *interrupt_id*. The ids a check owns (policy

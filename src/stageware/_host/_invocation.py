@@ -230,7 +230,11 @@ class Invocation:
             self._check_resumed_output()
         if responses is not None:
             interrupts.resume(responses, self._core.answer_checks)
+            # What still waits past its deadline is settled as it declared (a timeout).
+            interrupts.lapse(self._core.answer_checks)
             return interrupts.pending_input
+        if interrupts.activated and prompt is None:
+            interrupts.lapse(self._core.answer_checks)
         if not interrupts.activated:
             # With no prompt, the input a claim saved and its worker never got to join to
             # the history (see stream()); none otherwise.

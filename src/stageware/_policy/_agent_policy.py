@@ -24,8 +24,9 @@ from __future__ import annotations
 import copy
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, final
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast, final
 
 from pydantic import BaseModel
 
@@ -78,6 +79,7 @@ from ._approval import (
 from ._decide import PolicyRun, Verdict, decide
 from ._modified import ModificationError
 from ._outcomes import Block, Escalate, Retry, Suspend
+from ._timeouts import deadline_fields
 
 if TYPE_CHECKING:
     from stageware._host._core import AgentCore
@@ -223,9 +225,11 @@ class AgentPolicy:
                 agent_id=self.run.agent_id,
             )
             approvers = outcome.approvers
+            asked = interrupt_id(point.value, name, step_key, bound)
+            earlier = interrupts.interrupts.get(asked)
             raise InterruptException(
                 Interrupt(
-                    id=interrupt_id(point.value, name, step_key, bound),
+                    id=asked,
                     name=name,
                     reason={
                         "policy": name,
@@ -236,6 +240,11 @@ class AgentPolicy:
                         "step": step_summary(verdict.event),
                         "fingerprint": bound,
                         "approvers": None if approvers is None else sorted(approvers),
+                        **deadline_fields(
+                            outcome,
+                            datetime.now(UTC),
+                            None if earlier is None else _reason_of(earlier),
+                        ),
                     },
                 )
             )
@@ -586,6 +595,11 @@ class AgentPolicy:
         return result.replace(
             result=ToolResultStageEvent(tool_result=verdict.event.result, exception=done.exception)
         )
+
+
+def _reason_of(interrupt: Interrupt) -> Mapping[str, Any] | None:
+    reason = interrupt.reason
+    return cast(Mapping[str, Any], reason) if isinstance(reason, dict) else None
 
 
 def _assistant(text: str) -> Message:

@@ -45,6 +45,7 @@ from stageware._runtime import Interrupt
 
 from ._errors import problem_lines
 from ._identity import ApprovalRefused, Approver, may_answer
+from ._timeouts import deadline_of, lapsed_record, read_timeout
 
 __all__ = [
     "INTERRUPT_PREFIX",
@@ -317,11 +318,23 @@ class ApprovalCheck:
             # middleware is asked again and suspends under a v2 id.
             return {"superseded": "asked again under a v2 id"}
         answer, approver = self._approver(interrupt_id, response, interrupt)
-        bound = _reason_of(interrupt).get("fingerprint")
+        reason = _reason_of(interrupt)
+        bound = reason.get("fingerprint")
         if not isinstance(bound, str) or not bound.startswith(parsed.short):
             raise ApprovalRefused(
                 f"policy approval {interrupt_id!r} is not bound to the step that waits under "
                 "it (its fingerprint differs); nothing was recorded"
+            )
+        deadline = deadline_of(reason)
+        now = self._now()
+        # Answered already (in time, or by its timeout), finality decides; else the clock.
+        if not interrupt.answered and deadline is not None and now >= deadline:
+            raise ApprovalRefused(
+                f"policy approval {interrupt_id!r} could be answered until "
+                f"{deadline.isoformat(timespec='seconds')}, and it is now "
+                f"{now.isoformat(timespec='seconds')}; nothing was recorded. When the run "
+                "is continued, the step is resolved as the policy declared for a timeout "
+                f"({_on_timeout(reason)})"
             )
         return ApprovalRecord(
             approved=answer.approved,
@@ -330,8 +343,16 @@ class ApprovalCheck:
             via=approver.via,
             comment=answer.comment,
             fingerprint=bound,
-            answered_at=self._now().isoformat(timespec="seconds"),
+            answered_at=now.isoformat(timespec="seconds"),
         ).to_json()
+
+    def lapsed(self, interrupt: Interrupt) -> Any:
+        """The timeout record to store for *interrupt*, unanswered and past its deadline,
+        or ``None`` (no deadline, or not yet)."""
+        if parse_interrupt_id(interrupt.id) is None:
+            return None
+        record = lapsed_record(_reason_of(interrupt), self._now())
+        return None if record is None else record.to_json()
 
     def _approver(
         self, interrupt_id: str, response: Any, interrupt: Interrupt
@@ -349,19 +370,29 @@ class ApprovalCheck:
         return answer, approver
 
     def decision(self, record: Any) -> object:
-        """What finality compares: whether the step was approved."""
+        """What finality compares: whether the step was approved, or that it timed out."""
         verified = read_record(record)
-        return record if verified is None else verified.approved
+        if verified is not None:
+            return verified.approved
+        return "timed out" if read_timeout(record) is not None else record
 
     def describe(self, record: Any) -> str:
         """Who answered what, and when, for the refusal of a different answer."""
         verified = read_record(record)
-        return f"answered {record!r}" if verified is None else verified.describe()
+        if verified is not None:
+            return verified.describe()
+        timed_out = read_timeout(record)
+        return f"answered {record!r}" if timed_out is None else timed_out.describe()
 
 
 def _reason_of(interrupt: Interrupt) -> dict[str, Any]:
     reason = interrupt.reason
     return reason if isinstance(reason, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _on_timeout(reason: Mapping[str, Any]) -> str:
+    then = reason.get("on_timeout")
+    return str(cast(dict[str, Any], then).get("outcome")) if isinstance(then, dict) else "block"
 
 
 def _approvers_of(reason: Mapping[str, Any]) -> frozenset[str] | None:

@@ -12,7 +12,9 @@ approval lets the sequence go on, a denial blocks. The answer is found by the st
 answer whose fingerprint is not the step's (the step changed since it was approved)
 releases nothing, and the middleware is asked again. Once an answer has released the
 step, a later middleware's ``Continue(modified=...)`` is a middleware error: what runs must
-be what the approver was shown.
+be what the approver was shown. An approval nobody answered by its deadline has a timeout
+record in the answer's place (``_timeouts``), bound to the step the same way: the step is
+then blocked or escalated, as the ``Suspend`` declared.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ._outcomes import (
 )
 from ._records import continue_record, decision_record, policy_env
 from ._rules import allowed_names, is_allowed
+from ._timeouts import TimeoutRecord, read_timeout
 
 if TYPE_CHECKING:
     from stageware._host.tracing._spans import InvocationTrace
@@ -321,7 +324,7 @@ def _bound(
     step_key: str,
     event: BaseModel,
     where: tuple[str, int, int],
-) -> tuple[Interrupt, ApprovalRecord] | None:
+) -> tuple[Interrupt, ApprovalRecord | TimeoutRecord] | None:
     """The answer given for this very step (its fingerprint), if one is among *answered*.
 
     *where* is the agent id, the interrupt cycle and the history's length.
@@ -329,7 +332,9 @@ def _bound(
     agent_id, cycle, position = where
     step = fingerprint(point.value, entry.name, step_key, event, cycle, position, agent_id=agent_id)
     for interrupt in answered:
-        record = read_record(interrupt.response)
+        record: ApprovalRecord | TimeoutRecord | None = read_record(interrupt.response)
+        if record is None:
+            record = read_timeout(interrupt.response)
         if record is not None and record.fingerprint == step:
             return interrupt, record
     return None
@@ -339,10 +344,24 @@ def _from_answer(
     point: HookPoint,
     entry: PolicyEntry,
     answered: Interrupt,
-    approval: ApprovalRecord,
+    approval: ApprovalRecord | TimeoutRecord,
     run: PolicyRun,
 ) -> Outcome | None:
-    """What an answered approval means for the step: go on (``None``) or a denial's Block."""
+    """What an answered approval means for the step: go on (``None``), a denial's Block,
+    or, nobody having answered in time, the Block or Escalate the Suspend declared."""
+    if isinstance(approval, TimeoutRecord):
+        timed_out = approval.carried_out()
+        record = Decision(
+            run_id=run.run_id,
+            hook=point.value,
+            middleware=entry.name,
+            band=entry.effective_band.value,
+            outcome=outcome_name(timed_out),
+            reason=timed_out.reason,
+            notes=(f"{answered.id} {approval.describe()}",),
+        )
+        _record(run, record, time.time_ns())
+        return timed_out
     reason = approval.verdict() + (f": {approval.comment}" if approval.comment else "")
     outcome: Outcome | None = None if approval.approved else Block(reason)
     record = Decision(

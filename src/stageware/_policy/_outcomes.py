@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeAlias, cast, final
 
 from pydantic import BaseModel
+
+from ._durations import parse_timeout
 
 __all__ = [
     "OUTCOME_TYPES",
@@ -74,13 +77,33 @@ class Suspend(_Outcome):
         details: JSON data shown to the approver with the reason.
         approvers: Who may answer: approver ids and ``"role:<name>"`` entries; ``None``
             means any approver the authenticator verifies.
+        timeout: How long the approval may wait: a ``timedelta``, seconds, or a duration
+            string (``"30m"``, ``"2h"``, ``"P2D"``); ``None`` (the default) waits for ever.
+            The deadline counts from when the step first suspended, and an answer after
+            it is refused.
+        on_timeout: What the step becomes when the run is continued after the deadline
+            with no answer: a ``Block`` (the default, as a denial) or an ``Escalate``.
     """
 
     reason: str
     details: Mapping[str, Any] | None = None
     approvers: Collection[str] | None = None
+    timeout: timedelta | float | str | None = None
+    on_timeout: Block | Escalate | None = None
 
     def __post_init__(self) -> None:
+        # Read now, so that a bad duration fails where the middleware returns it.
+        object.__setattr__(self, "timeout", parse_timeout(self.timeout, "Suspend.timeout"))
+        on_timeout = cast(object, self.on_timeout)
+        if on_timeout is not None and not isinstance(on_timeout, Block | Escalate):
+            raise TypeError(
+                f"Suspend.on_timeout must be a Block or an Escalate, got {on_timeout!r}"
+            )
+        if on_timeout is not None and self.timeout is None:
+            raise ValueError(
+                "Suspend.on_timeout is given without a timeout; say how long the approval "
+                "may wait (timeout='2h')"
+            )
         given = cast(object, self.approvers)  # untyped callers exist
         if given is None:
             return

@@ -423,9 +423,9 @@ def test_approvals_lists_the_suspended_steps(store: SessionStore, run: Run) -> N
     assert (status, err) == (0, "")
     assert out.splitlines() == [
         f"SESSION     INTERRUPT{' ' * (len(POLICY_ID) - 7)}REASON{' ' * 29}STEP"
-        f"{' ' * 42}WHO MAY ANSWER",
+        f"{' ' * 42}WHO MAY ANSWER{' ' * 9}DEADLINE",
         f"{SESSION}  {POLICY_ID}  a refund over 500 needs a manager  "
-        '{"input": {"amount": 900}, "tool": "refund"}  any verified approver',
+        '{"input": {"amount": 900}, "tool": "refund"}  any verified approver  -',
     ]
 
 

@@ -1,0 +1,63 @@
+"""``--dbos URL``: after an answer or a resolution is stored, wake the durable run waiting.
+
+A run on DBOS (``stageware.dbos``) that waits for an approval or an escalation re-reads its
+session every ``RECHECK_SECONDS``; given the DBOS system database (``--dbos`` or
+``STAGEWARE_DBOS_URL``), the command sends it a wake-up so that it goes on at once. The
+wake-up is sent only after the answer was stored, and carries nothing but the session id:
+what releases the run is the stored answer, checked as always.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Final
+
+from ._errors import CommandError
+from ._table import cell
+
+__all__ = ["DBOS_VARIABLE", "dbos_arguments", "wake_runs"]
+
+DBOS_VARIABLE: Final = "STAGEWARE_DBOS_URL"
+
+
+def dbos_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--dbos URL`` on *parser*."""
+    parser.add_argument(
+        "--dbos",
+        metavar="URL",
+        help=(
+            "the DBOS system database of the durable runs (default: $STAGEWARE_DBOS_URL); "
+            "the run waiting on the session is woken once the answer is stored"
+        ),
+    )
+
+
+def wake_runs(args: argparse.Namespace, session_id: str) -> str:
+    """Wake the runs waiting on *session_id*, if a DBOS database is named; what was done,
+    as the end of a sentence (empty when none is named).
+
+    Raises:
+        CommandError: The ``dbos`` package is missing, or the database cannot be reached;
+            the answer is stored all the same, and the run finds it at its next re-check.
+    """
+    given: str | None = args.dbos
+    url = given if given is not None else os.environ.get(DBOS_VARIABLE) or None
+    if url is None:
+        return ""
+    stored = "the answer is stored, and the waiting run finds it at its next re-check"
+    try:
+        from stageware._dbos._wake import wake
+    except ModuleNotFoundError:
+        raise CommandError(
+            f"{stored}; waking it needs the dbos package: pip install 'stageware[dbos]'"
+        ) from None
+    try:
+        woken = wake(session_id, system_database_url=url)
+    except Exception as error:  # the DBOS client raises its own and SQLAlchemy's errors
+        raise CommandError(
+            f"{stored}; waking it through the DBOS database failed: {type(error).__name__}: {error}"
+        ) from None
+    if not woken:
+        return f"; no durable run waits on session {cell(session_id)!r}"
+    return f"; woke {', '.join(cell(w) for w in woken)}"

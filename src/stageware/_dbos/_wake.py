@@ -1,0 +1,84 @@
+"""Waking the durable runs that wait on a session: a DBOS message, and nothing more.
+
+A run that stopped on an approval or an escalation waits in its workflow
+(``_waits.wait_for_answers``) for a message on ``WAKE_TOPIC``. The answer itself is never
+in the message: it is stored in the session by the usual path (the command line or a
+resume, identity-checked, final, bound to its step's fingerprint). A wake-up only makes
+the waiting run read its session again, sooner than its periodic re-check would; anyone
+who can send one can do no more than that, so the message carries no authority and is
+not checked.
+
+The waiting workflows are found by their id, ``stageware:<agent kind>:<session id>:...``,
+among the PENDING workflows of the DBOS system database.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient
+
+__all__ = ["WAKE_TOPIC", "WORKFLOW_PREFIX", "waiting_on", "wake"]
+
+WAKE_TOPIC: Final = "stageware:wake"
+"""The DBOS message topic a waiting run receives wake-ups on."""
+
+WORKFLOW_PREFIX: Final = "stageware:"
+"""How every durable agent run's workflow id starts: ``stageware:<kind>:<session id>:``."""
+
+
+def waiting_on(session_id: str, workflow_ids: list[str]) -> list[str]:
+    """Those of *workflow_ids* that run session *session_id* (whatever the agent kind)."""
+    found: list[str] = []
+    for workflow_id in workflow_ids:
+        prefix, _, rest = workflow_id.partition(":")
+        kind, _, after_kind = rest.partition(":")
+        if f"{prefix}:" == WORKFLOW_PREFIX and kind and after_kind.startswith(f"{session_id}:"):
+            found.append(workflow_id)
+    return found
+
+
+def wake(session_id: str, *, system_database_url: str | None = None) -> list[str]:
+    """Wake the durable runs waiting on *session_id*; return their workflow ids.
+
+    In a process that launched DBOS (``stageware.dbos.launch``) the launched DBOS is
+    used; elsewhere (the command line, an admin service) pass the DBOS system database's
+    URL, and a ``DBOSClient`` sends the message.
+
+    A run that is not waiting (still running, or between two checks) finds the message
+    when it next waits: it re-reads its session then, which is all a wake-up asks.
+    """
+    if system_database_url is None:
+        from dbos import DBOS
+
+        pending = DBOS.list_workflows(
+            status="PENDING",
+            workflow_id_prefix=WORKFLOW_PREFIX,
+            load_input=False,
+            load_output=False,
+        )
+        targets = waiting_on(session_id, [w.workflow_id for w in pending])
+        for target in targets:
+            DBOS.send(target, {"session_id": session_id}, WAKE_TOPIC)
+        return targets
+    client = _client(system_database_url)
+    try:
+        pending = client.list_workflows(
+            status="PENDING",
+            workflow_id_prefix=WORKFLOW_PREFIX,
+            load_input=False,
+            load_output=False,
+        )
+        targets = waiting_on(session_id, [w.workflow_id for w in pending])
+        for target in targets:
+            client.send(target, {"session_id": session_id}, WAKE_TOPIC)
+        return targets
+    finally:
+        client.destroy()
+
+
+def _client(system_database_url: str) -> DBOSClient:
+    from dbos import DBOSClient
+
+    return DBOSClient(system_database_url=system_database_url)

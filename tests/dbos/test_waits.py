@@ -1,0 +1,336 @@
+"""Durable waits for a human on DBOS, on SQLite and on the real PostgreSQL server.
+
+A refund run (``waits_flow``) suspends on a policy approval inside a DBOS workflow and
+waits; the real ``stageware`` command, in another process, approves, denies or resolves
+and wakes it (``--dbos``). Each test counts the refund tool's runs in a ledger file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from dbos import DBOS, DBOSConfig, SetWorkflowID
+
+from stageware._dbos._wake import waiting_on, wake
+from tests.host.sessions.stores import StoreSpec, close_store, open_store
+
+from .waits_flow import KIND, refund_in_place, refund_until_answered
+
+STAGEWARE = str(Path(sys.executable).parent / "stageware")
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTOR = "waits-tests"
+WORKER = "waits-worker"
+
+
+def _system_database(spec: StoreSpec, tmp_path: Path) -> Iterator[str]:
+    """A DBOS system database of the test's own, beside the session store."""
+    if spec.kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+        return
+    import psycopg
+
+    server = os.environ["STAGEWARE_TEST_POSTGRES_URL"]
+    name = f"dbos_{uuid.uuid4().hex[:12]}"
+    parts = urlsplit(server)
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+Launch = Callable[..., None]
+
+
+@pytest.fixture
+def system_database(shared_spec: StoreSpec, tmp_path: Path) -> Iterator[str]:
+    yield from _system_database(shared_spec, tmp_path)
+
+
+@pytest.fixture
+def launch(system_database: str) -> Iterator[Launch]:
+    """``launch(executor=EXECUTOR)``: (re)start this process's DBOS as *executor*."""
+
+    def launch_(executor: str = EXECUTOR) -> None:
+        DBOS.destroy()
+        config: DBOSConfig = {
+            "name": "stageware-waits",
+            "system_database_url": system_database,
+            "executor_id": executor,
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+        DBOS(config=config)
+        DBOS.launch()
+
+    launch_()
+    yield launch_
+    DBOS.destroy()
+
+
+@pytest.fixture
+def setup(shared_spec: StoreSpec, tmp_path: Path) -> dict[str, Any]:
+    return {
+        "spec": shared_spec.to_json(),
+        "ledger": str(tmp_path / "ledger.txt"),
+        "log": str(tmp_path / "invocations.txt"),
+        "timeout": None,
+        "on_timeout": None,
+        # Far longer than any test: only a wake-up or a deadline ends a wait in time.
+        "recheck": 600.0,
+    }
+
+
+def lines(path: str) -> list[str]:
+    file = Path(path)
+    return file.read_text().splitlines() if file.exists() else []
+
+
+def start(setup: dict[str, Any], session_id: str, flow: Any = refund_until_answered) -> str:
+    workflow_id = f"stageware:{KIND}:{session_id}:{uuid.uuid4().hex}"
+    with SetWorkflowID(workflow_id):
+        DBOS.start_workflow(flow, json.dumps(setup), session_id)
+    return workflow_id
+
+
+def pending_approval(spec: StoreSpec, session_id: str) -> str:
+    """The id of the approval the session waits on, once the run has suspended."""
+    store = open_store(spec)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            stored = store.load(session_id)
+            if stored is not None:
+                waiting = [
+                    i["id"]
+                    for i in stored.snapshot["interrupt_state"]["interrupts"]
+                    if i["response"] is None
+                ]
+                if waiting:
+                    return str(waiting[0])
+            time.sleep(0.05)
+    finally:
+        close_store(store)
+    raise AssertionError(f"session {session_id!r} never suspended")
+
+
+def checks(workflow_id: str) -> int:
+    """How many times the workflow has read its session for answers so far."""
+    return sum(
+        step["function_name"] == "stageware:approvals"
+        for step in DBOS.list_workflow_steps(workflow_id)
+    )
+
+
+def settle(workflow_id: str, timeout: float = 30) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = DBOS.get_workflow_status(workflow_id)
+        assert status is not None
+        if status.status == "SUCCESS":
+            result: dict[str, Any] = DBOS.retrieve_workflow(workflow_id).get_result()
+            return result
+        assert status.status == "PENDING", (status.status, status.error)
+        time.sleep(0.05)
+    raise AssertionError(f"{workflow_id} is still waiting after {timeout}s")
+
+
+def still_waiting(workflow_id: str, seconds: float = 1.0) -> None:
+    time.sleep(seconds)
+    status = DBOS.get_workflow_status(workflow_id)
+    assert status is not None and status.status == "PENDING"
+
+
+def command(spec: StoreSpec, *arguments: str, dbos: str | None = None) -> tuple[int, str, str]:
+    """Run the real ``stageware policy ...`` command, as the OS account running the tests."""
+    store = (
+        ["--store", f"sqlite:///{spec.target}"]
+        if spec.kind == "sqlite"
+        else ["--store", spec.target, "--schema", spec.schema]
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"STAGEWARE_APPROVAL_AUTHENTICATOR", "STAGEWARE_DBOS_URL"}
+    }
+    action, *rest = arguments
+    done = subprocess.run(
+        [STAGEWARE, "policy", action, *store, *rest, *([] if dbos is None else ["--dbos", dbos])],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_an_approval_from_the_command_line_in_another_process_finishes_the_run_once(
+    launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec, system_database: str
+) -> None:
+    workflow_id = start(setup, "approve-1")
+    approval = pending_approval(shared_spec, "approve-1")
+    still_waiting(workflow_id, 0.5)
+    assert lines(setup["ledger"]) == []
+
+    status, out, err = command(shared_spec, "approvals", "--approve", approval, dbos=system_database)
+
+    assert (status, err) == (0, "")
+    assert out.rstrip().endswith(f"; woke {workflow_id}")
+    assert settle(workflow_id)["text"] == "Refunded."
+    assert lines(setup["ledger"]) == ["900"]
+    assert lines(setup["log"]) == ["prompt", "continue"]
+    # The same approval again finds nothing waiting; nothing runs twice.
+    status, _, err = command(shared_spec, "approvals", "--approve", approval, dbos=system_database)
+    assert status == 2 and "no session waits on an approval" in err
+    assert lines(setup["ledger"]) == ["900"]
+
+
+def test_a_denial_blocks_the_step(
+    launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec, system_database: str
+) -> None:
+    workflow_id = start(setup, "deny-1", refund_in_place)
+    approval = pending_approval(shared_spec, "deny-1")
+
+    status, _, err = command(shared_spec, "approvals", "--deny", approval, dbos=system_database)
+
+    assert (status, err) == (0, "")
+    assert settle(workflow_id)["stop_reason"] == "blocked"
+    assert lines(setup["ledger"]) == []
+
+
+def test_a_forged_wake_up_releases_nothing(
+    launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec, system_database: str
+) -> None:
+    workflow_id = start(setup, "forged-1")
+    approval = pending_approval(shared_spec, "forged-1")
+    deadline = time.monotonic() + 10
+    while checks(workflow_id) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    before = checks(workflow_id)
+
+    # Anyone who can reach DBOS's database can send one; it carries no answer.
+    assert wake("forged-1", system_database_url=system_database) == [workflow_id]
+
+    deadline = time.monotonic() + 10
+    while checks(workflow_id) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert checks(workflow_id) == before + 1  # woken: it read the session again
+    still_waiting(workflow_id)
+    assert lines(setup["ledger"]) == []
+    assert lines(setup["log"]) == ["prompt"]
+
+    assert command(shared_spec, "approvals", "--approve", approval, dbos=system_database)[0] == 0
+    assert settle(workflow_id)["text"] == "Refunded."
+    assert lines(setup["ledger"]) == ["900"]
+
+
+@pytest.mark.parametrize("then", ["block", "escalate"])
+def test_a_timeout_becomes_what_the_policy_declared(
+    launch: Launch,
+    setup: dict[str, Any],
+    shared_spec: StoreSpec,
+    system_database: str,
+    then: str,
+) -> None:
+    setup |= {"timeout": "1s", "on_timeout": then}
+    session_id = f"timeout-{then}"
+    workflow_id = start(setup, session_id)
+    pending_approval(shared_spec, session_id)
+
+    if then == "block":
+        # No wake-up, no re-check in time: the wait ends at the deadline.
+        assert settle(workflow_id)["stop_reason"] == "blocked"
+        assert lines(setup["ledger"]) == []
+        return
+    store = open_store(shared_spec)
+    try:
+        deadline = time.monotonic() + 30
+        while (escalation := store.open_escalation(session_id)) is None:
+            assert time.monotonic() < deadline, "the run never escalated"
+            time.sleep(0.05)
+    finally:
+        close_store(store)
+    assert escalation.reason == "refund approval expired"
+    still_waiting(workflow_id)  # until a human resolves the escalation
+
+    status, out, err = command(
+        shared_spec,
+        "escalations",
+        "--resolve",
+        escalation.id,
+        "--resolution",
+        "refunded by hand",
+        dbos=system_database,
+    )
+
+    assert (status, err) == (0, ""), err
+    assert out.rstrip().endswith(f"; woke {workflow_id}")
+    assert settle(workflow_id)["stop_reason"] == "escalated"
+    assert lines(setup["ledger"]) == []
+
+
+def test_the_wait_survives_a_worker_killed_while_it_waits(
+    launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec, system_database: str
+) -> None:
+    """The worker is SIGKILLed mid-wait; DBOS launched again as the same executor (here,
+    in the test's process) recovers the workflow, which waits on and finishes once."""
+    workflow_id = f"stageware:{KIND}:restart-1:{uuid.uuid4().hex}"
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.dbos.waits_worker",
+            system_database,
+            WORKER,
+            workflow_id,
+            json.dumps(setup),
+            "restart-1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        approval = pending_approval(shared_spec, "restart-1")
+        deadline = time.monotonic() + 10
+        while checks(workflow_id) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert checks(workflow_id) == 1  # waiting in DBOS.recv
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.communicate(timeout=30)
+    status = DBOS.get_workflow_status(workflow_id)
+    assert status is not None and status.status == "PENDING"
+
+    launch(WORKER)  # the same executor id: recovery runs the workflow again, here
+    assert command(shared_spec, "approvals", "--approve", approval, dbos=system_database)[0] == 0
+
+    assert settle(workflow_id)["text"] == "Refunded."
+    assert lines(setup["ledger"]) == ["900"]
+    # The first invocation's step was handed back on the replay, not run again.
+    assert lines(setup["log"]) == ["prompt", "continue"]
+
+
+def test_wake_finds_the_runs_of_one_session_whatever_the_agent_kind() -> None:
+    ids = [
+        "stageware:refunds:c1:aa",
+        "stageware:support:c1:bb",
+        "stageware:refunds:c10:cc",
+        "stageware:refunds:c1",
+        "other:refunds:c1:dd",
+    ]
+    assert waiting_on("c1", ids) == ["stageware:refunds:c1:aa", "stageware:support:c1:bb"]
