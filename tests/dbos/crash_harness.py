@@ -31,7 +31,7 @@ import pytest
 from stageware import StoredSession
 from tests.host.sessions.stores import close_store
 
-from .crash_worker import ANSWER, KIND, PROMPT, Ledger, WorkerConfig, open_sessions
+from .crash_worker import ANSWER, KIND, PROMPT, Ledger, WorkerConfig, open_sessions, requests
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 POSTGRES_URL_VARIABLE: Final = "STAGEWARE_TEST_POSTGRES_URL"
@@ -267,7 +267,8 @@ def workflow_status(config: WorkerConfig, timeout: float = BOUND) -> Any:
         prefix = f"stageware:{KIND}:{config.session}:"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            found = client.list_workflows(workflow_id_prefix=prefix)
+            listed = client.list_workflows(workflow_id_prefix=prefix)
+            found = [w for w in listed if w.workflow_id in requests(listed)]
             assert len(found) <= 1, [w.workflow_id for w in found]
             if found and found[0].status not in ("PENDING", "ENQUEUED"):
                 return found[0]

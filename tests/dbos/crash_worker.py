@@ -400,11 +400,13 @@ def main(text: str) -> None:
         )
 
     agent = DurableAgent(KIND, build)
+    import inspect
+
+    watching = {"watch_seconds": config.watch_seconds}
+    if "watch_seconds" not in inspect.signature(launch).parameters:
+        watching = {}
     launch(
-        name=config.app,
-        database_url=config.database,
-        executor_id=config.executor_id,
-        watch_seconds=config.watch_seconds,
+        name=config.app, database_url=config.database, executor_id=config.executor_id, **watching
     )
     if config.job == "run":
         result = agent.run(PROMPT, session_id=config.session)
@@ -422,6 +424,12 @@ def main(text: str) -> None:
     shutdown()
 
 
+def requests(workflows: list[Any]) -> list[str]:
+    """The ids of the request workflows among *workflows* (not their invocations,
+    ``<request id>/<n>``)."""
+    return [str(w.workflow_id) for w in workflows if "/" not in str(w.workflow_id)]
+
+
 def finish(config: WorkerConfig) -> dict[str, Any]:
     """The result of the session's workflow, which this process's launch recovered."""
     from dbos import DBOS
@@ -429,9 +437,9 @@ def finish(config: WorkerConfig) -> dict[str, Any]:
     prefix = f"stageware:{KIND}:{config.session}:"
     deadline = time.monotonic() + ALIVE_SECONDS
     while time.monotonic() < deadline:
-        found = DBOS.list_workflows(workflow_id_prefix=prefix)
+        found = requests(DBOS.list_workflows(workflow_id_prefix=prefix))
         if found:
-            result: Any = DBOS.retrieve_workflow(found[0].workflow_id).get_result()
+            result: Any = DBOS.retrieve_workflow(found[0]).get_result()
             return dict(asdict(result))
         time.sleep(0.1)
     raise SystemExit(f"no workflow starts with {prefix!r}")
