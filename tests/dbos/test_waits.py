@@ -185,9 +185,7 @@ def test_an_approval_from_the_command_line_in_another_process_finishes_the_run_o
     still_waiting(workflow_id, 0.5)
     assert lines(setup["ledger"]) == []
 
-    status, out, err = command(
-        shared_spec, "approvals", "--approve", approval, dbos=system_database
-    )
+    status, out, err = command(shared_spec, "approvals", "--approve", approval, dbos=system_database)
 
     assert (status, err) == (0, "")
     assert out.rstrip().endswith(f"; woke {workflow_id}")
