@@ -376,8 +376,8 @@ def gate_journal(config: WorkerConfig) -> None:
         gate.after(number)
         return result
 
-    DBOSJournal.reserve = reserve  # type: ignore[method-assign]
-    DBOSJournal.run = run  # type: ignore[method-assign]
+    setattr(DBOSJournal, "reserve", reserve)  # noqa: B010 (a method replaced, on purpose)
+    setattr(DBOSJournal, "run", run)  # noqa: B010
 
 
 def main(text: str) -> None:
@@ -405,9 +405,8 @@ def main(text: str) -> None:
     watching = {"watch_seconds": config.watch_seconds}
     if "watch_seconds" not in inspect.signature(launch).parameters:
         watching = {}
-    launch(
-        name=config.app, database_url=config.database, executor_id=config.executor_id, **watching
-    )
+    start: Any = launch
+    start(name=config.app, database_url=config.database, executor_id=config.executor_id, **watching)
     if config.job == "run":
         result = agent.run(PROMPT, session_id=config.session)
         report(**asdict(result))
@@ -432,15 +431,17 @@ def requests(workflows: list[Any]) -> list[str]:
 
 def finish(config: WorkerConfig) -> dict[str, Any]:
     """The result of the session's workflow, which this process's launch recovered."""
-    from dbos import DBOS
+    from dbos import DBOS, WorkflowHandle
+
+    from stageware.dbos import DurableResult
 
     prefix = f"stageware:{KIND}:{config.session}:"
     deadline = time.monotonic() + ALIVE_SECONDS
     while time.monotonic() < deadline:
         found = requests(DBOS.list_workflows(workflow_id_prefix=prefix))
         if found:
-            result: Any = DBOS.retrieve_workflow(found[0]).get_result()
-            return dict(asdict(result))
+            handle: WorkflowHandle[DurableResult] = DBOS.retrieve_workflow(found[0])
+            return asdict(handle.get_result())
         time.sleep(0.1)
     raise SystemExit(f"no workflow starts with {prefix!r}")
 

@@ -41,6 +41,8 @@ from .crash_worker import STEPS, Ledger
 # that stores the pending approval; while the workflow waits for it; after the run's
 # final save, before the workflow records its end.
 POINTS: list[int | str] = [*range(STEPS), "interrupt", "waiting", "final"]
+# The place of each tool call among the steps (model, t1, t2, model, t3, model).
+TOOL_STEPS = {"t1": 2, "t2": 3, "t3": 5}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,24 @@ def kill_and_recover(
         if point != "waiting":
             a.killed()
         status = workflow_status(dying)
-        return violations(dying, reference, interrupt_id, status)
+        found = violations(dying, reference, interrupt_id, status)
+    # The kill landed where it was meant to: A ran the tools of the steps before it, B the
+    # others (a tool that ran twice is reported above).
+    ran: dict[str, set[int]] = {}
+    for tool_use_id, _, pid in Ledger(dying.ledger).rows():
+        ran.setdefault(tool_use_id, set()).add(pid)
+    expected = {t: {a.process.pid if ran_before(point, t) else b.process.pid} for t in ran}
+    if ran != expected:
+        found.append(f"the tools ran in {ran}, not as the kill point says: {expected}")
+    return found
+
+
+def ran_before(point: int | str, tool_use_id: str) -> bool:
+    """Whether the dying worker ran *tool_use_id* before it died at *point*."""
+    if point == "final":
+        return True
+    recorded = 4 if point in ("interrupt", "waiting") else int(point)
+    return TOOL_STEPS[tool_use_id] <= recorded
 
 
 @pytest.mark.parametrize("point", POINTS, ids=[f"after-{p}" for p in POINTS])
