@@ -3,8 +3,9 @@
 ``DurableAgent`` registers an agent kind's workflows; ``launch`` starts DBOS in the
 process (a system database on SQLite or PostgreSQL); a request then runs as a DBOS
 workflow that a worker killed at any point resumes, on restart or on another worker,
-without calling a model or running a tool again whose result was recorded. It needs the
-``dbos`` package::
+without calling a model or running a tool again whose result was recorded. A run that
+stops on approvals waits for them durably (``wait_for_answers``); ``wake`` makes a
+waiting run look at its session again. It needs the ``dbos`` package::
 
     pip install 'stageware[dbos]'
 

@@ -1,5 +1,84 @@
-"""The session-store fixtures of ``tests/host/sessions``, for the DBOS tests."""
+"""Fixtures: DBOS launched for a test on SQLite and on PostgreSQL, with a session store.
+
+``durable`` runs a test twice: DBOS's system database and the sessions in SQLite files
+of the test's own, then in fresh schemas on the PostgreSQL server the session store tests
+use (``STAGEWARE_TEST_POSTGRES_URL``; without it the case skips, and fails when ``CI`` is
+set). DBOS is launched with ``tests.dbos.kinds.SETUP`` filled in, and shut down after.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 from tests.host.sessions.conftest import postgres_server, postgres_spec, shared_spec
+from tests.host.sessions.stores import (
+    HOW_TO_RUN_POSTGRES,
+    StoreSpec,
+    fresh_schema_name,
+    postgres_url,
+)
 
+from .kinds import SETUP, Setup, launch_for_tests, shutdown_for_tests
+
+# The session store tests' fixtures, for the tests of the durable waits.
 __all__ = ["postgres_server", "postgres_spec", "shared_spec"]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def setup_for(backend: str, directory: Path) -> Setup:
+    """A ``Setup`` on *backend* (``sqlite`` or ``postgres``) with its files in *directory*."""
+    if backend == "sqlite":
+        return Setup(
+            store_spec=StoreSpec("sqlite", str(directory / "sessions.db")).to_json(),
+            dbos_url=f"sqlite:///{directory / 'dbos.db'}",
+            tool_log=str(directory / "tools.log"),
+        )
+    url = postgres_url()
+    if url is None:
+        if _in_ci():
+            pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
+        pytest.skip(HOW_TO_RUN_POSTGRES)
+    return Setup(
+        store_spec=StoreSpec("postgres", url, fresh_schema_name()).to_json(),
+        dbos_url=url,
+        dbos_schema=fresh_schema_name(),
+        executor_id=f"tests-{fresh_schema_name()}",
+        tool_log=str(directory / "tools.log"),
+    )
+
+
+def use(setup: Setup) -> None:
+    """Make *setup* this process's ``SETUP``."""
+    for name, value in vars(setup).items():
+        setattr(SETUP, name, value)
+    SETUP.model_calls = []
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def setup(backend: str, tmp_path: Path) -> Setup:
+    """``SETUP`` for the test, not launched yet."""
+    made = setup_for(backend, tmp_path)
+    use(made)
+    return SETUP
+
+
+@pytest.fixture
+def durable(setup: Setup) -> Iterator[Setup]:
+    """DBOS launched on the test's databases, and ``SETUP`` with its store open."""
+    launch_for_tests()
+    try:
+        yield setup
+    finally:
+        shutdown_for_tests()

@@ -16,14 +16,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, cast
 
 import pytest
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from stageware._dbos._wake import waiting_on, wake
-from tests.host.sessions.stores import StoreSpec, close_store, open_store
+from tests.host.sessions.conftest import worker_database
+from tests.host.sessions.stores import POSTGRES_URL_VARIABLE, StoreSpec, close_store, open_store
 
 from .waits_flow import KIND, refund_in_place, refund_until_answered
 
@@ -38,18 +38,8 @@ def _system_database(spec: StoreSpec, tmp_path: Path) -> Iterator[str]:
     if spec.kind == "sqlite":
         yield f"sqlite:///{tmp_path / 'dbos.sqlite'}"
         return
-    import psycopg
-
-    server = os.environ["STAGEWARE_TEST_POSTGRES_URL"]
-    name = f"dbos_{uuid.uuid4().hex[:12]}"
-    parts = urlsplit(server)
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    # A database of the test's own on the server: DBOS makes its tables there.
+    yield from worker_database(os.environ[POSTGRES_URL_VARIABLE], f"dbos_{uuid.uuid4().hex[:12]}")
 
 
 Launch = Callable[..., None]
@@ -106,13 +96,16 @@ def start(setup: dict[str, Any], session_id: str, flow: Any = refund_until_answe
 
 
 def pending_approval(spec: StoreSpec, session_id: str) -> str:
-    """The id of the approval the session waits on, once the run has suspended."""
+    """The id of the approval the session waits on, once the run has suspended and
+    released the session."""
     store = open_store(spec)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             stored = store.load(session_id)
-            if stored is not None:
+            # Once the run has released the session: the command refuses to answer a
+            # session a worker holds.
+            if stored is not None and stored.lease is None:
                 waiting = [
                     i["id"]
                     for i in stored.snapshot["interrupt_state"]["interrupts"]
@@ -140,8 +133,7 @@ def settle(workflow_id: str, timeout: float = 30) -> dict[str, Any]:
         status = DBOS.get_workflow_status(workflow_id)
         assert status is not None
         if status.status == "SUCCESS":
-            result: dict[str, Any] = DBOS.retrieve_workflow(workflow_id).get_result()
-            return result
+            return cast(dict[str, Any], DBOS.retrieve_workflow(workflow_id).get_result())
         assert status.status == "PENDING", (status.status, status.error)
         time.sleep(0.05)
     raise AssertionError(f"{workflow_id} is still waiting after {timeout}s")
@@ -150,11 +142,15 @@ def settle(workflow_id: str, timeout: float = 30) -> dict[str, Any]:
 def still_waiting(workflow_id: str, seconds: float = 1.0) -> None:
     time.sleep(seconds)
     status = DBOS.get_workflow_status(workflow_id)
-    assert status is not None and status.status == "PENDING"
+    assert status is not None
+    assert status.status == "PENDING"
 
 
-def command(spec: StoreSpec, *arguments: str, dbos: str | None = None) -> tuple[int, str, str]:
-    """Run the real ``stageware policy ...`` command, as the OS account running the tests."""
+def command(
+    spec: StoreSpec, *arguments: str, dbos: str | None = None, dbos_env: str | None = None
+) -> tuple[int, str, str]:
+    """Run the real ``stageware policy ...`` command, as the OS account running the tests;
+    given the DBOS system database with ``--dbos`` (*dbos*) or ``STAGEWARE_DBOS_URL``."""
     store = (
         ["--store", f"sqlite:///{spec.target}"]
         if spec.kind == "sqlite"
@@ -165,6 +161,8 @@ def command(spec: StoreSpec, *arguments: str, dbos: str | None = None) -> tuple[
         for k, v in os.environ.items()
         if k not in {"STAGEWARE_APPROVAL_AUTHENTICATOR", "STAGEWARE_DBOS_URL"}
     }
+    if dbos_env is not None:
+        env["STAGEWARE_DBOS_URL"] = dbos_env
     action, *rest = arguments
     done = subprocess.run(
         [STAGEWARE, "policy", action, *store, *rest, *([] if dbos is None else ["--dbos", dbos])],
@@ -185,7 +183,9 @@ def test_an_approval_from_the_command_line_in_another_process_finishes_the_run_o
     still_waiting(workflow_id, 0.5)
     assert lines(setup["ledger"]) == []
 
-    status, out, err = command(shared_spec, "approvals", "--approve", approval, dbos=system_database)
+    status, out, err = command(
+        shared_spec, "approvals", "--approve", approval, dbos=system_database
+    )
 
     assert (status, err) == (0, "")
     assert out.rstrip().endswith(f"; woke {workflow_id}")
@@ -194,7 +194,8 @@ def test_an_approval_from_the_command_line_in_another_process_finishes_the_run_o
     assert lines(setup["log"]) == ["prompt", "continue"]
     # The same approval again finds nothing waiting; nothing runs twice.
     status, _, err = command(shared_spec, "approvals", "--approve", approval, dbos=system_database)
-    assert status == 2 and "no session waits on an approval" in err
+    assert status == 2
+    assert "no session waits on an approval" in err
     assert lines(setup["ledger"]) == ["900"]
 
 
@@ -204,9 +205,12 @@ def test_a_denial_blocks_the_step(
     workflow_id = start(setup, "deny-1", refund_in_place)
     approval = pending_approval(shared_spec, "deny-1")
 
-    status, _, err = command(shared_spec, "approvals", "--deny", approval, dbos=system_database)
+    status, out, err = command(
+        shared_spec, "approvals", "--deny", approval, dbos_env=system_database
+    )
 
     assert (status, err) == (0, "")
+    assert out.rstrip().endswith(f"; woke {workflow_id}")
     assert settle(workflow_id)["stop_reason"] == "blocked"
     assert lines(setup["ledger"]) == []
 
@@ -234,6 +238,21 @@ def test_a_forged_wake_up_releases_nothing(
 
     assert command(shared_spec, "approvals", "--approve", approval, dbos=system_database)[0] == 0
     assert settle(workflow_id)["text"] == "Refunded."
+    assert lines(setup["ledger"]) == ["900"]
+
+
+def test_an_answer_stored_without_a_wake_up_is_found_by_the_re_check(
+    launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec
+) -> None:
+    setup["recheck"] = 1.0
+    workflow_id = start(setup, "recheck-1")
+    approval = pending_approval(shared_spec, "recheck-1")
+
+    status, out, _ = command(shared_spec, "approvals", "--approve", approval)  # no --dbos
+
+    assert status == 0
+    assert "woke" not in out
+    assert settle(workflow_id, timeout=10)["text"] == "Refunded."
     assert lines(setup["ledger"]) == ["900"]
 
 
@@ -314,7 +333,8 @@ def test_the_wait_survives_a_worker_killed_while_it_waits(
         worker.send_signal(signal.SIGKILL)
         worker.communicate(timeout=30)
     status = DBOS.get_workflow_status(workflow_id)
-    assert status is not None and status.status == "PENDING"
+    assert status is not None
+    assert status.status == "PENDING"
 
     launch(WORKER)  # the same executor id: recovery runs the workflow again, here
     assert command(shared_spec, "approvals", "--approve", approval, dbos=system_database)[0] == 0

@@ -43,9 +43,7 @@ def _guard(setup: Setup) -> Any:
 
     @policy_middleware(hooks=["tool.before"], fail_mode="closed", name="refund_guard")
     async def refund_guard(event: ToolCallEvent, env: PolicyEnv) -> Suspend:
-        return Suspend(
-            "a refund needs a manager", timeout=setup["timeout"], on_timeout=on_timeout
-        )
+        return Suspend("a refund needs a manager", timeout=setup["timeout"], on_timeout=on_timeout)
 
     return refund_guard
 
@@ -122,7 +120,9 @@ async def refund_in_place(setup_json: str, session_id: str) -> dict[str, Any]:
     setup: Setup = json.loads(setup_json)
     store = open_store(StoreSpec.from_json(setup["spec"]))
     try:
-        agent = _agent(setup, session_id, store, [calls(("refund", {"amount": 900}, "t1")), "Refunded."])
+        agent = _agent(
+            setup, session_id, store, [calls(("refund", {"amount": 900}, "t1")), "Refunded."]
+        )
         result = await agent.invoke_async("refund 900")
         await wait_for_answers(
             agent, result, workflow_id=str(DBOS.workflow_id), recheck_seconds=setup["recheck"]

@@ -1,0 +1,95 @@
+"""DurableAgent on real DBOS: a request runs as a workflow, each call a recorded step."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from dbos import DBOS
+
+from stageware.dbos import DurableAgent, DurableResult
+
+from .kinds import Setup, failing, history, storeless, support
+from .kinds import build_support as support_agent
+
+
+def _steps(workflow_id: str) -> list[str]:
+    return [step["function_name"] for step in DBOS.list_workflow_steps(workflow_id)]
+
+
+def test_a_request_runs_as_a_workflow_with_each_call_a_step(durable: Setup) -> None:
+    result = support.run("I was charged twice", session_id="c1")
+
+    assert isinstance(result, DurableResult)
+    assert (result.stop_reason, result.text, result.error) == ("end_turn", "Refunded 30 EUR.", None)
+    assert result.session_id == "c1"
+    assert result.workflow_id.startswith("stageware:test-support:c1:")
+    assert durable.tool_runs() == ["refund:30"]
+    assert len(durable.model_calls) == 2
+    assert history(durable, "c1") == ["user", "tool_use", "tool_result", "assistant"]
+    assert _steps(result.workflow_id + "/1") == [
+        "stageware:session-version",
+        "model:scripted",
+        "tool:refund",
+        "model:scripted",
+    ]
+    assert DurableResult.from_dict(result.to_dict()) == result
+
+
+def test_start_gives_a_handle_and_run_async_awaits(durable: Setup) -> None:
+    handle = support.start("hello", session_id="c2")
+    assert handle.get_result().text == "Refunded 30 EUR."
+
+    async def second() -> DurableResult:
+        return await support.run_async("again", session_id="c2")
+
+    result = anyio.run(second)
+    assert result.text == "Refunded 30 EUR."
+    assert history(durable, "c2") == ["user", "tool_use", "tool_result", "assistant"] * 2
+    assert durable.tool_runs() == ["refund:30"] * 2
+
+
+def test_requests_enqueued_for_one_session_run_one_after_another(durable: Setup) -> None:
+    queue = DBOS.register_queue("test-agents", partition_concurrency=1, polling_interval_sec=0.1)
+    handles = [support.enqueue(queue, f"request {n}", session_id="c3") for n in range(3)]
+
+    results = [handle.get_result() for handle in handles]
+
+    # Side by side, the second and third would have found the first's lease.
+    assert [result.error for result in results] == [None, None, None]
+    assert history(durable, "c3") == ["user", "tool_use", "tool_result", "assistant"] * 3
+    assert durable.tool_runs() == ["refund:30"] * 3
+
+
+def test_an_invocation_that_raises_ends_the_request_with_its_error(durable: Setup) -> None:
+    result = failing.run("hello", session_id="c4")
+
+    assert result.stop_reason == "error"
+    assert result.error == "ModelError: the provider is down"
+    assert result.text == ""
+
+
+def test_a_factory_whose_agent_has_no_session_is_refused(durable: Setup) -> None:
+    with pytest.raises(Exception, match="build it with session_store=") as caught:
+        storeless.run("hello", session_id="c5")
+    assert "test-storeless" in str(caught.value)
+
+
+def test_a_prompt_that_is_no_prompt_is_refused_before_a_workflow_starts(durable: Setup) -> None:
+    with pytest.raises(TypeError, match="a prompt is a str"):
+        support.start(42, session_id="c6")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def test_a_kind_is_registered_once() -> None:
+    with pytest.raises(RuntimeError, match="registered already"):
+        DurableAgent("test-support", lambda session_id: support_agent(session_id))
+
+
+@pytest.mark.parametrize("kind", ["", "has:colon", "has space", "x" * 101])
+def test_a_kind_that_cannot_be_part_of_a_workflow_id_is_refused(kind: str) -> None:
+    with pytest.raises(ValueError, match="agent kind"):
+        DurableAgent(kind, support_agent)
+
+
+def test_a_durable_agent_built_after_launch_is_refused(durable: Setup) -> None:
+    with pytest.raises(RuntimeError, match=r"before stageware\.dbos\.launch"):
+        DurableAgent("test-late", support_agent)
