@@ -37,6 +37,18 @@ def test_importing_the_agent_loads_neither_pydantic_nor_asyncio() -> None:
     assert _run(code) == []
 
 
+def test_importing_stageware_loads_no_durable_execution_engine() -> None:
+    # DBOS is the dbos extra's: only stageware.dbos imports it.
+    code = _BEFORE + (
+        "import stageware\n"
+        "from stageware import Agent, SQLiteSessionStore\n"
+        "loaded = set(sys.modules) - before\n"
+        "print(json.dumps(sorted(m for m in loaded if m.partition('.')[0] in {'dbos', 'sqlalchemy'}"
+        " or m.startswith('stageware._dbos'))))"
+    )
+    assert _run(code) == []
+
+
 def test_the_ready_made_middleware_costs_no_more_to_import_than_the_agent() -> None:
     # Measured against the agent's own import, which the middleware is used with.
     code = _BEFORE + (

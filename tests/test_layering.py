@@ -139,3 +139,17 @@ def test_no_lower_layer_imports_the_ready_made_middleware(layer: str) -> None:
         if module.startswith(("stageware._middleware", "stageware.middleware"))
     ]
     assert upward == []
+
+
+@pytest.mark.parametrize("layer", ["_runtime", "_generated", "_host", "_policy", "_middleware"])
+def test_only_the_dbos_integration_imports_dbos(layer: str) -> None:
+    # The dbos extra's engine stays behind stageware.dbos: every layer below imports
+    # without it (the command line's wake-up imports stageware._dbos lazily, when asked).
+    found = [
+        (str(path.relative_to(PACKAGE)), line, module)
+        for path in sorted((PACKAGE / layer).rglob("*.py"))
+        for line, module in _imports(path)
+        if module.partition(".")[0] == "dbos"
+        or module.startswith(("stageware._dbos", "stageware.dbos"))
+    ]
+    assert found == []

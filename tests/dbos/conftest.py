@@ -9,12 +9,18 @@ set). DBOS is launched with ``tests.dbos.kinds.SETUP`` filled in, and shut down 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.host.sessions.conftest import postgres_server, postgres_spec, shared_spec
+from tests.host.sessions.conftest import (
+    postgres_server,
+    postgres_spec,
+    shared_spec,
+    worker_database,
+)
 from tests.host.sessions.stores import (
     HOW_TO_RUN_POSTGRES,
     StoreSpec,
@@ -32,26 +38,31 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
-def setup_for(backend: str, directory: Path) -> Setup:
-    """A ``Setup`` on *backend* (``sqlite`` or ``postgres``) with its files in *directory*."""
+def setup_for(backend: str, directory: Path) -> Iterator[Setup]:
+    """A ``Setup`` on *backend* (``sqlite`` or ``postgres``) with its files in *directory*.
+
+    On PostgreSQL the sessions are in a schema of the test's own, and DBOS in a database
+    of the test's own (dropped after), where the command line's DBOS client finds it.
+    """
     if backend == "sqlite":
-        return Setup(
+        yield Setup(
             store_spec=StoreSpec("sqlite", str(directory / "sessions.db")).to_json(),
             dbos_url=f"sqlite:///{directory / 'dbos.db'}",
             tool_log=str(directory / "tools.log"),
         )
+        return
     url = postgres_url()
     if url is None:
         if _in_ci():
             pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
         pytest.skip(HOW_TO_RUN_POSTGRES)
-    return Setup(
-        store_spec=StoreSpec("postgres", url, fresh_schema_name()).to_json(),
-        dbos_url=url,
-        dbos_schema=fresh_schema_name(),
-        executor_id=f"tests-{fresh_schema_name()}",
-        tool_log=str(directory / "tools.log"),
-    )
+    for dbos_url in worker_database(url, f"dbos_{uuid.uuid4().hex[:12]}"):
+        yield Setup(
+            store_spec=StoreSpec("postgres", url, fresh_schema_name()).to_json(),
+            dbos_url=dbos_url,
+            executor_id=f"tests-{uuid.uuid4().hex[:12]}",
+            tool_log=str(directory / "tools.log"),
+        )
 
 
 def use(setup: Setup) -> None:
@@ -67,11 +78,11 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def setup(backend: str, tmp_path: Path) -> Setup:
+def setup(backend: str, tmp_path: Path) -> Iterator[Setup]:
     """``SETUP`` for the test, not launched yet."""
-    made = setup_for(backend, tmp_path)
-    use(made)
-    return SETUP
+    for made in setup_for(backend, tmp_path):
+        use(made)
+        yield SETUP
 
 
 @pytest.fixture

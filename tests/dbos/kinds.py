@@ -40,6 +40,8 @@ from stageware._host.models import ModelError
 from stageware._host.models._scripted import ModelRequest
 from stageware._host.sessions import SessionStore
 from stageware.dbos import DurableAgent, launch, shutdown
+from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent
+from stageware.policy import middleware as policy_middleware
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 
 APP_VERSION: Final = "stageware-tests"
@@ -52,7 +54,6 @@ class Setup:
 
     store_spec: str = ""
     dbos_url: str = ""
-    dbos_schema: str = ""
     executor_id: str = ""
     tool_log: str = ""
     crash: str = ""
@@ -66,10 +67,7 @@ class Setup:
         return json.dumps(data)
 
     def dbos_config(self) -> DBOSConfig:
-        config: DBOSConfig = {"log_level": "WARNING", "application_version": APP_VERSION}
-        if self.dbos_schema:
-            config["dbos_system_schema"] = self.dbos_schema
-        return config
+        return {"log_level": "WARNING", "application_version": APP_VERSION}
 
     def tool_runs(self) -> list[str]:
         path = Path(self.tool_log)
@@ -128,6 +126,22 @@ def build_support(session_id: str) -> Agent:
     return agent
 
 
+@policy_middleware(hooks=["tool.before"], fail_mode="closed", name="refund_guard")
+async def _refund_guard(event: ToolCallEvent, env: PolicyEnv) -> Suspend:
+    return Suspend("a refund needs a manager")
+
+
+def build_approved(session_id: str) -> Agent:
+    return Agent(
+        ScriptedModel([_respond] * 20),
+        tools=[refund],
+        policy=PolicyEngine([_refund_guard]),
+        session_store=_store(),
+        session_id=session_id,
+        session_lease=SETUP.lease_seconds,
+    )
+
+
 def build_failing(session_id: str) -> Agent:
     return Agent(
         ScriptedModel([ModelError("the provider is down")]),
@@ -141,6 +155,8 @@ def build_storeless(session_id: str) -> Agent:
 
 
 support = DurableAgent("test-support", build_support)
+approved = DurableAgent("test-approved", build_approved)
+unwaited = DurableAgent("test-unwaited", build_approved, wait_for_approvals=False)
 failing = DurableAgent("test-failing", build_failing)
 storeless = DurableAgent("test-storeless", build_storeless)
 

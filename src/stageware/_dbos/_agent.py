@@ -37,6 +37,7 @@ from dbos import error as dbos_error
 
 from stageware._host._agent import Agent
 from stageware._host._agent_result import AgentResult
+from stageware._host._interrupt_state import InterruptState
 from stageware._host._journal import journal_scope
 from stageware._host._prompt import prompt_messages
 
@@ -44,6 +45,7 @@ from . import _ids, _replay
 from ._journal import DBOSJournal
 from ._launch import check_not_launched
 from ._result import DurableResult
+from ._waits import wait_for_session
 
 if TYPE_CHECKING:
     from stageware._host.sessions import SessionStore
@@ -210,8 +212,33 @@ class DurableAgent:
     async def _run_request(self, session_id: str, prompt: DurablePrompt) -> DurableResult:
         request_id = _required_workflow_id()
         number = 1
-        with SetWorkflowID(_ids.invocation_id(request_id, number)):
-            result = await self._invocation(session_id, prompt)
+        result = await self._invoke(request_id, number, session_id, prompt)
+        while self._wait_for_approvals and result.stop_reason in _WAITED_FOR:
+            # A fresh agent, for its store: the factory owns the application's stores.
+            agent = await anyio.to_thread.run_sync(self._agent, session_id)
+            store = _store_of(agent, self.kind, session_id)
+            await wait_for_session(
+                store,
+                session_id,
+                result.stop_reason,
+                result.escalation_id,
+                workflow_id=request_id,
+            )
+            if result.stop_reason == "escalated":
+                break  # resolved: the run is over, and the session takes prompts again
+            # Recorded, so that a replay decides as the first run did: the run is ours to
+            # continue only while the interrupt cycle it stopped in is still open (another
+            # request may have resumed it with its answers meanwhile).
+            go_on: bool = await DBOS.run_step_async(
+                {"name": "stageware:continue"},
+                _cycle_open,
+                store,
+                session_id,
+            )
+            if not go_on:
+                break
+            number += 1
+            result = await self._invoke(request_id, number, session_id, None)
         return DurableResult(
             session_id=session_id,
             workflow_id=request_id,
@@ -219,7 +246,15 @@ class DurableAgent:
             text=result.text,
             error=result.error,
             interrupts=result.interrupts,
+            escalation_id=result.escalation_id,
         )
+
+    async def _invoke(
+        self, request_id: str, number: int, session_id: str, prompt: DurablePrompt
+    ) -> DurableResult:
+        """Run the request's *number*-th invocation as its child workflow."""
+        with SetWorkflowID(_ids.invocation_id(request_id, number)):
+            return await self._invocation(session_id, prompt)
 
     async def _run_invocation(self, session_id: str, prompt: DurablePrompt) -> DurableResult:
         key = _required_workflow_id()
@@ -290,6 +325,17 @@ def _checked(prompt: DurablePrompt) -> DurablePrompt:
     return prompt
 
 
+_WAITED_FOR: Final = frozenset({"interrupt", "escalated"})
+
+
+def _cycle_open(store: SessionStore, session_id: str) -> bool:
+    """Whether the session's run still stands in an interrupt cycle, to be continued."""
+    stored = store.load(session_id)
+    if stored is None:
+        return False
+    return InterruptState.from_dict(stored.snapshot["interrupt_state"]).activated
+
+
 def _result(session_id: str, key: str, result: AgentResult[Any]) -> DurableResult:
     return DurableResult(
         session_id=session_id,
@@ -297,6 +343,7 @@ def _result(session_id: str, key: str, result: AgentResult[Any]) -> DurableResul
         stop_reason=result.stop_reason,
         text=result.text,
         interrupts=tuple(interrupt.id for interrupt in result.interrupts),
+        escalation_id=None if result.halt is None else result.halt.escalation_id,
     )
 
 

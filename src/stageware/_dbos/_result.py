@@ -30,6 +30,8 @@ class DurableResult:
         interrupts: The ids of the interrupts the run waits for when ``stop_reason`` is
             ``interrupt`` (with ``wait_for_approvals=False``, or after a wait that ended
             with some unanswered).
+        escalation_id: The escalation recorded when ``stop_reason`` is ``escalated``
+            (``None`` when it is not known: a run recovered after its final save).
     """
 
     session_id: str
@@ -38,6 +40,7 @@ class DurableResult:
     text: str
     error: str | None = None
     interrupts: tuple[str, ...] = field(default=())
+    escalation_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data."""
@@ -48,6 +51,7 @@ class DurableResult:
             "text": self.text,
             "error": self.error,
             "interrupts": list(self.interrupts),
+            "escalation_id": self.escalation_id,
         }
 
     @classmethod
@@ -60,4 +64,5 @@ class DurableResult:
             text=data["text"],
             error=data["error"],
             interrupts=tuple(data["interrupts"]),
+            escalation_id=data["escalation_id"],
         )
