@@ -17,6 +17,7 @@ from __future__ import annotations
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent, DurablePrompt
+    from stageware._dbos._durably import run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
     from stageware._dbos._result import DurableResult
@@ -41,6 +42,7 @@ __all__ = [
     "DurableResult",
     "ReplayedError",
     "launch",
+    "run_durably",
     "shutdown",
     "wait_for_answers",
     "wake",

@@ -3,11 +3,12 @@
     python -m tests.dbos.liveness_worker CONFIG_JSON serve
     python -m tests.dbos.liveness_worker CONFIG_JSON start WORKFLOW_ID
 
-It holds its executor id's lock, launches DBOS and watches for dead workers, as
-``stageware.dbos.launch`` does on PostgreSQL. ``start`` also starts one workflow, which
-records a first step, waits for a message on the topic ``go`` and records a second step:
-each step writes one row to the test's ledger (who ran which step), so the test can count
-runs. It prints ``ready`` when launched and runs until it is killed.
+It launches DBOS with ``stageware.dbos.launch``, which on PostgreSQL holds the executor
+id's liveness lock and starts the watcher that recovers dead workers' workflows. ``start``
+also starts one workflow, which records a first step, waits for a message on the topic
+``go`` and records a second step: each step writes one row to the test's ledger (who ran
+which step), so the test can count runs. It prints ``ready`` when launched and runs until
+it is killed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import psycopg
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 from psycopg import sql
 
-from stageware._dbos._liveness import Liveness
+from stageware.dbos import launch
 
 _config: dict[str, Any] = {}
 
@@ -49,25 +50,18 @@ async def waiting_workflow() -> None:
 async def main(config: dict[str, Any], command: list[str]) -> None:
     _config.update(config)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
-    liveness = Liveness(
-        config["url"],
-        executor_id=config["executor_id"],
-        application_name=config["app"],
-        system_schema=config["schema"],
-        watch_seconds=config["watch_seconds"],
-    )
-    liveness.hold()
     dbos_config: DBOSConfig = {
-        "name": config["app"],
-        "system_database_url": config["url"],
         "dbos_system_schema": config["schema"],
-        "executor_id": config["executor_id"],
         "application_version": "liveness-test",
         "notification_listener_polling_interval_sec": 0.1,
     }
-    DBOS(config=dbos_config)
-    DBOS.launch()
-    liveness.start()
+    launch(
+        name=config["app"],
+        database_url=config["url"],
+        executor_id=config["executor_id"],
+        config=dbos_config,
+        watch_seconds=config["watch_seconds"],
+    )
     if command[0] == "start":
         with SetWorkflowID(command[1]):
             await DBOS.start_workflow_async(waiting_workflow)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,76 @@ def litellm_proxy(
     proxy = LiteLLMProxy.start(executable, models, tmp_path_factory.mktemp("litellm"))
     yield proxy
     proxy.stop()
+
+
+# -- the agent tests, with and without DBOS ---------------------------------------------
+#
+# The issue: "the existing host tests pass with the integration switched on". Every test
+# of the agent's behaviour (tests/host/test_agent_*.py) runs twice: ``plain``, and
+# ``dbos``, where every Agent the test builds runs its invocations as DBOS workflows
+# (stageware.dbos.run_durably), each model and tool call a checkpointed step.
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.definition.path.name
+    if "agent_mode" in metafunc.fixturenames and module.startswith("test_agent_"):
+        metafunc.parametrize("agent_mode", ["plain", "dbos"])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # DBOS runs workflows on asyncio only: a test on trio runs plain, once, so the dbos
+    # copy of a trio case is left out (deselected, not skipped: there is nothing to run).
+    left_out = [item for item in items if _dbos_on_trio(item)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if not _dbos_on_trio(item)]
+
+
+def _dbos_on_trio(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return False
+    params: dict[str, object] = callspec.params
+    return params.get("agent_mode") == "dbos" and params.get("anyio_backend") == "trio"
+
+
+@pytest.fixture
+def agent_mode() -> str:
+    """``plain`` outside the agent tests (which parametrize it)."""
+    return "plain"
+
+
+@pytest.fixture(scope="session")
+def dbos_launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """DBOS on an SQLite system database of this test process, launched once."""
+    dbos = pytest.importorskip("stageware.dbos", reason="the dbos mode needs the dbos extra")
+    database = tmp_path_factory.mktemp("dbos") / "system.sqlite"
+    dbos.launch(
+        name="stageware-host-tests",
+        database_url=f"sqlite:///{database}",
+        config={"log_level": "WARNING", "notification_listener_polling_interval_sec": 0.01},
+    )
+    yield
+    dbos.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _agents_in_mode(
+    agent_mode: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In ``dbos`` mode, every Agent built during the test runs durably."""
+    if agent_mode != "dbos":
+        return
+    request.getfixturevalue("dbos_launched")
+    from stageware import Agent
+    from stageware.dbos import run_durably
+
+    built = Agent.__init__
+
+    def durable_init(self: Agent, *args: Any, **kwargs: Any) -> None:
+        built(self, *args, **kwargs)
+        # A test's trio agent stays plain: DBOS runs on asyncio only.
+        if kwargs.get("backend", "asyncio") == "asyncio":
+            run_durably(self)
+
+    monkeypatch.setattr(Agent, "__init__", durable_init)

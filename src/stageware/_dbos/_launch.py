@@ -23,6 +23,8 @@ from typing import Final
 
 from dbos import DBOS, DBOSConfig
 
+from ._liveness import Liveness
+
 __all__ = ["SQLITE_EXECUTOR_ID", "check_not_launched", "launch", "shutdown"]
 
 SQLITE_EXECUTOR_ID: Final = "stageware-local"
@@ -31,6 +33,9 @@ SQLITE_EXECUTOR_ID: Final = "stageware-local"
 # after it would have its workflows left out of the recovery that launch started.
 _launched = False
 
+# This worker's liveness lock and watcher (PostgreSQL only), from launch() to shutdown().
+_liveness: Liveness | None = None
+
 
 def launch(
     *,
@@ -38,6 +43,7 @@ def launch(
     database_url: str,
     executor_id: str | None = None,
     config: DBOSConfig | None = None,
+    watch_seconds: float = 3.0,
 ) -> DBOS:
     """Configure and launch DBOS for this process; build every ``DurableAgent`` before.
 
@@ -52,6 +58,9 @@ def launch(
             and a new one per process on PostgreSQL (see the module).
         config: More DBOS configuration (``DBOSConfig`` keys, such as ``log_level``
             or ``sys_db_pool_size``), applied over the above.
+        watch_seconds: On PostgreSQL, how often this worker looks for dead workers, whose
+            workflows it hands back to DBOS (see ``_liveness``); a dead worker's workflows
+            resume within about this long. Unused on SQLite.
 
     Returns:
         The DBOS instance, launched: workflows left PENDING by this executor id are being
@@ -61,7 +70,7 @@ def launch(
         ValueError: *database_url* is neither an SQLite nor a PostgreSQL URL.
         RuntimeError: DBOS is already launched by ``launch()`` in this process.
     """
-    global _launched
+    global _launched, _liveness
     if _launched:
         raise RuntimeError(
             "stageware.dbos.launch(): DBOS is already launched in this process; call "
@@ -76,8 +85,27 @@ def launch(
         "executor_id": executor_id,
     }
     settings.update(config or {})
-    dbos = DBOS(config=settings)
-    DBOS.launch()
+    liveness = None
+    if not sqlite:
+        liveness = Liveness(
+            _libpq_url(database_url),
+            executor_id=settings.get("executor_id") or executor_id,
+            application_name=name,
+            system_schema=settings.get("dbos_system_schema") or "dbos",
+            watch_seconds=watch_seconds,
+        )
+        # Before DBOS launches: no workflow of this executor exists while its lock is free.
+        liveness.hold()
+    try:
+        dbos = DBOS(config=settings)
+        DBOS.launch()
+    except BaseException:
+        if liveness is not None:
+            liveness.close()
+        raise
+    if liveness is not None:
+        liveness.start()
+    _liveness = liveness
     _launched = True
     return dbos
 
@@ -88,8 +116,15 @@ def shutdown(*, workflow_completion_timeout: int = 0) -> None:
     Args:
         workflow_completion_timeout: Seconds to let running workflows finish first.
     """
-    global _launched
-    DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout)
+    global _launched, _liveness
+    # The watcher first: a worker shutting down recovers nobody; its lock goes last, once
+    # DBOS stopped running its workflows (they stay PENDING, for the other workers).
+    liveness, _liveness = _liveness, None
+    try:
+        DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout)
+    finally:
+        if liveness is not None:
+            liveness.close()
     _launched = False
 
 
@@ -113,6 +148,12 @@ def _database_kind(url: str) -> str:
         f"stageware.dbos.launch(database_url=...): use sqlite:///PATH or postgresql://..., "
         f"got {shown!r}..."
     )
+
+
+def _libpq_url(url: str) -> str:
+    """*url* as libpq reads it: SQLAlchemy's ``postgresql+driver://`` without the driver."""
+    scheme, separator, rest = url.partition("://")
+    return f"{scheme.partition('+')[0]}{separator}{rest}"
 
 
 def _new_executor_id() -> str:

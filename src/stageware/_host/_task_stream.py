@@ -78,6 +78,7 @@ class _Runner(Generic[T]):
         "_answered",
         "_asked",
         "_closing",
+        "_ended",
         "_error",
         "_events",
         "_exhausted",
@@ -95,6 +96,8 @@ class _Runner(Generic[T]):
         self._asked = anyio.Event()
         self._answered = anyio.Event()
         self._finished = anyio.Event()
+        # The task's end: the generator's, and then the host's (which records the end).
+        self._ended = anyio.Event()
         # One scope for the generator's whole life, as the caller's task would have been:
         # the generator leaves scopes of its own open between items, so a scope per step
         # could not be left before them.
@@ -140,7 +143,7 @@ class _Runner(Generic[T]):
             # where it waits, as it was when the caller's task ran it.
             self._scope.cancel()
         self._asked.set()
-        await self._finished.wait()
+        await self._ended.wait()
         self._raise_error()
 
     def _raise_error(self) -> None:
@@ -163,6 +166,8 @@ class _Runner(Generic[T]):
             self._exhausted = True
             self._answered.set()
             self._finished.set()
+        finally:
+            self._ended.set()
 
     async def _run(self) -> None:
         try:
@@ -178,6 +183,8 @@ class _Runner(Generic[T]):
                         self._error = error
         finally:
             self._finished.set()
+            if self._host is None:
+                self._ended.set()
 
     async def _serve(self) -> None:
         while True:
