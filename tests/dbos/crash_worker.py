@@ -400,13 +400,12 @@ def main(text: str) -> None:
         )
 
     agent = DurableAgent(KIND, build)
-    import inspect
-
-    watching = {"watch_seconds": config.watch_seconds}
-    if "watch_seconds" not in inspect.signature(launch).parameters:
-        watching = {}
-    start: Any = launch
-    start(name=config.app, database_url=config.database, executor_id=config.executor_id, **watching)
+    launch(
+        name=config.app,
+        database_url=config.database,
+        executor_id=config.executor_id,
+        watch_seconds=config.watch_seconds,
+    )
     if config.job == "run":
         result = agent.run(PROMPT, session_id=config.session)
         report(**asdict(result))
