@@ -250,6 +250,8 @@ def approve(config: WorkerConfig, interrupt_id: str) -> None:
     """Approve once, from the command line, as the operating-system account."""
     answered = approvals_command(config, "--approve", interrupt_id, "--comment", "once")
     assert answered.returncode == 0, answered.stderr
+    # Whether it woke a waiting run shows in pytest's output of a test that failed or lingered.
+    print(f"{time.strftime('%H:%M:%S')} {answered.stdout.strip()}")
 
 
 def approve_when_waiting(config: WorkerConfig) -> str:
