@@ -213,13 +213,17 @@ def unanswered(stored: StoredSession | None) -> list[str]:
 def wait_for_approval(config: WorkerConfig, timeout: float = BOUND) -> str:
     """The id of the approval the run waits on, once its invocation released the session."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stored = load_session(config)
-        waiting = unanswered(stored)
-        if stored is not None and waiting and stored.lease is None:
-            assert len(waiting) == 1, waiting
-            return waiting[0]
-        time.sleep(0.1)
+    store = open_sessions(config)
+    try:
+        while time.monotonic() < deadline:
+            stored = store.load(config.session)
+            waiting = unanswered(stored)
+            if stored is not None and waiting and stored.lease is None:
+                assert len(waiting) == 1, waiting
+                return waiting[0]
+            time.sleep(0.1)
+    finally:
+        close_store(store)
     raise AssertionError(f"the run of {config.session!r} never waited for its approval")
 
 
@@ -237,6 +241,8 @@ def approvals_command(config: WorkerConfig, *arguments: str) -> subprocess.Compl
             *(["--schema", config.schema] if config.sessions.startswith("postgres") else []),
             "--dbos",
             config.database,
+            "--session",
+            config.session,
             *arguments,
         ],
         cwd=ROOT,
@@ -318,7 +324,7 @@ def violations(
     """What the finished run got wrong; empty when each guarantee held."""
     found: list[str] = []
     runs: dict[str, int] = {}
-    for tool_use_id, _, _ in Ledger(config.ledger).rows():
+    for tool_use_id, _, _ in Ledger(config.ledger).rows(config.session):
         runs[tool_use_id] = runs.get(tool_use_id, 0) + 1
     if runs != {"t1": 1, "t2": 1, "t3": 1}:
         found.append(f"each tool should run once, the ledger says {runs}")
@@ -337,7 +343,7 @@ def violations(
         found.append(f"approvals still wait: {unanswered(stored)}")
     # Given again once the run is over, the answer finds nothing waiting for it.
     again = approvals_command(config, "--approve", interrupt_id)
-    if again.returncode != 2 or "no session waits" not in again.stderr:
+    if again.returncode != 2 or "lists those that do" not in again.stderr:
         found.append(f"a second approval was not refused: {again.stdout}{again.stderr}")
     if status.status != "SUCCESS":
         found.append(f"the workflow ended {status.status}: {status.error}")

@@ -129,7 +129,7 @@ def report(**fields: object) -> None:
 
 
 class Ledger:
-    """The rows the tools write: ``(tool_use_id, tool, pid)``, one per run."""
+    """The rows the tools write: ``(session, tool_use_id, tool, pid)``, one per run."""
 
     def __init__(self, target: str) -> None:
         self.target = target
@@ -141,29 +141,34 @@ class Ledger:
     def create(self) -> None:
         statement = (
             "CREATE TABLE IF NOT EXISTS crash_ledger "
-            "(tool_use_id TEXT NOT NULL, tool TEXT NOT NULL, pid INTEGER NOT NULL)"
+            "(session TEXT NOT NULL, tool_use_id TEXT NOT NULL, tool TEXT NOT NULL, "
+            "pid INTEGER NOT NULL)"
         )
         self._execute(statement, ())
 
-    def record(self, tool_use_id: str, name: str) -> None:
+    def record(self, session: str, tool_use_id: str, name: str) -> None:
         if self._postgres:
-            statement = "INSERT INTO crash_ledger VALUES (%s, %s, %s)"
+            statement = "INSERT INTO crash_ledger VALUES (%s, %s, %s, %s)"
         else:
-            statement = "INSERT INTO crash_ledger VALUES (?, ?, ?)"
-        self._execute(statement, (tool_use_id, name, os.getpid()))
+            statement = "INSERT INTO crash_ledger VALUES (?, ?, ?, ?)"
+        self._execute(statement, (session, tool_use_id, name, os.getpid()))
 
-    def rows(self) -> list[tuple[str, str, int]]:
-        statement = "SELECT tool_use_id, tool, pid FROM crash_ledger ORDER BY tool_use_id"
+    def rows(self, session: str) -> list[tuple[str, str, int]]:
+        """The runs of *session*'s tools: ``(tool_use_id, tool, pid)``."""
+        statement = (
+            "SELECT tool_use_id, tool, pid FROM crash_ledger WHERE session = {} "
+            "ORDER BY tool_use_id"
+        )
         found: list[tuple[Any, ...]]
         if self._postgres:
             import psycopg
 
             with psycopg.connect(self.target) as connection:
-                found = connection.execute(statement).fetchall()
+                found = connection.execute(statement.format("%s").encode(), (session,)).fetchall()
         else:
             lite = sqlite3.connect(self.target, timeout=30)
             try:
-                found = lite.execute(statement).fetchall()
+                found = lite.execute(statement.format("?"), (session,)).fetchall()
             finally:
                 lite.close()
         return [(str(r[0]), str(r[1]), int(r[2])) for r in found]
@@ -207,7 +212,7 @@ def respond(request: ModelRequest) -> ScriptedTurn | str:
     )
 
 
-def tools(ledger: Ledger) -> list[Any]:
+def tools(ledger: Ledger, session: str) -> list[Any]:
     @tool
     def lookup(order: int, context: ToolContext) -> str:
         """Look an order up.
@@ -215,7 +220,7 @@ def tools(ledger: Ledger) -> list[Any]:
         Args:
             order: The order.
         """
-        ledger.record(str(context.tool_use["toolUseId"]), "lookup")
+        ledger.record(session, str(context.tool_use["toolUseId"]), "lookup")
         return f"order {order}: paid {REFUND}"
 
     @tool
@@ -225,7 +230,7 @@ def tools(ledger: Ledger) -> list[Any]:
         Args:
             text: The note.
         """
-        ledger.record(str(context.tool_use["toolUseId"]), "note")
+        ledger.record(session, str(context.tool_use["toolUseId"]), "note")
         return "noted"
 
     @tool
@@ -236,7 +241,7 @@ def tools(ledger: Ledger) -> list[Any]:
             order: The order.
             amount: How much.
         """
-        ledger.record(str(context.tool_use["toolUseId"]), "refund")
+        ledger.record(session, str(context.tool_use["toolUseId"]), "refund")
         return f"refunded {amount} on order {order}"
 
     return [lookup, note, refund]
@@ -290,12 +295,19 @@ class DyingStore(DelegatingStore):
         return version
 
 
+STORE_SECONDS = 10.0
+"""The bound of each store call: long, since these tests are about crashes, not a slow
+database, and they start many processes at once on small machines."""
+
+
 def open_sessions(config: WorkerConfig) -> SessionStore:
     if config.sessions.startswith("sqlite:///"):
         return SQLiteSessionStore(config.sessions.removeprefix("sqlite:///"))
     from stageware.postgres import PostgresSessionStore
 
-    return PostgresSessionStore(config.sessions, schema=config.schema)
+    return PostgresSessionStore(
+        config.sessions, schema=config.schema, statement_timeout=STORE_SECONDS
+    )
 
 
 # Dying between steps: the journal's calls, counted.
@@ -392,7 +404,7 @@ def main(text: str) -> None:
     def build(session_id: str) -> Agent:
         return Agent(
             ScriptedModel([respond] * 8),
-            tools=tools(ledger),
+            tools=tools(ledger, session_id),
             session_store=store,
             session_id=session_id,
             session_lease=config.lease,

@@ -81,4 +81,6 @@ def test_a_run_finishes_once_across_database_restarts(
             assert result["text"] == ANSWER, result
             assert violations(running, reference, interrupt_id, status) == []
         # Nobody took the run over from the worker that ran it.
-        assert {pid for _, _, pid in Ledger(running.ledger).rows()} == {a.process.pid}
+        assert {pid for _, _, pid in Ledger(running.ledger).rows(running.session)} == {
+            a.process.pid
+        }

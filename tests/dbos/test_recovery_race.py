@@ -68,7 +68,7 @@ def test_two_workers_racing_to_recover_a_dead_run_run_it_once(
     # after A died (t2, and the approved refund).
     assert status.executor_id in ("racer-b", "racer-c"), status.executor_id
     pids = {racer.process.pid for racer in racers.values()}
-    ledger = Ledger(dying.ledger).rows()
+    ledger = Ledger(dying.ledger).rows(dying.session)
     after = {pid for tool_use_id, _, pid in ledger if tool_use_id != "t1"}
     assert len(after) == 1, ledger
     assert after <= pids, (ledger, pids)
