@@ -4,7 +4,8 @@ run to its end once, by one of them.
 Worker A dies (SIGKILL) after the first model call and the first tool call are recorded;
 then B and C start together, and each one's watcher finds A gone. Whichever recovers the
 workflow replays A's steps from the journal and runs the rest; the other must not run it
-too (DBOS hands a recovered workflow to one executor; the session lease is the backstop).
+too (a recovered workflow goes back to DBOS's queue, from which one worker takes it; the
+session lease is the backstop).
 """
 
 from __future__ import annotations
@@ -64,12 +65,12 @@ def test_two_workers_racing_to_recover_a_dead_run_run_it_once(
         status = workflow_status(dying)
 
     assert violations(dying, reference, interrupt_id, status) == []
-    # One of the racers ran the rest of it: the workflow is its, and so is every tool run
-    # after A died (t2, and the approved refund).
+    # One of the racers ran the rest of the request: the workflow is its. The tools that
+    # ran after A died (t2, and the approved refund) ran once each (above), on racers: an
+    # invocation is a child workflow, which DBOS may hand to the other racer.
     assert status.executor_id in ("racer-b", "racer-c"), status.executor_id
     pids = {racer.process.pid for racer in racers.values()}
     ledger = Ledger(dying.ledger).rows(dying.session)
     after = {pid for tool_use_id, _, pid in ledger if tool_use_id != "t1"}
-    assert len(after) == 1, ledger
     assert after <= pids, (ledger, pids)
     assert [pid for tool_use_id, _, pid in ledger if tool_use_id == "t1"] == [a.process.pid]
