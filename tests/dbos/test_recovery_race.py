@@ -19,16 +19,18 @@ import pytest
 
 from .crash_harness import (
     Worker,
+    approvals_command,
     approve_when_waiting,
     fresh_database,
     postgres_config,
     reference_history,
     server_url,
     violations,
+    wait_for_approval,
     workers,
     workflow_status,
 )
-from .crash_worker import Ledger
+from .crash_worker import Ledger, requests
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +76,39 @@ def test_two_workers_racing_to_recover_a_dead_run_run_it_once(
     after = {pid for tool_use_id, _, pid in ledger if tool_use_id != "t1"}
     assert after <= pids, (ledger, pids)
     assert [pid for tool_use_id, _, pid in ledger if tool_use_id == "t1"] == [a.process.pid]
+
+
+def test_an_approval_given_while_a_dead_workers_run_is_recovered_wakes_it(
+    database: str, tmp_path: Path
+) -> None:
+    """Recovery puts a dead worker's workflow back on DBOS's queue (ENQUEUED) until a live
+    worker takes it; an approval given in that moment must still wake the run, or its wait
+    lasts until the next re-check of the session (a minute by default)."""
+    from dbos import DBOSClient
+    from dbos._utils import INTERNAL_QUEUE_NAME
+
+    waiting = postgres_config(database, "recovering")
+    Ledger(waiting.ledger).create()
+    with workers() as started:
+        started.append(a := Worker.start(waiting, tmp_path / "a.log"))
+        interrupt_id = wait_for_approval(waiting)
+        a.kill()
+        client = DBOSClient(system_database_url=database, application_name=waiting.app)
+        try:
+            (request,) = [
+                w
+                for w in client.list_workflows(
+                    workflow_id_prefix=f"stageware:crash:{waiting.session}:"
+                )
+                if w.workflow_id in requests([w])
+            ]
+            # What DBOS's recovery does to each workflow of a dead executor (the watcher
+            # calls it): back on the internal queue, for a live worker to take.
+            client._sys_db.reenqueue_for_recovery(  # pyright: ignore[reportPrivateUsage]
+                request.workflow_id, [str(request.executor_id)], INTERNAL_QUEUE_NAME
+            )
+        finally:
+            client.destroy()
+        answered = approvals_command(waiting, "--approve", interrupt_id)
+    assert answered.returncode == 0, answered.stderr
+    assert f"woke {request.workflow_id}" in answered.stdout, answered.stdout
