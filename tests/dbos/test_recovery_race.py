@@ -87,6 +87,8 @@ def test_an_approval_given_while_a_dead_workers_run_is_recovered_wakes_it(
     from dbos import DBOSClient
     from dbos._utils import INTERNAL_QUEUE_NAME
 
+    from stageware.dbos import RECHECK_SECONDS
+
     waiting = postgres_config(database, "recovering")
     Ledger(waiting.ledger).create()
     with workers() as started:
@@ -110,5 +112,12 @@ def test_an_approval_given_while_a_dead_workers_run_is_recovered_wakes_it(
         finally:
             client.destroy()
         answered = approvals_command(waiting, "--approve", interrupt_id)
-    assert answered.returncode == 0, answered.stderr
-    assert f"woke {request.workflow_id}" in answered.stdout, answered.stdout
+        assert answered.returncode == 0, answered.stderr
+        assert f"woke {request.workflow_id}" in answered.stdout, answered.stdout
+        # A live worker takes the run from the queue and goes on at once, well before the
+        # wait's re-check would have found the answer.
+        alive = replace(waiting, job="serve", executor_id="taker")
+        started.append(b := Worker.start(alive, tmp_path / "b.log"))
+        b.ready()
+        status = workflow_status(waiting, timeout=RECHECK_SECONDS / 2)
+    assert status.status == "SUCCESS", status.error
