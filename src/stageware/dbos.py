@@ -16,10 +16,11 @@ from trio. See the README's "Durable runs on DBOS".
 from __future__ import annotations
 
 try:
-    from stageware._dbos._agent import AgentFactory, DurableAgent, DurablePrompt
+    from stageware._dbos._agent import AgentFactory, DurableAgent
     from stageware._dbos._durably import run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
+    from stageware._dbos._liveness import ExecutorIdInUseError
     from stageware._dbos._result import DurableResult
     from stageware._dbos._waits import RECHECK_SECONDS, wait_for_answers
     from stageware._dbos._wake import WAKE_TOPIC, wake
@@ -38,8 +39,8 @@ __all__ = [
     "AgentFactory",
     "DBOSJournal",
     "DurableAgent",
-    "DurablePrompt",
     "DurableResult",
+    "ExecutorIdInUseError",
     "ReplayedError",
     "launch",
     "run_durably",

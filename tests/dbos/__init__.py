@@ -1,1 +1,1 @@
-"""Tests of stageware.dbos: durable agent runs on DBOS."""
+"""Tests of the DBOS integration (``stageware.dbos``): real DBOS, real databases."""

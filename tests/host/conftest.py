@@ -101,14 +101,36 @@ def agent_mode() -> str:
 def dbos_launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """DBOS on an SQLite system database of this test process, launched once."""
     dbos = pytest.importorskip("stageware.dbos", reason="the dbos mode needs the dbos extra")
-    database = tmp_path_factory.mktemp("dbos") / "system.sqlite"
+    from sqlalchemy import create_engine, event
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('dbos') / 'system.sqlite'}"
+    engine = create_engine(url)
+
+    def settings(connection: Any, record: object) -> None:
+        # What DBOS sets on the engine it makes itself (writers serialised, a busy
+        # timeout, foreign keys), and then speed over durability: a test's database
+        # outlives no crash, and commits that wait for the disk made the dbos half of
+        # the agent tests take twice as long (59 s against 30 s, measured).
+        connection.isolation_level = "IMMEDIATE"
+        connection.execute("PRAGMA busy_timeout=30000")
+        connection.execute("PRAGMA foreign_keys=ON")
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=OFF")
+
+    event.listen(engine, "connect", settings)
+
     dbos.launch(
         name="stageware-host-tests",
-        database_url=f"sqlite:///{database}",
-        config={"log_level": "WARNING", "notification_listener_polling_interval_sec": 0.01},
+        database_url=url,
+        config={
+            "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": 0.01,
+            "system_database_engine": engine,
+        },
     )
     yield
     dbos.shutdown()
+    engine.dispose()
 
 
 @pytest.fixture(autouse=True)

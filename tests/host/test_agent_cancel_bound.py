@@ -630,10 +630,12 @@ async def test_a_consumer_holding_an_event_is_never_cancelled_itself() -> None:
 
 async def test_a_run_that_stops_on_its_own_is_not_cut() -> None:
     progress: list[str] = []
+    started = anyio.Event()
 
     @tool
     async def patient(context: ToolContext) -> str:
         """Work in small steps, stopping when asked."""
+        started.set()
         for _ in range(int(GUARD / 0.01)):
             if context.cancel_signal.is_set():
                 progress.append("stopped")
@@ -645,6 +647,9 @@ async def test_a_run_that_stops_on_its_own_is_not_cut() -> None:
     agent = Agent(model, tools=[patient])
 
     async def cancel_soon() -> None:
+        # Once the tool runs, not after a fixed time: with DBOS the run starts later (its
+        # workflow is recorded first), and a cancel before the tool would skip it.
+        await started.wait()
         await anyio.sleep(0.05)
         agent.cancel()
 

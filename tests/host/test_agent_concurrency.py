@@ -7,7 +7,7 @@ import threading
 import anyio
 import pytest
 
-from stageware import Agent, ScriptedModel, ToolResultEvent, tool
+from stageware import AfterToolCallEvent, Agent, ScriptedModel, ToolResultEvent, tool
 
 from .agent_helpers import calls, collect, result_text, tool_results
 
@@ -84,11 +84,18 @@ async def test_results_follow_the_call_order_not_the_finish_order() -> None:
     @tool
     async def fast() -> str:
         """Finish first."""
-        slow_may_finish.set()
         return "fast"
+
+    def after_fast(event: AfterToolCallEvent) -> None:
+        # Once fast's call is over, not from inside fast: with DBOS a call's result goes
+        # on once its step is recorded (a database write), and slow, released from inside
+        # fast, could be recorded first.
+        if event.tool_use["name"] == "fast":
+            slow_may_finish.set()
 
     model = ScriptedModel([calls(("slow", {}, "t1"), ("fast", {}, "t2")), "done"])
     agent = Agent(model, tools=[slow, fast])
+    agent.add_hook(after_fast, AfterToolCallEvent)
 
     with anyio.fail_after(DEADLOCK_GUARD):
         events, _ = await collect(agent, "go")
