@@ -190,6 +190,17 @@ def test_without_any_extra_the_ready_made_middleware_import(
     assert imported.stdout == "stageware._middleware._model_fallback\n"
 
 
+def test_without_the_dbos_extra_stageware_dbos_names_the_extra(
+    runtime_venv: Venv, tmp_path: Path
+) -> None:
+    imported = runtime_venv.run("python", "-c", "import stageware.dbos", cwd=tmp_path)
+
+    assert imported.returncode == 1
+    assert imported.stderr.rstrip().endswith(
+        "ImportError: stageware.dbos needs the 'dbos' package: pip install 'stageware[dbos]'"
+    )
+
+
 def test_without_the_codegen_or_postgres_extra_the_policy_commands_run(
     runtime_venv: Venv, tmp_path: Path
 ) -> None:

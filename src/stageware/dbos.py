@@ -16,7 +16,7 @@ from trio. See the README's "Durable runs on DBOS".
 from __future__ import annotations
 
 try:
-    from stageware._dbos._agent import AgentFactory, DurableAgent, DurablePrompt
+    from stageware._dbos._agent import AgentFactory, DurableAgent
     from stageware._dbos._durably import run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
@@ -39,7 +39,6 @@ __all__ = [
     "AgentFactory",
     "DBOSJournal",
     "DurableAgent",
-    "DurablePrompt",
     "DurableResult",
     "ExecutorIdInUseError",
     "ReplayedError",

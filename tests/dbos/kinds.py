@@ -10,7 +10,8 @@ result is in), so that a process taking over mid-run answers as the first one wo
 With ``SETUP.crash`` set, the process exits at once (``os._exit``, as ``kill -9`` would
 end it) at that point: ``"model:2"`` when the second model call starts, ``"tool"`` when
 the tool has run and logged, before its result is returned, ``"after-save"`` once the
-invocation's final save is made, before its workflow records its end.
+invocation's final save is made, before its workflow records its end, ``"factory"``
+when the agent is built, before anything of the invocation ran.
 
 Run as a program, it is a worker that starts one request and crashes as told:
 
@@ -115,6 +116,8 @@ def _after_invocation(event: AfterInvocationEvent) -> None:
 
 
 def build_support(session_id: str) -> Agent:
+    if SETUP.crash == "factory":
+        os._exit(EXIT_CRASHED)
     agent = Agent(
         ScriptedModel([_respond] * 20),
         tools=[refund],

@@ -6,7 +6,7 @@ import anyio
 import pytest
 from dbos import DBOS
 
-from stageware.dbos import DurableAgent, DurableResult
+from stageware.dbos import DurableAgent, DurableResult, launch
 
 from .kinds import Setup, failing, history, storeless, support
 from .kinds import build_support as support_agent
@@ -93,3 +93,28 @@ def test_a_kind_that_cannot_be_part_of_a_workflow_id_is_refused(kind: str) -> No
 def test_a_durable_agent_built_after_launch_is_refused(durable: Setup) -> None:
     with pytest.raises(RuntimeError, match=r"before stageware\.dbos\.launch"):
         DurableAgent("test-late", support_agent)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [("mysql://app:secret@db/app", "a 'mysql' URL"), ("host=db password=secret", "no URL")],
+)
+def test_launch_refuses_a_database_it_cannot_use_without_showing_it(url: str, said: str) -> None:
+    with pytest.raises(ValueError, match="use sqlite:///PATH or postgresql://") as caught:
+        launch(name="tests", database_url=url)
+    assert str(caught.value).endswith(f"got {said}")
+    assert "secret" not in str(caught.value)
+
+
+def test_launch_twice_is_refused(durable: Setup) -> None:
+    with pytest.raises(RuntimeError, match=r"already launched.*shutdown\(\) first"):
+        launch(name="tests", database_url=durable.dbos_url)
+
+
+def test_a_queue_that_would_run_one_sessions_requests_side_by_side_is_refused(
+    durable: Setup,
+) -> None:
+    queue = DBOS.register_queue("test-unpartitioned", polling_interval_sec=0.1)
+    with pytest.raises(ValueError, match="partition_concurrency=None: two requests"):
+        support.enqueue(queue, "hello", session_id="c7")
+    assert DBOS.list_workflows(workflow_id_prefix="stageware:test-support:c7:") == []

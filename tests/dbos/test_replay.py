@@ -87,6 +87,22 @@ def test_a_worker_killed_after_its_final_save_is_finished_from_the_session(setup
     assert kinds == ["user", "tool_use", "tool_result", "assistant"]
 
 
+def test_a_worker_killed_before_its_claim_runs_the_request_from_the_start(setup: Setup) -> None:
+    workflow_id = _crashed_worker(setup, "factory", "I was charged twice", "c3")
+
+    launch_for_tests()
+    try:
+        result = _recovered(workflow_id)
+        kinds = history(setup, "c3")
+    finally:
+        shutdown_for_tests()
+
+    assert (result.stop_reason, result.text, result.error) == ("end_turn", "Refunded 30 EUR.", None)
+    assert len(setup.model_calls) == 2
+    assert setup.tool_runs() == ["refund:30"]
+    assert kinds == ["user", "tool_use", "tool_result", "assistant"]
+
+
 def _stored(
     version: int, *, owner: str | None = None, released: str | None = None
 ) -> StoredSession:

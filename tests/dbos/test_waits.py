@@ -25,11 +25,12 @@ from stageware._dbos._wake import waiting_on, wake
 from tests.host.sessions.conftest import worker_database
 from tests.host.sessions.stores import POSTGRES_URL_VARIABLE, StoreSpec, close_store, open_store
 
-from .waits_flow import KIND, refund_in_place, refund_until_answered
+from .waits_flow import APP_VERSION, KIND, refund_in_place, refund_until_answered
 
 STAGEWARE = str(Path(sys.executable).parent / "stageware")
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTOR = "waits-tests"
+SCHEMA = "waits_dbos"
 WORKER = "waits-worker"
 
 
@@ -60,7 +61,12 @@ def launch(system_database: str) -> Iterator[Launch]:
             "name": "stageware-waits",
             "system_database_url": system_database,
             "executor_id": executor,
+            # Not DBOS's default schema: the command line must be told (--dbos-schema).
+            "dbos_system_schema": SCHEMA,
             "notification_listener_polling_interval_sec": 0.05,
+            # Fixed: DBOS derives a version from the workflows a process registered and
+            # recovers only its own version's; the worker and the tests register different sets.
+            "application_version": APP_VERSION,
         }
         DBOS(config=config)
         DBOS.launch()
@@ -134,7 +140,8 @@ def settle(workflow_id: str, timeout: float = 30) -> dict[str, Any]:
         assert status is not None
         if status.status == "SUCCESS":
             return cast(dict[str, Any], DBOS.retrieve_workflow(workflow_id).get_result())
-        assert status.status == "PENDING", (status.status, status.error)
+        # ENQUEUED: recovered, and queued to run again.
+        assert status.status in {"PENDING", "ENQUEUED"}, (status.status, status.error)
         time.sleep(0.05)
     raise AssertionError(f"{workflow_id} is still waiting after {timeout}s")
 
@@ -161,11 +168,13 @@ def command(
         for k, v in os.environ.items()
         if k not in {"STAGEWARE_APPROVAL_AUTHENTICATOR", "STAGEWARE_DBOS_URL"}
     }
+    where = [] if dbos is None else ["--dbos", dbos, "--dbos-schema", SCHEMA]
     if dbos_env is not None:
         env["STAGEWARE_DBOS_URL"] = dbos_env
+        env["STAGEWARE_DBOS_SCHEMA"] = SCHEMA
     action, *rest = arguments
     done = subprocess.run(
-        [STAGEWARE, "policy", action, *store, *rest, *([] if dbos is None else ["--dbos", dbos])],
+        [STAGEWARE, "policy", action, *store, *rest, *where],
         capture_output=True,
         text=True,
         env=env,
@@ -226,7 +235,9 @@ def test_a_forged_wake_up_releases_nothing(
     before = checks(workflow_id)
 
     # Anyone who can reach DBOS's database can send one; it carries no answer.
-    assert wake("forged-1", system_database_url=system_database) == [workflow_id]
+    assert wake("forged-1", system_database_url=system_database, system_schema=SCHEMA) == [
+        workflow_id
+    ]
 
     deadline = time.monotonic() + 10
     while checks(workflow_id) == before and time.monotonic() < deadline:
@@ -337,7 +348,12 @@ def test_the_wait_survives_a_worker_killed_while_it_waits(
     assert status.status == "PENDING"
 
     launch(WORKER)  # the same executor id: recovery runs the workflow again, here
-    assert command(shared_spec, "approvals", "--approve", approval, dbos=system_database)[0] == 0
+    # Woken whether the recovered request is still ENQUEUED or already waits again.
+    status_, out, err = command(
+        shared_spec, "approvals", "--approve", approval, dbos=system_database
+    )
+    assert (status_, err) == (0, "")
+    assert out.rstrip().endswith(f"; woke {workflow_id}")
 
     assert settle(workflow_id)["text"] == "Refunded."
     assert lines(setup["ledger"]) == ["900"]
@@ -345,12 +361,36 @@ def test_the_wait_survives_a_worker_killed_while_it_waits(
     assert lines(setup["log"]) == ["prompt", "continue"]
 
 
-def test_wake_finds_the_runs_of_one_session_whatever_the_agent_kind() -> None:
+def test_wake_finds_the_requests_of_one_session_whatever_the_agent_kind() -> None:
+    tail = "0123456789abcdef" * 2
     ids = [
-        "stageware:refunds:c1:aa",
-        "stageware:support:c1:bb",
-        "stageware:refunds:c10:cc",
+        f"stageware:refunds:c1:{tail}",
+        f"stageware:support:c1:{tail}",
+        f"stageware:refunds:c1:{tail}/2",  # an invocation the request runs
+        f"stageware:refunds:c10:{tail}",
+        f"stageware:refunds:x:c1:{tail}",  # session "x:c1"
         "stageware:refunds:c1",
-        "other:refunds:c1:dd",
+        f"other:refunds:c1:{tail}",
     ]
-    assert waiting_on("c1", ids) == ["stageware:refunds:c1:aa", "stageware:support:c1:bb"]
+    assert waiting_on("c1", ids) == ids[:2]
+    assert waiting_on("x:c1", ids) == [ids[4]]
+
+
+def test_the_readme_wake_example_wakes_the_waiting_run(
+    launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec, system_database: str
+) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Waiting for a human on DBOS\n") :]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    workflow_id = start(setup, "c1")
+    approval = pending_approval(shared_spec, "c1")
+    assert command(shared_spec, "approvals", "--approve", approval)[0] == 0  # no wake-up
+
+    namespace: dict[str, Any] = {}
+    code = code.replace("postgresql://app@db/shop", system_database)
+    code = code.replace('system_schema="dbos"', f"system_schema={SCHEMA!r}")
+    exec(compile(code, "README.md", "exec"), namespace)
+
+    assert namespace["woken"] == [workflow_id]
+    assert settle(workflow_id)["text"] == "Refunded."
+    assert lines(setup["ledger"]) == ["900"]

@@ -22,9 +22,10 @@ from stageware.policy import middleware as policy_middleware
 from tests.host.agent_helpers import calls
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 
-__all__ = ["KIND", "Setup", "refund_in_place", "refund_until_answered"]
+__all__ = ["APP_VERSION", "KIND", "Setup", "refund_in_place", "refund_until_answered"]
 
 KIND = "refunds"
+APP_VERSION = "stageware-waits-tests"
 
 Setup = dict[str, Any]
 """What a run needs, as JSON: ``spec`` (the store), ``ledger``, ``log`` (paths),

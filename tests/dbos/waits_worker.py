@@ -11,7 +11,7 @@ import time
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
-from .waits_flow import refund_until_answered
+from .waits_flow import APP_VERSION, refund_until_answered
 
 
 def main(system_database: str, executor: str, workflow_id: str, setup: str, session: str) -> None:
@@ -19,7 +19,11 @@ def main(system_database: str, executor: str, workflow_id: str, setup: str, sess
         "name": "stageware-waits",
         "system_database_url": system_database,
         "executor_id": executor,
+        "dbos_system_schema": "waits_dbos",  # as the tests launch it
         "notification_listener_polling_interval_sec": 0.05,
+        # Fixed: DBOS derives a version from the workflows a process registered and
+        # recovers only its own version's; the worker and the tests register different sets.
+        "application_version": APP_VERSION,
     }
     DBOS(config=config)
     DBOS.launch()

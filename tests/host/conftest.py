@@ -5,6 +5,8 @@ fake OpenAI-compatible server whose replies a test scripts (tool calls, say).
 
 Without the ``litellm-proxy`` extra the tests that use it skip, saying how to install it;
 when ``CI`` is set they fail instead, so CI never passes without having run them.
+
+And the journal mode (``tests/journal_mode``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.journal_mode import journaled, pytest_configure
+
 from .fake_openai_server import FakeOpenAIServer
 from .litellm_proxy import (
     HOW_TO_RUN_LITELLM,
@@ -23,6 +27,8 @@ from .litellm_proxy import (
     litellm_executable,
     upstream_model,
 )
+
+__all__ = ["journaled", "litellm_proxy", "litellm_upstream", "pytest_configure"]
 
 
 def _in_ci() -> bool:

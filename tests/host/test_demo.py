@@ -28,6 +28,7 @@ def test_the_demo_trace_shows_every_middleware_at_work(tmp_path: Path) -> None:
     assert "jane.doe@example.com" not in trace.split("== 2.")[1]
 
 
+@pytest.mark.no_journal
 def test_the_session_file_holds_the_finished_conversation(tmp_path: Path) -> None:
     run_demo(io.StringIO(), tmp_path)
 

@@ -170,6 +170,7 @@ class FinalSaveFails(DelegatingStore):
         )
 
 
+@pytest.mark.no_journal
 def test_a_takeover_reads_the_recorded_answer_as_the_output(tmp_path: Path) -> None:
     store = FinalSaveFails(SQLiteSessionStore(tmp_path / "sessions.db"))
     first = ScriptedModel(['{"reference": "T-9", "amount": 9}'], structured_output=True)

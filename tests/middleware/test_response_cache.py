@@ -235,6 +235,11 @@ async def test_a_cancelled_call_is_not_stored() -> None:
     assert stored(cache) == 0
 
 
+# Not under a journal: the middleware leaves the cache's generator to asyncio's garbage
+# finalizer, which closes each generator of the chain in a task of its own, and a journal
+# step's close awaits its task (``_journal_step``): two finalizer tasks then close one
+# generator at once.
+@pytest.mark.no_journal
 async def test_a_reader_that_stops_early_stores_nothing() -> None:
     cache = ResponseCache()
 

@@ -7,8 +7,10 @@ has passed rather than move a clock.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -252,4 +254,31 @@ def test_the_command_line_lists_the_deadline_and_refuses_a_late_answer(
     assert "could be answered until" in err
     assert "resolved as the policy declared for a timeout (escalate)" in err
     assert cast(str, agent().stop_reason) == "escalated"
+    assert ledger.payouts == []
+
+
+def test_the_readme_deadline_example_runs_as_written(store: SessionStore) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Approvals: who may answer\n") :]
+    block = section[section.index("- **Deadlines.**") :].split("```python\n", 1)[1]
+    code = textwrap.dedent(block.split("```", 1)[0])
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    script = [calls(("refund", {"amount": 900}, "t1")), "Refunded."]
+    agent, ledger, _ = refund_agent(
+        namespace["refund_approval"], script=script, store=store, session_id=SESSION
+    )
+
+    before = datetime.now(UTC)
+    [interrupt] = agent("refund 900").interrupts
+
+    reason = cast(dict[str, Any], interrupt.reason)
+    assert reason["approvers"] == ["role:finance"]
+    deadline = datetime.fromisoformat(reason["deadline"])
+    assert before + timedelta(hours=4) <= deadline <= datetime.now(UTC) + timedelta(hours=4)
+    assert reason["on_timeout"] == {
+        "outcome": "escalate",
+        "reason": "no finance approver within 4 hours",
+        "queue": "refunds",
+    }
     assert ledger.payouts == []

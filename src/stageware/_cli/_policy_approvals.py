@@ -97,7 +97,13 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     interrupt_id = approve_id if approve_id is not None else deny_id
     refuse_by(args)
     if interrupt_id is None:
-        refuse_without(args, "--approve or --deny", comment="--comment", dbos="--dbos")
+        refuse_without(
+            args,
+            "--approve or --deny",
+            comment="--comment",
+            dbos="--dbos",
+            dbos_schema="--dbos-schema",
+        )
         refuse_without(args, "--approve, --deny or --show", session="--session")
     if interrupt_id is None:
         refuse_without(

@@ -93,6 +93,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> None:
             comment="--comment",
             take_over="--take-over",
             dbos="--dbos",
+            dbos_schema="--dbos-schema",
         )
     refuse_by(args)
     if claim_id is None and resolve_id is None:

@@ -2,7 +2,8 @@
 
 A run on DBOS (``stageware.dbos``) that waits for an approval or an escalation re-reads its
 session every ``RECHECK_SECONDS``; given the DBOS system database (``--dbos`` or
-``STAGEWARE_DBOS_URL``), the command sends it a wake-up so that it goes on at once. The
+``STAGEWARE_DBOS_URL``, and ``--dbos-schema`` when DBOS keeps its tables in a schema other
+than ``dbos``), the command sends it a wake-up so that it goes on at once. The
 wake-up is sent only after the answer was stored, and carries nothing but the session id:
 what releases the run is the stored answer, checked as always.
 """
@@ -16,9 +17,10 @@ from typing import Final
 from ._errors import CommandError
 from ._table import cell
 
-__all__ = ["DBOS_VARIABLE", "dbos_arguments", "wake_runs"]
+__all__ = ["DBOS_VARIABLE", "SCHEMA_VARIABLE", "dbos_arguments", "wake_runs"]
 
 DBOS_VARIABLE: Final = "STAGEWARE_DBOS_URL"
+SCHEMA_VARIABLE: Final = "STAGEWARE_DBOS_SCHEMA"
 
 
 def dbos_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +31,14 @@ def dbos_arguments(parser: argparse.ArgumentParser) -> None:
         help=(
             "the DBOS system database of the durable runs (default: $STAGEWARE_DBOS_URL); "
             "the run waiting on the session is woken once the answer is stored"
+        ),
+    )
+    parser.add_argument(
+        "--dbos-schema",
+        metavar="NAME",
+        help=(
+            "the schema of DBOS's tables in that database, if DBOS was launched with "
+            "another dbos_system_schema (default: $STAGEWARE_DBOS_SCHEMA, else dbos)"
         ),
     )
 
@@ -43,7 +53,11 @@ def wake_runs(args: argparse.Namespace, session_id: str) -> str:
     """
     given: str | None = args.dbos
     url = given if given is not None else os.environ.get(DBOS_VARIABLE) or None
+    named: str | None = args.dbos_schema
+    schema = named if named is not None else os.environ.get(SCHEMA_VARIABLE) or "dbos"
     if url is None:
+        if named is not None:
+            raise CommandError("--dbos-schema goes with --dbos (or STAGEWARE_DBOS_URL)")
         return ""
     stored = "the answer is stored, and the waiting run finds it at its next re-check"
     try:
@@ -53,7 +67,7 @@ def wake_runs(args: argparse.Namespace, session_id: str) -> str:
             f"{stored}; waking it needs the dbos package: pip install 'stageware[dbos]'"
         ) from None
     try:
-        woken = wake(session_id, system_database_url=url)
+        woken = wake(session_id, system_database_url=url, system_schema=schema)
     except Exception as error:  # the DBOS client raises its own and SQLAlchemy's errors
         raise CommandError(
             f"{stored}; waking it through the DBOS database failed: {type(error).__name__}: {error}"

@@ -23,6 +23,13 @@ reads where the session stands (``_replay``) and then:
 - anything else (the session moved on, by another request, since this invocation began,
   and holds neither its claim nor its final save): it stops with an error rather than
   record its prompt a second time.
+
+Between invocations the request waits (``_waits.wait_for_session``) while the last one
+stopped on interrupts or escalated. After an escalation's resolution the request ends;
+after approvals, a recorded step reads whether the session's interrupt cycle is still
+open (nobody else resumed it meanwhile), and if so the next invocation continues the run
+with no prompt. Everything the request decides comes from its children's recorded
+results and its own recorded steps, so that a replay decides the same.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from stageware._host._agent import Agent
 from stageware._host._agent_result import AgentResult
 from stageware._host._interrupt_state import InterruptState
 from stageware._host._journal import journal_scope
-from stageware._host._prompt import prompt_messages
+from stageware._host._prompt import Prompt, prompt_messages
 
 from . import _ids, _replay
 from ._journal import DBOSJournal
@@ -50,14 +57,10 @@ from ._waits import wait_for_session
 if TYPE_CHECKING:
     from stageware._host.sessions import SessionStore
 
-__all__ = ["AgentFactory", "DurableAgent", "DurablePrompt"]
+__all__ = ["AgentFactory", "DurableAgent"]
 
 AgentFactory: TypeAlias = Callable[[str], Agent]
 """Builds a fresh ``Agent`` for one invocation of the session it is given."""
-
-DurablePrompt: TypeAlias = "str | list[dict[str, Any]] | None"
-"""What a request brings: text, content blocks or messages (JSON data), or interrupt
-responses (``[{"interruptResponse": {...}}]``); ``None`` continues the session's run."""
 
 DEFAULT_TAKEOVER_SECONDS: Final = 600.0
 """How long a replayed invocation waits for its own claim's lease to lapse."""
@@ -130,10 +133,10 @@ class DurableAgent:
         self._wait_for_approvals = wait_for_approvals
         self._takeover_seconds = takeover_seconds
 
-        async def request(session_id: str, prompt: DurablePrompt) -> DurableResult:
+        async def request(session_id: str, prompt: Prompt) -> DurableResult:
             return await self._run_request(session_id, prompt)
 
-        async def invocation(session_id: str, prompt: DurablePrompt) -> DurableResult:
+        async def invocation(session_id: str, prompt: Prompt) -> DurableResult:
             return await self._run_invocation(session_id, prompt)
 
         self._request = DBOS.workflow(name=f"stageware.{kind}")(request)
@@ -144,19 +147,19 @@ class DurableAgent:
 
     # -- starting requests -------------------------------------------------------------
 
-    def run(self, prompt: DurablePrompt, *, session_id: str) -> DurableResult:
+    def run(self, prompt: Prompt, *, session_id: str) -> DurableResult:
         """Run one request on *session_id* as a workflow and wait for its end (blocking).
 
         Not from a running event loop: use ``await run_async(...)`` there.
         """
         return self.start(prompt, session_id=session_id).get_result()
 
-    async def run_async(self, prompt: DurablePrompt, *, session_id: str) -> DurableResult:
+    async def run_async(self, prompt: Prompt, *, session_id: str) -> DurableResult:
         """Run one request on *session_id* as a workflow and wait for its end (asyncio)."""
         handle = await self.start_async(prompt, session_id=session_id)
         return await handle.get_result()
 
-    def start(self, prompt: DurablePrompt, *, session_id: str) -> WorkflowHandle[DurableResult]:
+    def start(self, prompt: Prompt, *, session_id: str) -> WorkflowHandle[DurableResult]:
         """Start one request on *session_id* as a workflow; its handle's result is a
         ``DurableResult``. Not queued: see :meth:`enqueue` to keep one session's requests
         from overlapping."""
@@ -165,7 +168,7 @@ class DurableAgent:
             return DBOS.start_workflow(self._coroutine_request, session_id, prompt)
 
     async def start_async(
-        self, prompt: DurablePrompt, *, session_id: str
+        self, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`start` for asyncio code."""
         prompt = _checked(prompt)
@@ -173,17 +176,22 @@ class DurableAgent:
             return await DBOS.start_workflow_async(self._request, session_id, prompt)
 
     def enqueue(
-        self, queue: Queue, prompt: DurablePrompt, *, session_id: str
+        self, queue: Queue, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandle[DurableResult]:
         """Put one request on *queue*, in the partition of *session_id*; a worker that
         listens to the queue runs it.
 
-        Use a partitioned queue with ``partition_concurrency=1``
+        The queue must be partitioned with ``partition_concurrency=1``
         (``DBOS.register_queue(name, partition_concurrency=1, ...)``): one request of a
         session runs at a time, in the order they were put on it, while requests of
         other sessions run side by side within the queue's own limits.
+
+        Raises:
+            ValueError: The queue lets two requests of one session run at once.
         """
         prompt = _checked(prompt)
+        if queue.name not in _serial_queues:
+            _check_serial(queue, queue.partition_concurrency)
         with (
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
@@ -191,10 +199,12 @@ class DurableAgent:
             return queue.enqueue(self._coroutine_request, session_id, prompt)
 
     async def enqueue_async(
-        self, queue: Queue, prompt: DurablePrompt, *, session_id: str
+        self, queue: Queue, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`enqueue` for asyncio code."""
         prompt = _checked(prompt)
+        if queue.name not in _serial_queues:
+            _check_serial(queue, await queue.get_partition_concurrency_async())
         with (
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
@@ -202,14 +212,14 @@ class DurableAgent:
             return await queue.enqueue_async(self._request, session_id, prompt)
 
     @property
-    def _coroutine_request(self) -> Callable[[str, DurablePrompt], DurableResult]:
+    def _coroutine_request(self) -> Callable[[str, Prompt], DurableResult]:
         # DBOS's sync start and enqueue take an async workflow too (its result is the
         # coroutine's); their signatures do not say so.
-        return cast("Callable[[str, DurablePrompt], DurableResult]", self._request)
+        return cast("Callable[[str, Prompt], DurableResult]", self._request)
 
     # -- the workflows -----------------------------------------------------------------
 
-    async def _run_request(self, session_id: str, prompt: DurablePrompt) -> DurableResult:
+    async def _run_request(self, session_id: str, prompt: Prompt) -> DurableResult:
         request_id = _required_workflow_id()
         number = 1
         result = await self._invoke(request_id, number, session_id, prompt)
@@ -250,13 +260,13 @@ class DurableAgent:
         )
 
     async def _invoke(
-        self, request_id: str, number: int, session_id: str, prompt: DurablePrompt
+        self, request_id: str, number: int, session_id: str, prompt: Prompt
     ) -> DurableResult:
         """Run the request's *number*-th invocation as its child workflow."""
         with SetWorkflowID(_ids.invocation_id(request_id, number)):
             return await self._invocation(session_id, prompt)
 
-    async def _run_invocation(self, session_id: str, prompt: DurablePrompt) -> DurableResult:
+    async def _run_invocation(self, session_id: str, prompt: Prompt) -> DurableResult:
         key = _required_workflow_id()
         agent = await anyio.to_thread.run_sync(self._agent, session_id)
         store = _store_of(agent, self.kind, session_id)
@@ -280,6 +290,9 @@ class DurableAgent:
             )
             if stored is not None and _replay.finished(stored, key):
                 return _replay.finished_result(stored, session_id=session_id, key=key)
+            if stored is None or not _replay.leased_by(stored, key):
+                # Released meanwhile, by another's final save: not ours to continue.
+                return _error_result(session_id, key, _replay.moved_on_error(session_id, key))
             await anyio.to_thread.run_sync(agent.reload_session)
             prompt = None
         try:
@@ -319,13 +332,28 @@ def _store_of(agent: Agent, kind: str, session_id: str) -> SessionStore:
     return session.store
 
 
-def _checked(prompt: DurablePrompt) -> DurablePrompt:
+def _checked(prompt: Prompt) -> Prompt:
     # Refused here, in the caller's process, rather than by a workflow that then fails.
     prompt_messages(prompt)
     return prompt
 
 
 _WAITED_FOR: Final = frozenset({"interrupt", "escalated"})
+
+# The queues found partitioned one request per session at a time (read once: reading a
+# queue's settings is a round trip to the system database).
+_serial_queues: set[str] = set()
+
+
+def _check_serial(queue: Queue, partition_concurrency: int | None) -> None:
+    if partition_concurrency != 1:
+        raise ValueError(
+            f"queue {queue.name!r} has partition_concurrency={partition_concurrency}: two "
+            "requests of one session could run at once, and the second be refused by the "
+            "session's lease; register it with DBOS.register_queue(name, "
+            "partition_concurrency=1, ...)"
+        )
+    _serial_queues.add(queue.name)
 
 
 def _cycle_open(store: SessionStore, session_id: str) -> bool:

@@ -143,10 +143,11 @@ def _database_kind(url: str) -> str:
         return "sqlite"
     if scheme in ("postgresql", "postgres"):
         return "postgresql"
-    shown = url.partition("://")[0] if "://" in url else url[:20]
+    # Only the scheme is shown: the rest may hold a password.
+    got = f"a {scheme!r} URL" if "://" in url else "no URL"
     raise ValueError(
         f"stageware.dbos.launch(database_url=...): use sqlite:///PATH or postgresql://..., "
-        f"got {shown!r}..."
+        f"got {got}"
     )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "Standing",
     "finished",
     "finished_result",
+    "leased_by",
     "moved_on_error",
     "standing",
     "wait_for_lapse",

@@ -9,12 +9,17 @@ who can send one can do no more than that, so the message carries no authority a
 not checked.
 
 The waiting workflows are found by their id, ``stageware:<agent kind>:<session id>:...``,
-among the PENDING workflows of the DBOS system database.
+among the PENDING and ENQUEUED workflows of the DBOS system database: a request whose
+worker died is ENQUEUED once recovered, until a worker takes it up, and a message sent to
+it then waits for it (a wake-up sent only to PENDING ones would be lost on it, and the
+replayed wait would sleep its whole re-check interval).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
+
+from ._ids import PREFIX, parse
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
@@ -24,27 +29,35 @@ __all__ = ["WAKE_TOPIC", "WORKFLOW_PREFIX", "waiting_on", "wake"]
 WAKE_TOPIC: Final = "stageware:wake"
 """The DBOS message topic a waiting run receives wake-ups on."""
 
-WORKFLOW_PREFIX: Final = "stageware:"
+WORKFLOW_PREFIX: Final = PREFIX
 """How every durable agent run's workflow id starts: ``stageware:<kind>:<session id>:``."""
 
 
+_WAITING: Final = ["PENDING", "ENQUEUED"]
+"""The statuses of a request that may be waiting: running, or recovered after its worker
+died and queued to run again (it finds the message when its replay reaches the wait)."""
+
+
 def waiting_on(session_id: str, workflow_ids: list[str]) -> list[str]:
-    """Those of *workflow_ids* that run session *session_id* (whatever the agent kind)."""
+    """Those of *workflow_ids* that are requests on session *session_id*, whatever the
+    agent kind (the invocations they run as child workflows wait on nothing)."""
     found: list[str] = []
     for workflow_id in workflow_ids:
-        prefix, _, rest = workflow_id.partition(":")
-        kind, _, after_kind = rest.partition(":")
-        if f"{prefix}:" == WORKFLOW_PREFIX and kind and after_kind.startswith(f"{session_id}:"):
+        name = parse(workflow_id)
+        if name is not None and name.session_id == session_id and name.invocation is None:
             found.append(workflow_id)
     return found
 
 
-def wake(session_id: str, *, system_database_url: str | None = None) -> list[str]:
+def wake(
+    session_id: str, *, system_database_url: str | None = None, system_schema: str = "dbos"
+) -> list[str]:
     """Wake the durable runs waiting on *session_id*; return their workflow ids.
 
     In a process that launched DBOS (``stageware.dbos.launch``) the launched DBOS is
     used; elsewhere (the command line, an admin service) pass the DBOS system database's
-    URL, and a ``DBOSClient`` sends the message.
+    URL (and *system_schema*, if DBOS was launched with another ``dbos_system_schema``),
+    and a ``DBOSClient`` sends the message.
 
     A run that is not waiting (still running, or between two checks) finds the message
     when it next waits: it re-reads its session then, which is all a wake-up asks.
@@ -53,7 +66,7 @@ def wake(session_id: str, *, system_database_url: str | None = None) -> list[str
         from dbos import DBOS
 
         pending = DBOS.list_workflows(
-            status="PENDING",
+            status=_WAITING,
             workflow_id_prefix=WORKFLOW_PREFIX,
             load_input=False,
             load_output=False,
@@ -62,10 +75,10 @@ def wake(session_id: str, *, system_database_url: str | None = None) -> list[str
         for target in targets:
             DBOS.send(target, {"session_id": session_id}, WAKE_TOPIC)
         return targets
-    client = _client(system_database_url)
+    client = _client(system_database_url, system_schema)
     try:
         pending = client.list_workflows(
-            status="PENDING",
+            status=_WAITING,
             workflow_id_prefix=WORKFLOW_PREFIX,
             load_input=False,
             load_output=False,
@@ -78,7 +91,7 @@ def wake(session_id: str, *, system_database_url: str | None = None) -> list[str
         client.destroy()
 
 
-def _client(system_database_url: str) -> DBOSClient:
+def _client(system_database_url: str, system_schema: str) -> DBOSClient:
     from dbos import DBOSClient
 
-    return DBOSClient(system_database_url=system_database_url)
+    return DBOSClient(system_database_url=system_database_url, dbos_system_schema=system_schema)

@@ -26,6 +26,11 @@ The core loop, from the outside in:
   ``_agent_tools``: the agent's tools and tool providers by name, read per model call.
 - ``_interrupt_state``: what waits for a human, and how long answers live;
   ``_interrupt_records``: its stored shape, checked when a session restores it.
+- ``_journal``: the journal a durable-execution engine (``stageware.dbos``) records an
+  invocation's model and tool calls in, one step each; ``_journal_step``: a step that
+  streams while it runs; ``_journal_data``: what a step records, as JSON data (errors and
+  interrupts included); ``_journal_session``: what a durable invocation leaves in its
+  session (its key in the lease and the final save), read back on a replay.
 - ``_cancel``: the cancel signal; ``_cancel_watch``: the deadlines that cut what does not
   stop after ``cancel()``.
 - ``_core``: the state those modules share; ``_hooks`` / ``_hook_events``: lifecycle hooks

@@ -10,7 +10,8 @@ Steps are told apart by their order, as the engine counts them, so the host draw
 step's place (``reserve``) in an order that a replay repeats: a model call when it starts;
 the tool calls of one model turn in the order of the turn's toolUse blocks, all before any
 of them runs, so that concurrent calls finishing in another order on the replay still get
-their own results.
+their own results. A call's attempt after the first (a retry) draws its place when it
+reaches the tool, under a name that carries the call's id (``_tool_executor``).
 
 While a journal is current, the session store holds the conversation between invocations
 only: the claim and the final save are made as without it, the per-message checkpoints in
@@ -55,7 +56,15 @@ class StepJournal(Protocol):
         """Return the result recorded at *place*; if there is none, await *step*, record
         its result (JSON data) and return it.
 
-        An exception *step* raises is recorded too, and raised again on a replay.
+        The host's steps return JSON data only and do not raise: a model's or a tool's
+        failure is part of the result, described as data, and the host raises it itself
+        (``_journal_data``). An exception *step* raises all the same (a failure of the
+        host) is recorded like a result, and raised again on a replay. A step that is
+        cancelled (the run was cancelled, or its consumer stopped reading) records
+        nothing: a replay runs it again.
+
+        *step* may be awaited in another task than the caller's; what it produces while
+        it runs reaches the caller through a stream of its own (``_journal_step``).
         """
         ...
 

@@ -61,7 +61,8 @@ def describe_error(error: BaseException) -> dict[str, Any]:
     attributes = {
         name: value
         for name, value in getattr(error, "__dict__", {}).items()
-        if not name.startswith("__") and is_json(value)
+        # Notes are what was added to explain it (``add_note``); no other dunder is data.
+        if (name == "__notes__" or not name.startswith("__")) and is_json(value)
     }
     return {
         "type": f"{cls.__module__}:{cls.__qualname__}",
@@ -83,14 +84,14 @@ def rebuild_error(description: Mapping[str, Any]) -> Exception:
     if cls is None:
         return ReplayedError(type_name, message)
     args = tuple(cast("list[Any]", description["args"]))
-    error = cls.__new__(cls, *args)
-    error.args = args
     try:
+        error = cls.__new__(cls, *args)
+        error.args = args
         for name, value in cast("dict[str, Any]", description["attributes"]).items():
             setattr(error, name, value)
-    except (AttributeError, TypeError):
-        # A class whose attributes cannot be set from outside (slots, properties): the
-        # class name and message still tell what happened.
+    except (AttributeError, TypeError, ValueError):
+        # A class that cannot be made this way (a __new__ of its own, attributes that
+        # cannot be set from outside): the class name and message still tell what happened.
         return ReplayedError(type_name, message)
     return error
 

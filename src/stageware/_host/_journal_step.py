@@ -10,6 +10,12 @@ and the caller reads the record back instead (``ran`` tells which happened).
 The body runs with no journal current (``journal_scope(None)``): an agent called inside
 it (an agent used as a tool) makes its model and tool calls plainly, as part of this
 step, and is not journaled a second time.
+
+The body's task lives in a task group the stream holds open across its ``yield``, as the
+tool executor's does: the stream must be closed by whoever opened it (the chain closes
+its layers, inner first). Closing it awaits the cancelled task, so one left to asyncio's
+garbage finalizer (a middleware that drops its ``next_fn`` stream unclosed) can be
+closed by two finalizer tasks at once, and asyncio reports the second.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ Modules, in the order a policy is used:
   once per hook point (``_attached``); ``_agent_policy`` binds it to an agent's stage
   chains; ``_decide`` runs one hook point's middleware, with fail modes, timeouts and
   trace records, building each call's env and record through ``_records``; ``_approval``:
-  the durable approval of a ``Suspend``.
+  the durable approval of a ``Suspend``, and ``_timeouts`` its deadline and what a
+  timeout becomes.
 - ``_spec/``: policy spec files (YAML) read into entries, ``load_policy`` and
   ``read_policy``; ``_plugins`` finds the middleware plugins contribute through entry
   points; ``_author_code`` contains what their code raises while a policy loads.

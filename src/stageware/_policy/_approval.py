@@ -20,7 +20,9 @@ An answer is checked before it is stored (``ApprovalCheck``, which the host's
 ``InterruptState`` runs on every path that records one): the approver is identified (by
 the engine's authenticator for an answer in a prompt, by the operating system for the
 command line), must be one the ``Suspend`` allowed, and the answer must be for the step
-that waits. The stored response is then the verified record, never the credential.
+that waits. The stored response is then the verified record, never the credential. An answer to an
+approval whose deadline has passed (``Suspend(timeout=...)``) is refused; the approval is
+then resolved by a timeout record instead (``_timeouts``, ``ApprovalCheck.lapsed``).
 
 Interrupts of the earlier ``v1:policy:`` scheme (no fingerprint), found in a session
 written before this one, are not released by any answer: the middleware is asked again

@@ -93,6 +93,7 @@ def two_calls() -> ScriptedTurn:
     )
 
 
+@pytest.mark.no_journal
 def test_each_message_is_saved_as_it_enters_the_history() -> None:
     store = RecordingStore()
     slow_may_finish = threading.Event()
@@ -332,6 +333,7 @@ def test_a_prompt_while_the_crashed_resume_still_holds_its_lease_is_refused_as_l
 
 
 @pytest.mark.parametrize("edit", ["replaced", "in place"])
+@pytest.mark.no_journal
 def test_an_earlier_message_changed_during_the_run_is_saved(edit: str) -> None:
     """A checkpoint finds a replaced message by identity and saves from it on; a change
     made in place inside a stored message is saved by the final save, which compares

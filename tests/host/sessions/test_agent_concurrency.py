@@ -74,6 +74,7 @@ class Ledger:
 # --- Conditional saves ------------------------------------------------------------------
 
 
+@pytest.mark.no_journal
 def test_a_stale_agent_is_refused_before_it_calls_the_model(store: SessionStore) -> None:
     first = Agent(ScriptedModel(["A done"]), session_store=store, session_id=SESSION)
     stale_model = ScriptedModel(["B done", "B again"])
@@ -98,6 +99,7 @@ def test_a_stale_agent_is_refused_before_it_calls_the_model(store: SessionStore)
     assert stale.session_version == 6
 
 
+@pytest.mark.no_journal
 def test_each_save_names_the_loaded_and_the_stored_version(store: SessionStore) -> None:
     Agent(ScriptedModel(["one"]), session_store=store, session_id=SESSION)("first")
     a = Agent(ScriptedModel(["a"]), session_store=store, session_id=SESSION)
@@ -205,6 +207,7 @@ async def test_a_running_invocation_holds_the_session(store: SessionStore) -> No
 # --- A lost lease stops the run ---------------------------------------------------------
 
 
+@pytest.mark.no_journal
 def test_a_lost_lease_cancels_the_run_and_its_save_is_refused() -> None:
     inner = MemorySessionStore()
     finished: list[str] = []

@@ -66,6 +66,7 @@ def escalate_refunds(agent: Agent) -> list[Escalation]:
     return made
 
 
+@pytest.mark.no_journal
 def test_the_final_save_records_the_escalation(store: SessionStore) -> None:
     agent = Agent(
         ScriptedModel(["A human will look at it."]), session_store=store, session_id=SESSION

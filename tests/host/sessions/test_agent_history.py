@@ -83,6 +83,7 @@ def text(role: str, words: str) -> Message:
     return cast(Message, {"role": role, "content": [{"text": words}]})
 
 
+@pytest.mark.no_journal
 def test_each_invocation_saves_only_its_new_messages(store: SessionStore) -> None:
     recording = RecordingStore(store)
     agent = agent_on(recording, calls(("lookup", {"query": "a"}, "t1")), "one", "two")
@@ -99,6 +100,7 @@ def test_each_invocation_saves_only_its_new_messages(store: SessionStore) -> Non
     assert recording.saves == [(before, 0), (before, 2), (before + 2, 0)]
 
 
+@pytest.mark.no_journal
 def test_a_history_repaired_after_a_cut_short_invocation_loads_as_repaired(
     store: SessionStore,
 ) -> None:
