@@ -25,7 +25,7 @@ from stageware import (
 )
 
 dbos_module = pytest.importorskip("dbos")
-durable = pytest.importorskip("stageware.dbos")
+stageware_dbos = pytest.importorskip("stageware.dbos")
 
 DBOS = dbos_module.DBOS
 
@@ -44,11 +44,11 @@ def add(a: int, b: int) -> int:
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     path: Path = tmp_path_factory.mktemp("dbos") / "system.sqlite"
-    durable.launch(
+    stageware_dbos.launch(
         name="run-durably-tests", database_url=f"sqlite:///{path}", config={"log_level": "ERROR"}
     )
     yield
-    durable.shutdown()
+    stageware_dbos.shutdown()
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ async def test_an_invocation_is_a_workflow_whose_calls_are_its_steps(launched: N
             ScriptedTurn(text="It is 5."),
         ]
     )
-    agent = durable.run_durably(Agent(model, tools=[add], agent_id="adder"))
+    agent = stageware_dbos.run_durably(Agent(model, tools=[add], agent_id="adder"))
     ran.clear()
 
     result = await agent.invoke_async("What is 2 + 3?")
@@ -105,7 +105,7 @@ async def test_stream_async_hands_events_over_while_the_workflow_runs(launched: 
             ScriptedTurn(text="Done."),
         ]
     )
-    agent = durable.run_durably(Agent(model, tools=[wait_for_reader]))
+    agent = stageware_dbos.run_durably(Agent(model, tools=[wait_for_reader]))
     seen: list[str] = []
     events: AsyncIterator[Any] = agent.stream_async("Go")
     async for event in events:
@@ -132,4 +132,4 @@ async def test_a_workflow_whose_agent_is_gone_fails_naming_durable_agent(launche
 def test_a_trio_agent_is_refused() -> None:
     agent = Agent(ScriptedModel([]), backend="trio")
     with pytest.raises(ValueError, match="asyncio only"):
-        durable.run_durably(agent)
+        stageware_dbos.run_durably(agent)

@@ -97,9 +97,13 @@ def agent_mode() -> str:
     return "plain"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dbos_launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """DBOS on an SQLite system database of this test process, launched once."""
+    """DBOS on an SQLite system database, launched once per test module.
+
+    Not once per test process: under xdist a worker runs modules of tests/dbos too, which
+    launch DBOS themselves, and a process has one DBOS at a time.
+    """
     dbos = pytest.importorskip("stageware.dbos", reason="the dbos mode needs the dbos extra")
     from sqlalchemy import create_engine, event
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from stageware._host._interrupt_state import parse_interrupt_responses
 from stageware._host._prompt import Prompt, prompt_messages
+from stageware._host.sessions._store import check_session_id
 
 from . import _ids
 from ._agent import check_serial, known_serial
@@ -91,6 +92,7 @@ def _request(
 ) -> tuple[EnqueueOptions, Prompt]:
     _ids.check_kind(kind)
     # Refused here, in the producer, rather than by a workflow that then fails.
+    check_session_id(session_id, f"enqueue_with_client({kind!r})")
     if parse_interrupt_responses(prompt) is None:
         prompt_messages(prompt)
     options: EnqueueOptions = {
