@@ -71,7 +71,9 @@ def serve(url: str, schema: str) -> None:
     """Launch DBOS, take runs from the application's queues until stdin closes."""
     from stageware.dbos import DurableAgent, launch, shutdown
 
-    store = PostgresSessionStore(url, schema=schema, max_size=2)
+    # Calls bounded at 5 s, not the default 1 s: all the workers and the database share
+    # one machine here, where a save may wait its turn past 1 s.
+    store = PostgresSessionStore(url, schema=schema, max_size=2, statement_timeout=5.0)
     ledger = psycopg.connect(url, autocommit=True)
 
     @tool
