@@ -6,6 +6,7 @@ import anyio
 import pytest
 from dbos import DBOS
 
+from stageware import SessionError
 from stageware.dbos import DurableAgent, DurableResult, launch
 
 from .kinds import Setup, failing, history, storeless, support
@@ -72,6 +73,14 @@ def test_a_factory_whose_agent_has_no_session_is_refused(durable: Setup) -> None
     with pytest.raises(Exception, match="build it with session_store=") as caught:
         storeless.run("hello", session_id="c5")
     assert "test-storeless" in str(caught.value)
+
+
+def test_a_session_id_no_store_can_keep_is_refused_before_a_workflow_starts(
+    durable: Setup,
+) -> None:
+    with pytest.raises(SessionError, match="must not be empty"):
+        support.start("hello", session_id="")
+    assert DBOS.list_workflows(workflow_id_prefix="stageware:test-support::") == []
 
 
 def test_a_prompt_that_is_no_prompt_is_refused_before_a_workflow_starts(durable: Setup) -> None:

@@ -65,7 +65,8 @@ async def _journaled() -> list[Any]:
             await journal.run(place, step)
         except Exception as error:
             raised.append([type(error).__name__, str(error), getattr(error, "seconds", None)])
-    return [results["model"], results["slow"], raised]
+    failure = None if journal.failure is None else type(journal.failure).__name__
+    return [results["model"], results["slow"], raised, failure]
 
 
 journaled = DBOS.workflow(name="stageware-tests.journaled")(_journaled)
@@ -90,6 +91,7 @@ def test_a_replay_hands_back_results_and_raises_the_recorded_exceptions(durable:
     first, replayed = _run_and_replay()
 
     assert ran == ["model", "slow", "store", "local"]  # each once: the replay ran nothing
+    assert first[3] is replayed[3] is None
     assert (
         replayed[:2]
         == first[:2]
@@ -127,8 +129,12 @@ def test_a_replay_that_takes_another_path_fails(durable: Setup) -> None:
     third_step[0] = "tool:another"
     try:
         replay: WorkflowHandle[list[Any]] = DBOS.fork_workflow(handle.workflow_id, 5)
-        name, message, _ = replay.get_result()[2][0]
+        replayed = replay.get_result()
+        name, message, _ = replayed[2][0]
         assert name == DBOSUnexpectedStepError.__name__
+        # Kept on the journal too: DurableAgent fails the invocation with it even where
+        # the host turned it into a tool's error result.
+        assert replayed[3] == DBOSUnexpectedStepError.__name__
         assert "tool:another" in message
         assert "tool:store" in message
     finally:

@@ -22,10 +22,18 @@ import pytest
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from stageware._dbos._wake import waiting_on, wake
-from tests.host.sessions.conftest import worker_database
-from tests.host.sessions.stores import POSTGRES_URL_VARIABLE, StoreSpec, close_store, open_store
+from tests.host.sessions.conftest import private_postgres, worker_database
+from tests.host.sessions.private_server import PrivateServer
+from tests.host.sessions.stores import (
+    StoreSpec,
+    close_store,
+    fresh_schema_name,
+    open_store,
+)
 
 from .waits_flow import APP_VERSION, KIND, refund_in_place, refund_until_answered
+
+__all__ = ["private_postgres"]  # the fixture, for the database-restart test
 
 STAGEWARE = str(Path(sys.executable).parent / "stageware")
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +47,8 @@ def _system_database(spec: StoreSpec, tmp_path: Path) -> Iterator[str]:
     if spec.kind == "sqlite":
         yield f"sqlite:///{tmp_path / 'dbos.sqlite'}"
         return
-    # A database of the test's own on the server: DBOS makes its tables there.
-    yield from worker_database(os.environ[POSTGRES_URL_VARIABLE], f"dbos_{uuid.uuid4().hex[:12]}")
+    # A database of the test's own on the store's server: DBOS makes its tables there.
+    yield from worker_database(spec.target, f"dbos_{uuid.uuid4().hex[:12]}")
 
 
 Launch = Callable[..., None]
@@ -394,3 +402,50 @@ def test_the_readme_wake_example_wakes_the_waiting_run(
     assert namespace["woken"] == [workflow_id]
     assert settle(workflow_id)["text"] == "Refunded."
     assert lines(setup["ledger"]) == ["900"]
+
+
+def test_a_wait_outlives_a_restart_of_the_database(
+    private_postgres: PrivateServer, tmp_path: Path
+) -> None:
+    """The server holding the sessions and DBOS's tables restarts while the run waits:
+    every connection ends; the run waits on, and the approval given after finishes it."""
+    spec = StoreSpec("postgres", private_postgres.url, fresh_schema_name())
+    setup: dict[str, Any] = {
+        "spec": spec.to_json(),
+        "ledger": str(tmp_path / "ledger.txt"),
+        "log": str(tmp_path / "invocations.txt"),
+        "timeout": None,
+        "on_timeout": None,
+        "recheck": 1.0,  # so that the run reads the session again after the restart
+    }
+    for database in _system_database(spec, tmp_path):
+        DBOS.destroy()
+        config: DBOSConfig = {
+            "name": "stageware-waits",
+            "system_database_url": database,
+            "executor_id": EXECUTOR,
+            "dbos_system_schema": SCHEMA,
+            "application_version": APP_VERSION,
+        }
+        DBOS(config=config)
+        DBOS.launch()
+        try:
+            workflow_id = start(setup, "outage-1")
+            approval = pending_approval(spec, "outage-1")
+            before = checks(workflow_id)
+
+            private_postgres.restart()
+            # Two more reads of the session, across the restart.
+            deadline = time.monotonic() + 30
+            while checks(workflow_id) < before + 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert checks(workflow_id) >= before + 2
+            still_waiting(workflow_id, 0.1)
+            status, _, err = command(spec, "approvals", "--approve", approval, dbos=database)
+            assert (status, err) == (0, "")
+
+            assert settle(workflow_id)["text"] == "Refunded."
+            assert lines(setup["ledger"]) == ["900"]
+            assert lines(setup["log"]) == ["prompt", "continue"]
+        finally:
+            DBOS.destroy()

@@ -24,6 +24,7 @@ from stageware import (
     AfterModelCallEvent,
     AfterToolCallEvent,
     Agent,
+    AgentResult,
     AgentStreamEvent,
     BeforeInvocationEvent,
     BeforeModelCallEvent,
@@ -33,6 +34,7 @@ from stageware import (
     ModelStreamChunkEvent,
     ScriptedModel,
     ScriptedTurn,
+    SessionConflictError,
     SQLiteSessionStore,
     StoredSession,
     ToolContext,
@@ -382,3 +384,49 @@ async def test_the_lease_owner_names_the_journal_key(tmp_path: Path) -> None:
     assert leased_by(journaled, KEY)
     assert not leased_by(journaled, f"{KEY}:2")
     assert not leased_by(plain, KEY)
+
+
+async def race(
+    journal: MemoryJournal, agent: Agent, outcomes: list[AgentResult | SessionConflictError]
+) -> None:
+    """Replay under *journal*; note the result, or the conflict that refused the claim."""
+    with journal_scope(journal):
+        try:
+            outcomes.append(await agent.invoke_async())
+        except SessionConflictError as error:
+            outcomes.append(error)
+
+
+@pytest.mark.anyio
+async def test_of_two_replays_racing_for_one_claim_one_runs(tmp_path: Path) -> None:
+    scenario = Scenario(tmp_path)
+    database = tmp_path / "sessions.db"
+    claimed = tmp_path / "claimed.db"
+    agent = scenario.agent(database)
+    agent.add_hook(lambda e: copy_sqlite(database, claimed), BeforeInvocationEvent)
+    journal = MemoryJournal(KEY)
+    with journal_scope(journal):
+        result = await agent.invoke_async("Refund order A1")
+    await wait_out_lease(claimed)
+
+    for crash_after in (0, 2):
+        scenario.ledger.clear()
+        left = fresh_copy(claimed, tmp_path / f"left-{crash_after}.db")
+        # One book, as two workers recovering one workflow share its step records.
+        book = journal.book.until(crash_after)
+        replays = [MemoryJournal(KEY, book), MemoryJournal(KEY, book)]
+        agents = [scenario.agent(left), scenario.agent(left)]
+        outcomes: list[AgentResult | SessionConflictError] = []
+
+        async with anyio.create_task_group() as group:
+            for replayed, replaying in zip(replays, agents, strict=True):
+                group.start_soon(race, replayed, replaying, outcomes)
+        texts = [o.text for o in outcomes if isinstance(o, AgentResult)]
+        assert texts == [result.text]
+        assert sum(isinstance(o, SessionConflictError) for o in outcomes) == 1
+        # The loser was refused at its claim, before any step.
+        assert sorted(len(r.ran) + len(r.replayed) for r in replays)[0] == 0
+        ran_before = {e.name.removeprefix("tool:") for e in book.entries[:crash_after]}
+        assert sorted(line.split()[0] for line in scenario.ledger) == sorted(
+            {"refund", "lookup"} - ran_before
+        )

@@ -47,6 +47,7 @@ from stageware._host._agent_result import AgentResult
 from stageware._host._interrupt_state import InterruptState
 from stageware._host._journal import journal_scope
 from stageware._host._prompt import Prompt, prompt_messages
+from stageware._host.sessions._store import check_session_id
 
 from . import _ids, _replay
 from ._journal import DBOSJournal
@@ -163,7 +164,7 @@ class DurableAgent:
         """Start one request on *session_id* as a workflow; its handle's result is a
         ``DurableResult``. Not queued: see :meth:`enqueue` to keep one session's requests
         from overlapping."""
-        prompt = _checked(prompt)
+        prompt = _checked(prompt, session_id, self.kind)
         with SetWorkflowID(_ids.request_id(self.kind, session_id)):
             return DBOS.start_workflow(self._coroutine_request, session_id, prompt)
 
@@ -171,7 +172,7 @@ class DurableAgent:
         self, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`start` for asyncio code."""
-        prompt = _checked(prompt)
+        prompt = _checked(prompt, session_id, self.kind)
         with SetWorkflowID(_ids.request_id(self.kind, session_id)):
             return await DBOS.start_workflow_async(self._request, session_id, prompt)
 
@@ -189,7 +190,7 @@ class DurableAgent:
         Raises:
             ValueError: The queue lets two requests of one session run at once.
         """
-        prompt = _checked(prompt)
+        prompt = _checked(prompt, session_id, self.kind)
         if queue.name not in _serial_queues:
             _check_serial(queue, queue.partition_concurrency)
         with (
@@ -202,7 +203,7 @@ class DurableAgent:
         self, queue: Queue, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`enqueue` for asyncio code."""
-        prompt = _checked(prompt)
+        prompt = _checked(prompt, session_id, self.kind)
         if queue.name not in _serial_queues:
             _check_serial(queue, await queue.get_partition_concurrency_async())
         with (
@@ -295,13 +296,18 @@ class DurableAgent:
                 return _error_result(session_id, key, _replay.moved_on_error(session_id, key))
             await anyio.to_thread.run_sync(agent.reload_session)
             prompt = None
+        journal = DBOSJournal(key)
         try:
-            with journal_scope(DBOSJournal(key)):
+            with journal_scope(journal):
                 result = await agent.invoke_async(prompt)
         except dbos_error.DBOSException:
             raise  # DBOS's own (a cancelled workflow, a replay that took another path)
         except Exception as error:
+            if journal.failure is not None:
+                raise journal.failure from error
             return _error_result(session_id, key, error)
+        if journal.failure is not None:
+            raise journal.failure  # a tool's step failed in DBOS: its error result is not ours
         return _result(session_id, key, result)
 
     def _agent(self, session_id: str) -> Agent:
@@ -332,8 +338,9 @@ def _store_of(agent: Agent, kind: str, session_id: str) -> SessionStore:
     return session.store
 
 
-def _checked(prompt: Prompt) -> Prompt:
+def _checked(prompt: Prompt, session_id: str, kind: str) -> Prompt:
     # Refused here, in the caller's process, rather than by a workflow that then fails.
+    check_session_id(session_id, f"DurableAgent({kind!r})")
     prompt_messages(prompt)
     return prompt
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, final
 
 from dbos import DBOS, StepReservation
+from dbos import error as dbos_error
 
 from stageware._host._journal_data import describe_error, rebuild_error
 
@@ -51,10 +52,14 @@ class DBOSJournal:
             id (``stageware:<kind>:<session id>:<unique part>/<n>``).
     """
 
-    __slots__ = ("_key",)
+    __slots__ = ("_key", "failure")
 
     def __init__(self, key: str) -> None:
         self._key = key
+        # DBOS's own error at a step (a replay that took another path, a cancelled
+        # workflow), kept: the host turns an exception in a tool's step into the tool's
+        # error result, and the run must not end as if nothing happened.
+        self.failure: dbos_error.DBOSException | None = None
 
     @property
     def key(self) -> str:
@@ -92,7 +97,11 @@ class DBOSJournal:
                 raised.append(problem)
                 return json.dumps({"raised": describe_error(problem)})
 
-        text: str = await place.reservation.run_async({"name": place.name}, recorded)
+        try:
+            text: str = await place.reservation.run_async({"name": place.name}, recorded)
+        except dbos_error.DBOSException as error:
+            self.failure = self.failure or error
+            raise
         outcome: dict[str, Any] = json.loads(text)
         if "raised" in outcome:
             raise raised[0] if raised else rebuild_error(outcome["raised"])

@@ -31,6 +31,8 @@ from stageware._policy._timeouts import deadline_of
 from ._wake import WAKE_TOPIC
 
 if TYPE_CHECKING:
+    from dbos import StepOptions
+
     from stageware import Agent, AgentResult, SessionStore
 
 __all__ = ["RECHECK_SECONDS", "wait_for_answers", "wait_for_session"]
@@ -40,6 +42,15 @@ logger = logging.getLogger("stageware.dbos")
 RECHECK_SECONDS: Final = 60.0
 """How often a waiting run reads its session with no wake-up: an answer recorded without
 one is acted on within this long."""
+
+_READ_RETRIES: Final[StepOptions] = {
+    "retries_allowed": True,
+    "interval_seconds": 1.0,
+    "backoff_rate": 2.0,
+    "max_attempts": 10,
+}
+"""A read of the session that fails (the database restarting) is tried again, for about
+17 minutes, before the wait gives up and the request fails: a wait is meant to last."""
 
 _WAITED: Final = frozenset({"interrupt", "escalated"})
 """The stops that wait for a human."""
@@ -95,7 +106,7 @@ async def wait_for_session(
     while True:
         if stop_reason == "escalated":
             open_ = await DBOS.run_step_async(
-                {"name": "stageware:escalation"},
+                {"name": "stageware:escalation", **_READ_RETRIES},
                 _escalation_open,
                 store,
                 session_id,
@@ -106,7 +117,10 @@ async def wait_for_session(
             wait = recheck_seconds
         else:
             waiting, left = await DBOS.run_step_async(
-                {"name": "stageware:approvals"}, _approvals_waiting, store, session_id
+                {"name": "stageware:approvals", **_READ_RETRIES},
+                _approvals_waiting,
+                store,
+                session_id,
             )
             if waiting == 0 or (left is not None and left <= 0):
                 return
