@@ -17,7 +17,7 @@ from __future__ import annotations
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent
-    from stageware._dbos._durably import run_durably
+    from stageware._dbos._durably import InvocationFailedError, run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
     from stageware._dbos._liveness import ExecutorIdInUseError
@@ -41,6 +41,7 @@ __all__ = [
     "DurableAgent",
     "DurableResult",
     "ExecutorIdInUseError",
+    "InvocationFailedError",
     "ReplayedError",
     "launch",
     "run_durably",
