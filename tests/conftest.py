@@ -42,6 +42,7 @@ _GROUPS: dict[str, str] = {
 # processes again and again. Started late, any of them would leave the other workers idle.
 _FIRST: tuple[str, ...] = (
     "tests/typing/test_cases_bite.py",
+    "tests/dbos/test_kill_anywhere.py",
     "litellm",
     "tests/middleware/test_conversation_long_run.py",
     "tests/strands_parity/test_typing.py",
@@ -49,6 +50,13 @@ _FIRST: tuple[str, ...] = (
     "tests/host/sessions/test_agent_processes.py",
     "tests/host/sessions/test_crash_points.py",
     "tests/host/sessions/test_processes.py",
+    "tests/dbos/test_waits.py",
+    "tests/dbos/test_local_sqlite.py",
+    "tests/dbos/test_replay.py",
+    "tests/dbos/test_liveness.py",
+    "tests/dbos/test_durable_agent.py",
+    "tests/dbos/test_recovery_race.py",
+    "tests/dbos/test_database_restart.py",
 )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent
     from stageware._dbos._client import enqueue_with_client, enqueue_with_client_async
-    from stageware._dbos._durably import run_durably
+    from stageware._dbos._durably import InvocationFailedError, run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
     from stageware._dbos._liveness import ExecutorIdInUseError
@@ -42,6 +42,7 @@ __all__ = [
     "DurableAgent",
     "DurableResult",
     "ExecutorIdInUseError",
+    "InvocationFailedError",
     "ReplayedError",
     "enqueue_with_client",
     "enqueue_with_client_async",

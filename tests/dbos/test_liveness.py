@@ -104,16 +104,20 @@ class Cluster:
         finally:
             client.destroy()
 
-    def finished(self, workflow_id: str, timeout: float = 30.0) -> str:
+    def finished(self, workflow_id: str, timeout: float = 60.0) -> str:
         """The executor that finished the workflow, once it succeeded."""
-        wait_until(lambda: self.status(workflow_id)[0] not in ("PENDING", "ENQUEUED"), timeout)
+        try:
+            wait_until(lambda: self.status(workflow_id)[0] not in ("PENDING", "ENQUEUED"), timeout)
+        except AssertionError:
+            raise AssertionError(f"{workflow_id} did not finish: {self.logs()}") from None
         status, executor_id = self.status(workflow_id)
         assert status == "SUCCESS", f"workflow {workflow_id} ended {status}: {self.logs()}"
         assert executor_id is not None
         return executor_id
 
     def logs(self) -> str:
-        return "\n".join(f"{w.executor_id}: {w.stderr_so_far()}" for w in self.workers)
+        """Every worker's log, for a failure's message: the workers are killed first."""
+        return "\n".join(f"--- {w.executor_id}:\n{w.stderr()}" for w in self.workers)
 
 
 @dataclass
@@ -143,9 +147,6 @@ class Worker:
             assert self.process.stderr is not None
             text = self._stderr = self.process.stderr.read()
         return text
-
-    def stderr_so_far(self) -> str:
-        return self._stderr if self._stderr is not None else "(still running)"
 
 
 def wait_until(condition: Callable[[], bool], timeout: float) -> None:
@@ -207,7 +208,8 @@ def test_a_killed_workers_workflow_is_recovered_by_a_live_worker(cluster: Cluste
 
     assert cluster.finished(workflow_id) == b.executor_id
     # The first step came back from its checkpoint: it ran once, on the dead worker.
-    assert cluster.ledger(workflow_id) == [("first", a.executor_id), ("second", b.executor_id)]
+    expected = [("first", a.executor_id), ("second", b.executor_id)]
+    assert cluster.ledger(workflow_id) == expected, cluster.logs()
     assert f"DBOS executor '{a.executor_id}' is gone" in b.stderr()
 
 
@@ -221,7 +223,8 @@ def test_a_live_workers_workflows_are_never_taken(cluster: Cluster) -> None:
     cluster.send_go(workflow_id)
 
     assert cluster.finished(workflow_id) == a.executor_id
-    assert cluster.ledger(workflow_id) == [("first", a.executor_id), ("second", a.executor_id)]
+    expected = [("first", a.executor_id), ("second", a.executor_id)]
+    assert cluster.ledger(workflow_id) == expected, cluster.logs()
     assert "is gone" not in b.stderr()
 
 
@@ -237,7 +240,8 @@ def test_two_watchers_racing_recover_the_workflow_once(cluster: Cluster) -> None
     finisher = cluster.finished(workflow_id)
 
     assert finisher in (b.executor_id, c.executor_id)
-    assert cluster.ledger(workflow_id) == [("first", a.executor_id), ("second", finisher)]
+    expected = [("first", a.executor_id), ("second", finisher)]
+    assert cluster.ledger(workflow_id) == expected, cluster.logs()
 
 
 def test_an_executor_id_held_by_a_live_process_is_refused(postgres: str) -> None:

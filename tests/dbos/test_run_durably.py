@@ -17,6 +17,7 @@ import pytest
 
 from stageware import (
     Agent,
+    ModelError,
     ModelMessageEvent,
     ScriptedModel,
     ScriptedToolCall,
@@ -127,6 +128,19 @@ async def test_a_workflow_whose_agent_is_gone_fails_naming_durable_agent(launche
         await handle.get_result()
     assert "run_durably" in str(raised.value)
     assert (await handle.get_status()).status == "ERROR"
+
+
+async def test_a_run_that_raises_is_a_failed_workflow(launched: None) -> None:
+    before = {status.workflow_id for status in await _workflows()}
+    model = ScriptedModel([ScriptedTurn(text="x", error=ModelError("the model is down"))])
+    agent = stageware_dbos.run_durably(Agent(model, retry_strategy=None))
+
+    with pytest.raises(ModelError, match="the model is down"):
+        await agent.invoke_async("Hi")
+
+    [workflow] = [status for status in await _workflows() if status.workflow_id not in before]
+    assert workflow.status == "ERROR"
+    assert "the invocation raised ModelError: the model is down" in str(workflow.error)
 
 
 def test_a_trio_agent_is_refused() -> None:

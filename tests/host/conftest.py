@@ -6,7 +6,9 @@ fake OpenAI-compatible server whose replies a test scripts (tool calls, say).
 Without the ``litellm-proxy`` extra the tests that use it skip, saying how to install it;
 when ``CI`` is set they fail instead, so CI never passes without having run them.
 
-And the journal mode (``tests/journal_mode``).
+And the journal mode (``tests/journal_mode``). The agent's behaviour tests
+(``test_agent_*.py``) run twice, ``plain`` and ``dbos`` (every Agent run durably on DBOS);
+see ``agent_mode`` below.
 """
 
 from __future__ import annotations

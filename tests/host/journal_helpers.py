@@ -58,6 +58,10 @@ class StepNameError(RuntimeError):
 
 
 @final
+class JournalBrokenError(Exception):
+    """The memory journal's own failure at a step, as an engine's (a cancelled workflow)."""
+
+
 class MemoryJournal:
     """A ``StepJournal`` whose records live in a ``JournalBook``.
 
@@ -66,12 +70,17 @@ class MemoryJournal:
         replayed: The names of the steps handed back from the book.
     """
 
-    def __init__(self, key: str, book: JournalBook | None = None) -> None:
+    def __init__(
+        self, key: str, book: JournalBook | None = None, *, breaks_at: str | None = None
+    ) -> None:
         self._key = key
         self.book = JournalBook() if book is None else book
         self._next = 0
         self.ran: list[str] = []
         self.replayed: list[str] = []
+        # The step at which the journal itself fails, as an engine may (StepJournal.failure).
+        self._breaks_at = breaks_at
+        self.failure: BaseException | None = None
 
     @property
     def key(self) -> str:
@@ -95,6 +104,9 @@ class MemoryJournal:
         if entry is not None:
             self.replayed.append(place.name)
             return json.loads(entry.outcome)
+        if place.name == self._breaks_at:
+            self.failure = JournalBrokenError(f"the journal broke at step {place.number}")
+            raise self.failure
         self.ran.append(place.name)
         result = await step()
         # Recorded as text, as a database keeps it: only JSON data survives.

@@ -430,3 +430,27 @@ async def test_of_two_replays_racing_for_one_claim_one_runs(tmp_path: Path) -> N
         assert sorted(line.split()[0] for line in scenario.ledger) == sorted(
             {"refund", "lookup"} - ran_before
         )
+
+
+@pytest.mark.anyio
+async def test_a_journal_that_breaks_at_a_tool_step_saves_nothing_of_the_run(
+    tmp_path: Path,
+) -> None:
+    # The executor makes an error result of whatever a tool's stream raises; the journal's
+    # own failure must not be saved as the tool's answer, nor end the run as if it had one.
+    scenario = Scenario(tmp_path)
+    database = tmp_path / "sessions.db"
+    agent = scenario.agent(database)
+    journal = MemoryJournal(KEY, breaks_at="tool:refund")
+    with journal_scope(journal), pytest.raises(Exception, match="the journal broke"):
+        await agent.invoke_async("Refund A1 please.")
+    assert scenario.ledger == []
+    stored = SQLiteSessionStore(database).load(SESSION)
+    assert stored is not None
+    # The claim is all the store holds: the prompt, held back, and the lease in the key's
+    # name, already lapsed, for the replay to take over.
+    assert stored.snapshot["messages"] == []
+    assert released_by(stored) is None
+    assert leased_by(stored, KEY)
+    assert stored.lease is not None
+    assert stored.lease.expires_at <= datetime.now(UTC)

@@ -35,7 +35,7 @@ from stageware._host._task_stream import TaskHost
 
 from ._journal import DBOSJournal
 
-__all__ = ["run_durably"]
+__all__ = ["InvocationFailedError", "run_durably"]
 
 AgentT = TypeVar("AgentT", bound=Agent)
 
@@ -43,7 +43,11 @@ _WORKFLOW_NAME: Final = "stageware.run_durably"
 
 # The bodies of the invocations this process started and DBOS has not run yet, by the
 # workflow's input: a workflow takes its body from here, once.
-_bodies: dict[str, Callable[[], Awaitable[None]]] = {}
+_bodies: dict[str, Callable[[], Awaitable[Exception | None]]] = {}
+
+
+class InvocationFailedError(Exception):
+    """What a run_durably workflow ends with when its invocation raised (DBOS: ERROR)."""
 
 
 def run_durably(agent: AgentT) -> AgentT:
@@ -70,7 +74,7 @@ def _workflow_host(agent: Agent) -> TaskHost:
     session = agent._core.session  # pyright: ignore[reportPrivateUsage]
     owner = agent.agent_id if session is None else session.id
 
-    async def host(body: Callable[[], Awaitable[None]]) -> None:
+    async def host(body: Callable[[], Awaitable[Exception | None]]) -> None:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -94,6 +98,8 @@ def _workflow_host(agent: Agent) -> TaskHost:
                 with SetWorkflowID(f"stageware:run_durably:{owner}:{invocation}"):
                     handle = await DBOS.start_workflow_async(_invocation, invocation)
             await handle.get_result()
+        except InvocationFailedError:
+            pass  # the workflow's record of it; the reader has the exception itself
         finally:
             _bodies.pop(invocation, None)
 
@@ -113,4 +119,8 @@ async def _invocation(invocation: str) -> None:
             "for runs that a restarted or another worker process recovers"
         )
     with journal_scope(DBOSJournal(f"{workflow_id}/1")):
-        await body()
+        failure = await body()
+    if failure is not None:
+        # So that DBOS records the run as failed (ERROR), naming what it raised; the
+        # caller got the exception itself.
+        raise InvocationFailedError(f"the invocation raised {type(failure).__name__}: {failure}")

@@ -52,19 +52,24 @@ class DBOSJournal:
             id (``stageware:<kind>:<session id>:<unique part>/<n>``).
     """
 
-    __slots__ = ("_key", "failure")
+    __slots__ = ("_failure", "_key")
 
     def __init__(self, key: str) -> None:
         self._key = key
         # DBOS's own error at a step (a replay that took another path, a cancelled
         # workflow), kept: the host turns an exception in a tool's step into the tool's
         # error result, and the run must not end as if nothing happened.
-        self.failure: dbos_error.DBOSException | None = None
+        self._failure: dbos_error.DBOSException | None = None
 
     @property
     def key(self) -> str:
         """The invocation's identity (its lease owner and its final save carry it)."""
         return self._key
+
+    @property
+    def failure(self) -> dbos_error.DBOSException | None:
+        """DBOS's own error at a step, once one was raised (``StepJournal.failure``)."""
+        return self._failure
 
     def reserve(self, name: str) -> object:
         """Draw the next DBOS step id for a step named *name* (plain outside workflow code)."""
@@ -100,7 +105,7 @@ class DBOSJournal:
         try:
             text: str = await place.reservation.run_async({"name": place.name}, recorded)
         except dbos_error.DBOSException as error:
-            self.failure = self.failure or error
+            self._failure = self._failure or error
             raise
         outcome: dict[str, Any] = json.loads(text)
         if "raised" in outcome:

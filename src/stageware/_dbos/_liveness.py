@@ -8,7 +8,9 @@ module is that something, on PostgreSQL:
 - Every worker holds, for its whole life, a session-level advisory lock named for its
   executor id, on a connection of its own (``Liveness.hold``). The lock is taken before
   DBOS launches, so no workflow of this executor exists while its lock is free. The server
-  drops it the moment the process dies: its connection ends with it.
+  drops it the moment the process dies: its connection ends with it. A machine that dies
+  ends no connection: TCP keepalives on the lock's connection (a few watch intervals)
+  have the server end it.
 - A watcher thread in every worker (``Liveness.start``), every ``watch_seconds``, lists the
   executor ids that have PENDING workflows of this application and version, and tries the
   lock of each other one. Got it: that process is gone, so its workflows go back to DBOS's
@@ -289,11 +291,27 @@ class Liveness:
         return sorted(str(row[0]) for row in rows)
 
     def _connect(self) -> psycopg.Connection[tuple[object, ...]]:
+        # A process that dies closes its socket and the server ends the session at once;
+        # a machine that dies or drops off the network closes nothing, and without TCP
+        # keepalives the server would hold its lock for hours (the kernel's default).
+        # The server's side is set for this session (the lock must go), the client's so
+        # that this watcher notices a server that is gone.
+        idle = max(5, round(2 * self.watch_seconds))
+        interval = max(2, round(self.watch_seconds))
+        options = (
+            f"-c statement_timeout={_STATEMENT_TIMEOUT_MS}"
+            f" -c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={interval}"
+            " -c tcp_keepalives_count=3"
+        )
         return psycopg.connect(
             self._conninfo,
             autocommit=True,
             connect_timeout=10,
-            options=f"-c statement_timeout={_STATEMENT_TIMEOUT_MS}",
+            options=options,
+            keepalives=1,
+            keepalives_idle=idle,
+            keepalives_interval=interval,
+            keepalives_count=3,
             application_name=f"stageware-liveness:{self.executor_id}"[:63],
         )
 

@@ -12,7 +12,8 @@ The core loop, from the outside in:
   renewal (by the store's one renewer), a checkpoint of each message as it enters the
   history, the release.
 - ``_invocation``: one ``agent(...)`` call; the AgentStream chain and its run loop;
-  ``_task_stream``: the task a ``stream_async`` run lives in.
+  ``_task_stream``: the task a ``stream_async`` run lives in (or a durable engine's
+  workflow, for ``stageware.dbos.run_durably``).
 - ``_event_loop``: one pass, the AgentStream terminal: model turns and tool rounds;
   ``_history``: how a pass's input joins a history an earlier ending left; ``_limits``:
   the model-call limit.

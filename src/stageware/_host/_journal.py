@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-__all__ = ["StepJournal", "current_journal", "journal_scope"]
+__all__ = ["StepJournal", "current_journal", "journal_broken", "journal_scope"]
 
 
 class StepJournal(Protocol):
@@ -41,6 +41,19 @@ class StepJournal(Protocol):
         The session's lease owner and its final save carry it, so that a replay knows its
         own claim (a lease it may take over once it lapses) and its own final save (then
         the invocation finished and nothing runs again).
+        """
+        ...
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The journal's own error, once ``run`` raised one (not a step's: its engine's,
+        such as a replay that took another path, or a cancelled workflow), else ``None``.
+
+        The host may have turned that error into a tool's error result on its way out
+        (middleware and the executor make results of what a tool raises); so once it is
+        set, the invocation's final save is not made, the lease is let go for a replay
+        to take over, and the error is raised from the invocation
+        (``AgentSession.release``). Nothing the run did after it reaches the session.
         """
         ...
 
@@ -75,6 +88,14 @@ _current: ContextVar[StepJournal | None] = ContextVar("stageware_journal", defau
 def current_journal() -> StepJournal | None:
     """The journal of the durable invocation running in this context, or ``None``."""
     return _current.get()
+
+
+def journal_broken() -> bool:
+    """Whether the current journal failed (``StepJournal.failure``): then an exception on
+    its way out of a step is the journal's, not the model's or the tool's, and is not made
+    into a result."""
+    journal = _current.get()
+    return journal is not None and journal.failure is not None
 
 
 @contextmanager

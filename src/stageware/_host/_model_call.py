@@ -52,7 +52,7 @@ from ._halt import HaltRun, RedoStep
 from ._history_copies import HistoryCopies
 from ._hook_events import AfterModelCallEvent, BeforeModelCallEvent, ModelStopResponse
 from ._input_tokens import InputTokens
-from ._journal import StepJournal, current_journal
+from ._journal import StepJournal, current_journal, journal_broken
 from ._journal_data import describe_error, rebuild_error
 from ._journal_step import LiveStep
 from ._model_retry import ThrottleRetries
@@ -156,6 +156,8 @@ class ModelCall:
             except RedoStep:
                 continue
             except Exception as error:
+                if journal_broken():
+                    raise  # the durable run cannot go on: no hook retries it (_journal)
                 after = await core.hooks.fire(
                     AfterModelCallEvent(
                         agent=core.handle,

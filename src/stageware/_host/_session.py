@@ -273,6 +273,13 @@ class AgentSession:
         # nothing is left for it to continue.
         self.unfinished = False
         key, self._journal_key = self._journal_key, None
+        journal = current_journal()
+        if key is not None and journal is not None and journal.failure is not None:
+            # The journal broke under the run (see StepJournal.failure): what the run holds
+            # now may be an error result made of the journal's own error. Not saved; the
+            # lease lapses at once, so the replay takes over its own claim.
+            await anyio.to_thread.run_sync(self._let_go)
+            raise journal.failure
         if key is not None:
             core.interrupts.released_by = release_record(key, stop, core.messages, failure)
         try:

@@ -35,11 +35,13 @@ __all__ = ["TaskHost", "in_own_task"]
 
 T = TypeVar("T")
 
-TaskHost: TypeAlias = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
+TaskHost: TypeAlias = Callable[[Callable[[], Awaitable[Exception | None]]], Awaitable[None]]
 """Runs a body (``await body()``) in a task of its own and returns when the body ended.
 
-The body never raises: what the run raises reaches the reader another way. The host may
-raise before it runs the body (it could not start it), and the reader then gets that error.
+The body never raises: what the run raises reaches the reader another way, and the body
+returns it too (``None`` when the run ended without raising), so that the host can record
+how the run ended. The host may raise before it runs the body (it could not start it),
+and the reader then gets that error.
 """
 
 _log = logging.getLogger("stageware")
@@ -82,6 +84,7 @@ class _Runner(Generic[T]):
         "_error",
         "_events",
         "_exhausted",
+        "_failure",
         "_finished",
         "_host",
         "_items",
@@ -107,6 +110,8 @@ class _Runner(Generic[T]):
         self._exhausted = False
         self._items: list[T] = []
         self._error: Exception | None = None
+        # What the run raised, kept after the reader took it: the body's return value.
+        self._failure: Exception | None = None
         self._task: object = None
 
     def start(self) -> None:
@@ -169,7 +174,7 @@ class _Runner(Generic[T]):
         finally:
             self._ended.set()
 
-    async def _run(self) -> None:
+    async def _run(self) -> Exception | None:
         try:
             with self._scope:
                 try:
@@ -180,11 +185,12 @@ class _Runner(Generic[T]):
                     try:
                         await self._events.aclose()
                     except Exception as error:
-                        self._error = error
+                        self._error = self._failure = error
         finally:
             self._finished.set()
             if self._host is None:
                 self._ended.set()
+        return self._failure
 
     async def _serve(self) -> None:
         while True:
@@ -199,7 +205,7 @@ class _Runner(Generic[T]):
             except StopAsyncIteration:
                 self._exhausted = True
             except Exception as error:
-                self._error = error
+                self._error = self._failure = error
             finally:
                 self._stepping = False
             self._answered.set()

@@ -85,7 +85,7 @@ from ._cancel_watch import GRACE_SECONDS, CutRegion
 from ._core import AgentCore, PassState
 from ._halt import Halt, HaltRun, RedoStep
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
-from ._journal import StepJournal, current_journal
+from ._journal import StepJournal, current_journal, journal_broken
 from ._journal_data import (
     describe_error,
     describe_interrupt,
@@ -391,6 +391,8 @@ class ToolExecutor:
         except RedoStep:
             result = None
         except Exception as error:
+            if journal_broken():
+                raise  # the durable run cannot go on: no result is made of it (_journal)
             result = _failed(before.tool_use, error, "the ExecuteTool chain raised")
         finally:
             await events.aclose()
