@@ -17,6 +17,7 @@ from __future__ import annotations
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent
+    from stageware._dbos._client import enqueue_with_client, enqueue_with_client_async
     from stageware._dbos._durably import InvocationFailedError, run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
@@ -43,6 +44,8 @@ __all__ = [
     "ExecutorIdInUseError",
     "InvocationFailedError",
     "ReplayedError",
+    "enqueue_with_client",
+    "enqueue_with_client_async",
     "launch",
     "run_durably",
     "shutdown",

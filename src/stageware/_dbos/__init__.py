@@ -7,6 +7,7 @@
 - ``_launch``: DBOS's configuration, the executor id, the shutdown.
 - ``_waits``: a durable run's wait for a human (approvals, an escalation's resolution).
 - ``_wake``: the wake-up that makes a waiting run look at its session again.
+- ``_client``: a request put on a queue by a process that runs none (a ``DBOSClient``).
 
 Everything here imports ``dbos``; nothing else in stageware does (only ``stageware.dbos``
 imports these modules), so that ``import stageware`` works without the extra.

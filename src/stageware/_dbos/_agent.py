@@ -44,7 +44,7 @@ from dbos import error as dbos_error
 
 from stageware._host._agent import Agent
 from stageware._host._agent_result import AgentResult
-from stageware._host._interrupt_state import InterruptState
+from stageware._host._interrupt_state import InterruptState, parse_interrupt_responses
 from stageware._host._journal import journal_scope
 from stageware._host._prompt import Prompt, prompt_messages
 from stageware._host.sessions._store import check_session_id
@@ -58,7 +58,7 @@ from ._waits import wait_for_session
 if TYPE_CHECKING:
     from stageware._host.sessions import SessionStore
 
-__all__ = ["AgentFactory", "DurableAgent"]
+__all__ = ["AgentFactory", "DurableAgent", "check_serial", "known_serial"]
 
 AgentFactory: TypeAlias = Callable[[str], Agent]
 """Builds a fresh ``Agent`` for one invocation of the session it is given."""
@@ -191,8 +191,8 @@ class DurableAgent:
             ValueError: The queue lets two requests of one session run at once.
         """
         prompt = _checked(prompt, session_id, self.kind)
-        if queue.name not in _serial_queues:
-            _check_serial(queue, queue.partition_concurrency)
+        if not known_serial(queue.name):
+            check_serial(queue, queue.partition_concurrency)
         with (
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
@@ -204,8 +204,8 @@ class DurableAgent:
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`enqueue` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
-        if queue.name not in _serial_queues:
-            _check_serial(queue, await queue.get_partition_concurrency_async())
+        if not known_serial(queue.name):
+            check_serial(queue, await queue.get_partition_concurrency_async())
         with (
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
@@ -341,7 +341,9 @@ def _store_of(agent: Agent, kind: str, session_id: str) -> SessionStore:
 def _checked(prompt: Prompt, session_id: str, kind: str) -> Prompt:
     # Refused here, in the caller's process, rather than by a workflow that then fails.
     check_session_id(session_id, f"DurableAgent({kind!r})")
-    prompt_messages(prompt)
+    # Interrupt responses are checked as a resume checks them (parse_interrupt_responses).
+    if parse_interrupt_responses(prompt) is None:
+        prompt_messages(prompt)
     return prompt
 
 
@@ -352,7 +354,14 @@ _WAITED_FOR: Final = frozenset({"interrupt", "escalated"})
 _serial_queues: set[str] = set()
 
 
-def _check_serial(queue: Queue, partition_concurrency: int | None) -> None:
+def known_serial(name: str) -> bool:
+    """Whether the queue *name* was found partitioned one request per session already."""
+    return name in _serial_queues
+
+
+def check_serial(queue: Queue, partition_concurrency: int | None) -> None:
+    """Refuse *queue* unless it runs one request of a session at a time (also for
+    ``enqueue_with_client``); remember it once it does."""
     if partition_concurrency != 1:
         raise ValueError(
             f"queue {queue.name!r} has partition_concurrency={partition_concurrency}: two "

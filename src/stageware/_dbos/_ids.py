@@ -12,7 +12,15 @@ import re
 import uuid
 from typing import Final, NamedTuple
 
-__all__ = ["PREFIX", "WorkflowName", "check_kind", "invocation_id", "parse", "request_id"]
+__all__ = [
+    "PREFIX",
+    "WorkflowName",
+    "check_kind",
+    "invocation_id",
+    "parse",
+    "request_id",
+    "request_workflow_name",
+]
 
 PREFIX: Final = "stageware:"
 
@@ -68,3 +76,8 @@ def parse(workflow_id: str) -> WorkflowName | None:
         return None
     number = tail.group(2)
     return WorkflowName(kind, session_id, None if number is None else int(number))
+
+
+def request_workflow_name(kind: str) -> str:
+    """The name DBOS knows the request workflow of *kind* by (what a client enqueues)."""
+    return f"stageware.{kind}"

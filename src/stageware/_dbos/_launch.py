@@ -120,6 +120,10 @@ def shutdown(*, workflow_completion_timeout: int = 0) -> None:
     # The watcher first: a worker shutting down recovers nobody; its lock goes last, once
     # DBOS stopped running its workflows (they stay PENDING, for the other workers).
     liveness, _liveness = _liveness, None
+    if liveness is not None:
+        # Stopped before DBOS is: a pass that found a dead worker would otherwise hand its
+        # workflows to a DBOS already destroyed ("accessed before DBOS was launched").
+        liveness.stop()
     try:
         DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout)
     finally:

@@ -147,12 +147,16 @@ class Liveness:
             raise
         self._connection = connection
 
-    def close(self) -> None:
-        """Stop the watcher and release the lock (the connection that holds it ends)."""
+    def stop(self) -> None:
+        """Stop the watcher, after its pass under way if any; the lock stays held."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.watch_seconds + _STATEMENT_TIMEOUT_MS / 1000)
             self._thread = None
+
+    def close(self) -> None:
+        """Stop the watcher and release the lock (the connection that holds it ends)."""
+        self.stop()
         if self._connection is not None:
             self._connection.close()
             self._connection = None
