@@ -57,6 +57,9 @@ _FIRST: tuple[str, ...] = (
     "tests/dbos/test_durable_agent.py",
     "tests/dbos/test_recovery_race.py",
     "tests/dbos/test_database_restart.py",
+    "tests/benchmarks/test_durable_scaling.py",
+    "tests/dbos/test_client_enqueue.py",
+    "tests/dbos/test_multi_worker_example.py",
 )
 
 
