@@ -25,8 +25,7 @@ from stageware._dbos._liveness import Liveness, check_direct, executor_lock_key
 dbos = pytest.importorskip("dbos")
 
 from stageware.dbos import PooledConnectionError, launch, shutdown  # noqa: E402
-
-from .conftest import worker_database  # noqa: E402
+from tests.host.sessions.conftest import worker_database  # noqa: E402
 
 _URL_VARIABLE = "STAGEWARE_TEST_POSTGRES_URL"
 _POOLER_PORT = 6432  # names the socket file only: PgBouncer listens on no TCP port here
