@@ -21,7 +21,7 @@ try:
     from stageware._dbos._durably import InvocationFailedError, run_durably
     from stageware._dbos._journal import DBOSJournal
     from stageware._dbos._launch import launch, shutdown
-    from stageware._dbos._liveness import ExecutorIdInUseError
+    from stageware._dbos._liveness import ExecutorIdInUseError, PooledConnectionError
     from stageware._dbos._result import DurableResult
     from stageware._dbos._waits import RECHECK_SECONDS, wait_for_answers
     from stageware._dbos._wake import WAKE_TOPIC, wake
@@ -43,6 +43,7 @@ __all__ = [
     "DurableResult",
     "ExecutorIdInUseError",
     "InvocationFailedError",
+    "PooledConnectionError",
     "ReplayedError",
     "enqueue_with_client",
     "enqueue_with_client_async",

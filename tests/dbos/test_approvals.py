@@ -18,7 +18,7 @@ from dbos import DBOS, WorkflowHandle
 from stageware.dbos import DurableResult
 from tests.host.sessions.stores import StoreSpec
 
-from .kinds import Setup, approved, history, unwaited
+from .kinds import Setup, approved, history, support, unwaited
 
 STAGEWARE = str(Path(sys.executable).parent / "stageware")
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +90,68 @@ def test_without_waiting_a_request_ends_on_the_interrupt(durable: Setup) -> None
     assert len(result.interrupts) == 1
     assert result.interrupts[0] == _pending_approval(durable, "a2")
     assert durable.tool_runs() == []
+
+
+def _status(handle: WorkflowHandle[DurableResult]) -> str | None:
+    status = DBOS.get_workflow_status(handle.workflow_id)
+    return None if status is None else status.status
+
+
+def test_a_queued_request_waiting_for_approval_keeps_its_workers_slot(durable: Setup) -> None:
+    # As the README's "Waiting for a human on DBOS" says: on a queue the wait counts
+    # toward worker_concurrency, so with one slot another session's request waits too.
+    queue = DBOS.register_queue(
+        "test-wait-slot", partition_concurrency=1, worker_concurrency=1, polling_interval_sec=0.1
+    )
+    waiting = approved.enqueue(queue, "refund me", session_id="w1")
+    approval = _pending_approval(durable, "w1")
+    other = support.enqueue(queue, "refund me", session_id="w2")
+    time.sleep(1.5)  # fifteen polls
+    assert (_status(waiting), _status(other)) == ("PENDING", "ENQUEUED")
+
+    # Answered through the store (not the queue), the wait ends and frees the slot.
+    approving = _approve(durable, approval)
+
+    assert approving.returncode == 0, approving.stderr
+    assert waiting.get_result().stop_reason == "end_turn"
+    assert other.get_result().stop_reason == "end_turn"
+    assert durable.tool_runs() == ["refund:30", "refund:30"]
+
+
+def test_a_queued_request_waiting_for_approval_keeps_its_sessions_partition(
+    durable: Setup,
+) -> None:
+    # Slots to spare: another session runs, but the waiting session's next request (a
+    # prompt, or an answer sent through the queue) stays behind the wait.
+    queue = DBOS.register_queue(
+        "test-wait-partition",
+        partition_concurrency=1,
+        worker_concurrency=4,
+        polling_interval_sec=0.1,
+    )
+    waiting = approved.enqueue(queue, "refund me", session_id="p1")
+    approval = _pending_approval(durable, "p1")
+    behind = approved.enqueue(queue, "and another refund", session_id="p1")
+    other = support.enqueue(queue, "refund me", session_id="p2")
+    assert other.get_result().stop_reason == "end_turn"
+    time.sleep(1.0)
+    assert (_status(waiting), _status(behind)) == ("PENDING", "ENQUEUED")
+
+    assert _approve(durable, approval).returncode == 0
+    assert waiting.get_result().stop_reason == "end_turn"
+    # Then the session's next request runs, and waits for an approval of its own.
+    second = _pending_approval_besides(durable, "p1", approval)
+    assert _status(behind) == "PENDING"
+    assert _approve(durable, second).returncode == 0
+    assert behind.get_result().stop_reason == "end_turn"
+    assert durable.tool_runs() == ["refund:30"] * 3
+
+
+def _pending_approval_besides(setup: Setup, session_id: str, answered: str) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = _pending_approval(setup, session_id)
+        if found != answered:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"session {session_id!r} never suspended again")

@@ -82,7 +82,7 @@ def test_the_worker_example_holds_its_lock_until_it_dies(database: str) -> None:
     already = set(live_workers())
     worker = subprocess.Popen(
         [sys.executable, "-c", worker_code],
-        env={**os.environ, "DATABASE_URL": database},
+        env={**os.environ, "DATABASE_URL": database, "LIVENESS_URL": database},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -29,6 +29,8 @@ __all__ = ["SQLITE_EXECUTOR_ID", "check_not_launched", "launch", "shutdown"]
 
 SQLITE_EXECUTOR_ID: Final = "stageware-local"
 
+_POSTGRES: Final = ("postgresql", "postgres")
+
 # Whether launch() has run in this process and shutdown() has not: a durable agent built
 # after it would have its workflows left out of the recovery that launch started.
 _launched = False
@@ -44,6 +46,7 @@ def launch(
     executor_id: str | None = None,
     config: DBOSConfig | None = None,
     watch_seconds: float = 3.0,
+    liveness_url: str | None = None,
 ) -> DBOS:
     """Configure and launch DBOS for this process; build every ``DurableAgent`` before.
 
@@ -61,13 +64,20 @@ def launch(
         watch_seconds: On PostgreSQL, how often this worker looks for dead workers, whose
             workflows it hands back to DBOS (see ``_liveness``); a dead worker's workflows
             resume within about this long. Unused on SQLite.
+        liveness_url: On PostgreSQL, the same database for the connection that holds this
+            worker's liveness lock (*database_url* when ``None``). A session-level advisory
+            lock needs a server connection of its own: when *database_url* goes through
+            PgBouncer, point this one at PostgreSQL directly. A pooled connection is
+            refused (``PooledConnectionError``).
 
     Returns:
         The DBOS instance, launched: workflows left PENDING by this executor id are being
         recovered.
 
     Raises:
-        ValueError: *database_url* is neither an SQLite nor a PostgreSQL URL.
+        ValueError: *database_url* is neither an SQLite nor a PostgreSQL URL, or
+            *liveness_url* is given with SQLite or is no PostgreSQL URL.
+        PooledConnectionError: The lock's connection goes through a connection pooler.
         RuntimeError: DBOS is already launched by ``launch()`` in this process.
     """
     global _launched, _liveness
@@ -77,6 +87,14 @@ def launch(
             "stageware.dbos.shutdown() first to launch it again"
         )
     sqlite = _database_kind(database_url) == "sqlite"
+    if liveness_url is not None and (
+        sqlite or liveness_url.partition("://")[0].partition("+")[0].lower() not in _POSTGRES
+    ):
+        raise ValueError(
+            "stageware.dbos.launch(liveness_url=...): the liveness lock is PostgreSQL's; "
+            "give a postgresql:// URL of DBOS's database, and only with a PostgreSQL "
+            "database_url (SQLite has no lock)"
+        )
     if executor_id is None:
         executor_id = SQLITE_EXECUTOR_ID if sqlite else _new_executor_id()
     settings: DBOSConfig = {
@@ -88,7 +106,7 @@ def launch(
     liveness = None
     if not sqlite:
         liveness = Liveness(
-            _libpq_url(database_url),
+            _libpq_url(liveness_url or database_url),
             executor_id=settings.get("executor_id") or executor_id,
             application_name=name,
             system_schema=settings.get("dbos_system_schema") or "dbos",
@@ -145,7 +163,7 @@ def _database_kind(url: str) -> str:
     scheme = url.partition("://")[0].partition("+")[0].lower()
     if scheme == "sqlite":
         return "sqlite"
-    if scheme in ("postgresql", "postgres"):
+    if scheme in _POSTGRES:
         return "postgresql"
     # Only the scheme is shown: the rest may hold a password.
     got = f"a {scheme!r} URL" if "://" in url else "no URL"

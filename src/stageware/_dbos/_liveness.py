@@ -47,7 +47,14 @@ import psycopg
 from dbos import DBOS
 from psycopg import sql
 
-__all__ = ["ExecutorIdInUseError", "Liveness", "executor_lock_key", "recover_with_dbos"]
+__all__ = [
+    "ExecutorIdInUseError",
+    "Liveness",
+    "PooledConnectionError",
+    "check_direct",
+    "executor_lock_key",
+    "recover_with_dbos",
+]
 
 _log = logging.getLogger("stageware.dbos")
 
@@ -61,6 +68,17 @@ _STATEMENT_TIMEOUT_MS: Final = 10_000
 
 class ExecutorIdInUseError(RuntimeError):
     """Another live process holds this executor id's lock: two processes cannot share one."""
+
+
+class PooledConnectionError(RuntimeError):
+    """The lock's connection goes through a pooler: its server process is not its own.
+
+    A session-level advisory lock lives on one server process. Behind a pooler in
+    transaction mode (PgBouncer) the client's statements go to whichever server connection
+    is free: another worker's try of the lock on that server process succeeds (the lock is
+    re-entrant), so a live worker is taken for dead, and a dead worker's lock stays held
+    by the pooled connection, so its workflows are never recovered.
+    """
 
 
 def executor_lock_key(executor_id: str) -> int:
@@ -298,24 +316,68 @@ class Liveness:
         # that this watcher notices a server that is gone.
         idle = max(5, round(2 * self.watch_seconds))
         interval = max(2, round(self.watch_seconds))
-        options = (
-            f"-c statement_timeout={_STATEMENT_TIMEOUT_MS}"
-            f" -c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={interval}"
-            " -c tcp_keepalives_count=3"
-        )
-        return psycopg.connect(
+        connection: psycopg.Connection[tuple[object, ...]] = psycopg.connect(
             self._conninfo,
             autocommit=True,
             connect_timeout=10,
-            options=options,
             keepalives=1,
             keepalives_idle=idle,
             keepalives_interval=interval,
             keepalives_count=3,
             application_name=f"stageware-liveness:{self.executor_id}"[:63],
         )
+        try:
+            # Checked before any SET (not passed as startup options, which PgBouncer
+            # refuses with an error of its own): on a pooled connection a SET would stay
+            # on a server connection that other clients then get.
+            check_direct(connection, self.executor_id)
+            for setting, value in (
+                ("statement_timeout", _STATEMENT_TIMEOUT_MS),
+                ("tcp_keepalives_idle", idle),
+                ("tcp_keepalives_interval", interval),
+                ("tcp_keepalives_count", 3),
+            ):
+                connection.execute(
+                    sql.SQL("SET {} = {}").format(sql.Identifier(setting), sql.Literal(value))
+                )
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     @staticmethod
     def _try_lock(connection: psycopg.Connection[tuple[object, ...]], key: int) -> bool:
         row = connection.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
         return row is not None and row[0] is True
+
+
+def check_direct(connection: psycopg.Connection[tuple[object, ...]], executor_id: str) -> None:
+    """Refuse *connection* for the lock unless it is one server process of its own.
+
+    Two checks, each sound alone against PgBouncer: the server process id that the server
+    announced when the connection opened (libpq keeps it for cancel requests; a pooler
+    announces a made-up one of its own) must be the one that runs our statements, in two
+    transactions one after the other (a pooler in transaction mode may hand each to
+    another server connection).
+
+    Raises:
+        PooledConnectionError: The ids differ.
+    """
+    announced = connection.info.backend_pid
+    # Autocommit: each statement below is a transaction of its own.
+    seen = [_backend_pid(connection), _backend_pid(connection)]
+    if seen != [announced, announced]:
+        raise PooledConnectionError(
+            f"stageware.dbos.launch(): the liveness lock of DBOS executor {executor_id!r} "
+            "needs a connection straight to PostgreSQL, but this one goes through a "
+            f"connection pooler (server process {announced} announced at connect, "
+            f"{seen[0]} and {seen[1]} in two transactions): a session-level advisory lock "
+            "would stay on a pooled server connection. Pass launch(liveness_url=...) a URL "
+            "of the same database that bypasses the pooler (PgBouncer's transaction mode "
+            "is fine for database_url)"
+        )
+
+
+def _backend_pid(connection: psycopg.Connection[tuple[object, ...]]) -> object:
+    row = connection.execute("SELECT pg_backend_pid()").fetchone()
+    return None if row is None else row[0]
