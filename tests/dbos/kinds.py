@@ -11,7 +11,9 @@ With ``SETUP.crash`` set, the process exits at once (``os._exit``, as ``kill -9`
 end it) at that point: ``"model:2"`` when the second model call starts, ``"tool"`` when
 the tool has run and logged, before its result is returned, ``"after-save"`` once the
 invocation's final save is made, before its workflow records its end, ``"factory"``
-when the agent is built, before anything of the invocation ran.
+when the agent is built, before anything of the invocation ran. With ``"cancel"`` the
+tool cancels its own invocation's workflow while it runs (DBOS then raises its cancel
+error, a ``BaseException``, at the tool's step).
 
 Run as a program, it is a worker that starts one request and crashes as told:
 
@@ -27,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
-from dbos import DBOSConfig
+from dbos import DBOS, DBOSConfig
 
 from stageware import (
     AfterInvocationEvent,
@@ -91,6 +93,10 @@ def refund(amount: int) -> str:
         os.fsync(log.fileno())
     if SETUP.crash == "tool":
         os._exit(EXIT_CRASHED)
+    if SETUP.crash == "cancel":
+        workflow_id = DBOS.workflow_id
+        assert workflow_id is not None  # the tool runs in its invocation's step
+        DBOS.cancel_workflow(workflow_id)
     return f"refunded {amount} EUR"
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import anyio
 import pytest
 from dbos import DBOS
+from dbos import error as dbos_error
 
 from stageware import SessionError
 from stageware.dbos import DurableAgent, DurableResult, launch
@@ -67,6 +70,31 @@ def test_an_invocation_that_raises_ends_the_request_with_its_error(durable: Setu
     assert result.stop_reason == "error"
     assert result.error == "ModelError: the provider is down"
     assert result.text == ""
+
+
+def test_an_invocation_cancelled_while_its_tool_runs_saves_nothing(durable: Setup) -> None:
+    durable.crash = "cancel"  # the tool cancels its invocation's workflow
+    handle = support.start("I was charged twice", session_id="c7")
+
+    # DBOS's own error, not wrapped in the host's task groups' exception groups.
+    with pytest.raises(dbos_error.DBOSAwaitedWorkflowCancelledError):
+        handle.get_result()
+
+    assert durable.tool_runs() == ["refund:30"]
+    assert durable.store is not None
+    stored = durable.store.load("c7")
+    assert stored is not None
+    # No final save: the claim only (its input held aside), with no record of an end
+    # and not the tool call whose result was lost; the lease let go at once.
+    assert "released_by" not in stored.snapshot["interrupt_state"]
+    assert history(durable, "c7") == []
+    assert stored.lease is not None
+    assert stored.lease.expires_at <= datetime.now(UTC)
+    statuses = {
+        status.workflow_id.removeprefix(handle.workflow_id): status.status
+        for status in DBOS.list_workflows(workflow_id_prefix=handle.workflow_id)
+    }
+    assert statuses == {"": "ERROR", "/1": "CANCELLED"}
 
 
 def test_a_factory_whose_agent_has_no_session_is_refused(durable: Setup) -> None:

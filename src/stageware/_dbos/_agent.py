@@ -301,11 +301,17 @@ class DurableAgent:
             with journal_scope(journal):
                 result = await agent.invoke_async(prompt)
         except dbos_error.DBOSException:
-            raise  # DBOS's own (a cancelled workflow, a replay that took another path)
+            raise  # DBOS's own (a replay that took another path)
         except Exception as error:
             if journal.failure is not None:
                 raise journal.failure from error
             return _error_result(session_id, key, error)
+        except BaseException as error:
+            # DBOS's cancel and ownership errors are BaseException: raised as themselves,
+            # not in the task groups' exception groups they left the run in.
+            if journal.failure is not None and error is not journal.failure:
+                raise journal.failure from error
+            raise
         if journal.failure is not None:
             raise journal.failure  # a tool's step failed in DBOS: its error result is not ours
         return _result(session_id, key, result)
