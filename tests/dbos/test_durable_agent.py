@@ -121,10 +121,38 @@ def test_a_kind_is_registered_once() -> None:
         DurableAgent("test-support", lambda session_id: support_agent(session_id))
 
 
-@pytest.mark.parametrize("kind", ["", "has:colon", "has space", "x" * 101])
+@pytest.mark.parametrize(
+    "kind",
+    ["", "has:colon", "has space", "x" * 101, "run_durably", "test-support.invocation"],
+)
 def test_a_kind_that_cannot_be_part_of_a_workflow_id_is_refused(kind: str) -> None:
     with pytest.raises(ValueError, match="agent kind"):
         DurableAgent(kind, support_agent)
+
+
+def test_a_kind_dbos_refuses_to_register_is_not_left_taken() -> None:
+    async def taken(session_id: str, prompt: str) -> None:
+        pass
+
+    # Another function of the application holds the kind's workflow name.
+    DBOS.workflow(name="stageware.test-taken")(taken)
+
+    for _ in range(2):  # the second try is refused by DBOS again, not as "registered already"
+        with pytest.raises(RuntimeError, match="DBOS refused to register") as caught:
+            DurableAgent("test-taken", support_agent)
+        assert isinstance(caught.value.__cause__, dbos_error.DBOSException)
+
+
+def test_a_request_before_launch_names_launch() -> None:
+    with pytest.raises(RuntimeError, match=r"call stageware\.dbos\.launch\(") as caught:
+        support.run("hello", session_id="c8")
+    assert "DurableAgent('test-support').start" in str(caught.value)
+
+    async def run() -> None:
+        await support.run_async("hello", session_id="c8")
+
+    with pytest.raises(RuntimeError, match=r"call stageware\.dbos\.launch\("):
+        anyio.run(run)
 
 
 def test_a_durable_agent_built_after_launch_is_refused(durable: Setup) -> None:

@@ -51,7 +51,7 @@ from stageware._host.sessions._store import check_session_id
 
 from . import _ids, _replay
 from ._journal import DBOSJournal
-from ._launch import check_not_launched
+from ._launch import check_not_launched, needs_launch
 from ._result import DurableResult
 from ._waits import wait_for_session
 
@@ -122,13 +122,6 @@ class DurableAgent:
         if not callable(factory):
             raise TypeError(f"DurableAgent({kind!r}): the factory must be callable")
         check_not_launched(f"DurableAgent({kind!r})")
-        with _kinds_lock:
-            if kind in _kinds:
-                raise RuntimeError(
-                    f"DurableAgent({kind!r}): the kind is registered already in this process; "
-                    "build one DurableAgent per kind, at import time"
-                )
-            _kinds[kind] = self
         self.kind: Final = kind
         self._factory = factory
         self._wait_for_approvals = wait_for_approvals
@@ -140,8 +133,25 @@ class DurableAgent:
         async def invocation(session_id: str, prompt: Prompt) -> DurableResult:
             return await self._run_invocation(session_id, prompt)
 
-        self._request = DBOS.workflow(name=f"stageware.{kind}")(request)
-        self._invocation = DBOS.workflow(name=f"stageware.{kind}.invocation")(invocation)
+        with _kinds_lock:
+            if kind in _kinds:
+                raise RuntimeError(
+                    f"DurableAgent({kind!r}): the kind is registered already in this process; "
+                    "build one DurableAgent per kind, at import time"
+                )
+            # Registered with DBOS first: a kind DBOS refuses (its workflow name is taken
+            # by another function) is not left taken, and can be tried again.
+            try:
+                self._request = DBOS.workflow(name=_ids.request_workflow_name(kind))(request)
+                self._invocation = DBOS.workflow(name=_ids.invocation_workflow_name(kind))(
+                    invocation
+                )
+            except dbos_error.DBOSException as error:
+                raise RuntimeError(
+                    f"DurableAgent({kind!r}): DBOS refused to register the kind's workflows: "
+                    f"{error}"
+                ) from error
+            _kinds[kind] = self
 
     def __repr__(self) -> str:
         return f"DurableAgent({self.kind!r})"
@@ -165,7 +175,7 @@ class DurableAgent:
         ``DurableResult``. Not queued: see :meth:`enqueue` to keep one session's requests
         from overlapping."""
         prompt = _checked(prompt, session_id, self.kind)
-        with SetWorkflowID(_ids.request_id(self.kind, session_id)):
+        with needs_launch(f"{self!r}.start"), SetWorkflowID(_ids.request_id(self.kind, session_id)):
             return DBOS.start_workflow(self._coroutine_request, session_id, prompt)
 
     async def start_async(
@@ -173,7 +183,7 @@ class DurableAgent:
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`start` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
-        with SetWorkflowID(_ids.request_id(self.kind, session_id)):
+        with needs_launch(f"{self!r}.start"), SetWorkflowID(_ids.request_id(self.kind, session_id)):
             return await DBOS.start_workflow_async(self._request, session_id, prompt)
 
     def enqueue(
@@ -191,9 +201,11 @@ class DurableAgent:
             ValueError: The queue lets two requests of one session run at once.
         """
         prompt = _checked(prompt, session_id, self.kind)
-        if not known_serial(queue.name):
-            check_serial(queue, queue.partition_concurrency)
+        with needs_launch(f"{self!r}.enqueue"):
+            if not known_serial(queue.name):
+                check_serial(queue, queue.partition_concurrency)
         with (
+            needs_launch(f"{self!r}.enqueue"),
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
         ):
@@ -204,9 +216,11 @@ class DurableAgent:
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`enqueue` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
-        if not known_serial(queue.name):
-            check_serial(queue, await queue.get_partition_concurrency_async())
+        with needs_launch(f"{self!r}.enqueue_async"):
+            if not known_serial(queue.name):
+                check_serial(queue, await queue.get_partition_concurrency_async())
         with (
+            needs_launch(f"{self!r}.enqueue_async"),
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
         ):
