@@ -151,6 +151,19 @@ def build_approved(session_id: str) -> Agent:
     )
 
 
+_builds: dict[str, int] = {}
+
+
+def build_resumed_meanwhile(session_id: str) -> Agent:
+    """``build_approved``; its third build for a session (the continuation's, after the
+    request found the answered cycle open) first resumes the run as an application
+    would, with ``agent()`` and no prompt, to its end."""
+    _builds[session_id] = _builds.get(session_id, 0) + 1
+    if _builds[session_id] == 3:
+        build_approved(session_id)()
+    return build_approved(session_id)
+
+
 def build_failing(session_id: str) -> Agent:
     return Agent(
         ScriptedModel([ModelError("the provider is down")]),
@@ -166,6 +179,7 @@ def build_storeless(session_id: str) -> Agent:
 support = DurableAgent("test-support", build_support)
 approved = DurableAgent("test-approved", build_approved)
 unwaited = DurableAgent("test-unwaited", build_approved, wait_for_approvals=False)
+resumed_meanwhile = DurableAgent("test-resumed-meanwhile", build_resumed_meanwhile)
 failing = DurableAgent("test-failing", build_failing)
 storeless = DurableAgent("test-storeless", build_storeless)
 

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from dbos import DBOS, WorkflowHandle
@@ -18,7 +19,7 @@ from dbos import DBOS, WorkflowHandle
 from stageware.dbos import DurableResult
 from tests.host.sessions.stores import StoreSpec
 
-from .kinds import Setup, approved, history, unwaited
+from .kinds import Setup, approved, history, resumed_meanwhile, unwaited
 
 STAGEWARE = str(Path(sys.executable).parent / "stageware")
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +91,30 @@ def test_without_waiting_a_request_ends_on_the_interrupt(durable: Setup) -> None
     assert len(result.interrupts) == 1
     assert result.interrupts[0] == _pending_approval(durable, "a2")
     assert durable.tool_runs() == []
+
+
+def test_a_run_the_application_resumed_meanwhile_is_not_continued_again(durable: Setup) -> None:
+    # The application resumes the answered run itself (the README allows it) after the
+    # request found the cycle open and before its continuation started.
+    # A session of the test's own: the kind counts its builds by session id.
+    session_id = f"a7-{uuid.uuid4().hex}"
+    handle: WorkflowHandle[DurableResult] = resumed_meanwhile.start(
+        "refund me", session_id=session_id
+    )
+    approving = _approve(durable, _pending_approval(durable, session_id))
+    assert approving.returncode == 0, approving.stderr
+
+    deadline = time.monotonic() + 60
+    while DBOS.get_workflow_status(handle.workflow_id).status == "PENDING":  # type: ignore[union-attr]  # pyright: ignore[reportOptionalMemberAccess]
+        assert time.monotonic() < deadline, "the request went on waiting"
+        time.sleep(0.1)
+    result = handle.get_result()
+
+    # The application's resume ran the refund and answered; the continuation ran nothing
+    # (no model call on the finished conversation, no new approval), and the request
+    # ends as the run it waited on stopped.
+    assert len(durable.model_calls) == 2
+    assert durable.tool_runs() == ["refund:30"]
+    assert history(durable, session_id) == ["user", "tool_use", "tool_result", "assistant"]
+    assert result.stop_reason == "interrupt"
+    assert result.error is None
