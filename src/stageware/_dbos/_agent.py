@@ -273,7 +273,7 @@ class DurableAgent:
             number += 1
             # A record of an earlier release holds True: continued without the check.
             continued = await self._invoke(
-                request_id, number, session_id, None, cycle if isinstance(cycle, dict) else None
+                request_id, number, session_id, None, None if cycle is True else cycle
             )
             if continued is None:
                 break  # the run was continued by someone else meanwhile: not ours to end
