@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dbos import DBOS, WorkflowHandle
 
+from stageware._dbos._wake import kinds_of
 from stageware.dbos import DurableResult
 from tests.host.sessions.stores import StoreSpec
 
@@ -63,6 +64,9 @@ def _approve(setup: Setup, approval: str) -> subprocess.CompletedProcess[str]:
 def test_a_request_waits_for_its_approval_and_goes_on_once_it_is_given(durable: Setup) -> None:
     handle: WorkflowHandle[DurableResult] = approved.start("refund me", session_id="a1")
     approval = _pending_approval(durable, "a1")
+    assert durable.store is not None
+    # What the command line's wake-up reads the kind to look for from.
+    assert kinds_of(durable.store.load("a1")) == ["test-approved"]
     time.sleep(0.3)
     assert DBOS.get_workflow_status(handle.workflow_id).status == "PENDING"  # type: ignore[union-attr]  # pyright: ignore[reportOptionalMemberAccess]
     assert durable.tool_runs() == []

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 import anyio
 import pytest
-from dbos import DBOS
+from dbos import DBOS, SetWorkflowID
 from dbos import error as dbos_error
 
 from stageware import SessionError
-from stageware.dbos import DurableAgent, DurableResult, launch
+from stageware._dbos._wake import WAKE_TOPIC, WORKFLOW_PREFIX
+from stageware.dbos import DurableAgent, DurableResult, launch, wake
 
 from .kinds import Setup, failing, history, storeless, support
 from .kinds import build_support as support_agent
@@ -183,3 +185,20 @@ def test_a_queue_that_would_run_one_sessions_requests_side_by_side_is_refused(
     with pytest.raises(ValueError, match="partition_concurrency=None: two requests"):
         support.enqueue(queue, "hello", session_id="c7")
     assert DBOS.list_workflows(workflow_id_prefix="stageware:test-support:c7:") == []
+
+
+@DBOS.workflow(name="tests.waits-for-a-wake-up")
+async def _waits_for_a_wake_up(seconds: float) -> object:
+    return await DBOS.recv_async(WAKE_TOPIC, timeout_seconds=seconds)
+
+
+def test_wake_looks_only_for_the_requests_of_its_kinds(durable: Setup) -> None:
+    # A waiting request of a kind this process does not register, on the same session.
+    other = f"{WORKFLOW_PREFIX}test-other-kind:w1:{uuid.uuid4().hex}"
+    with SetWorkflowID(other):
+        handle = DBOS.start_workflow(_waits_for_a_wake_up, 60.0)
+
+    # By default the kinds registered here: their prefixes only, not every stageware: id.
+    assert wake("w1") == []
+    assert wake("w1", kinds=["test-other-kind"]) == [other]
+    assert handle.get_result() == {"session_id": "w1"}

@@ -61,7 +61,7 @@ from ._waits import wait_for_session
 if TYPE_CHECKING:
     from stageware._host.sessions import SessionStore, StoredSession
 
-__all__ = ["AgentFactory", "DurableAgent", "check_serial", "known_serial"]
+__all__ = ["AgentFactory", "DurableAgent", "check_serial", "known_serial", "registered_kinds"]
 
 AgentFactory: TypeAlias = Callable[[str], Agent]
 """Builds a fresh ``Agent`` for one invocation of the session it is given."""
@@ -363,6 +363,12 @@ class DurableAgent:
                 f"{type(agent).__qualname__}, not an Agent"
             )
         return agent
+
+
+def registered_kinds() -> list[str]:
+    """The agent kinds registered in this process (a ``DurableAgent`` built for each)."""
+    with _kinds_lock:
+        return list(_kinds)
 
 
 def _required_workflow_id() -> str:
