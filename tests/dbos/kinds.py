@@ -11,7 +11,9 @@ With ``SETUP.crash`` set, the process exits at once (``os._exit``, as ``kill -9`
 end it) at that point: ``"model:2"`` when the second model call starts, ``"tool"`` when
 the tool has run and logged, before its result is returned, ``"after-save"`` once the
 invocation's final save is made, before its workflow records its end, ``"factory"``
-when the agent is built, before anything of the invocation ran.
+when the agent is built, before anything of the invocation ran. With ``"cancel"`` the
+tool cancels its own invocation's workflow while it runs (DBOS then raises its cancel
+error, a ``BaseException``, at the tool's step).
 
 Run as a program, it is a worker that starts one request and crashes as told:
 
@@ -27,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
-from dbos import DBOSConfig
+from dbos import DBOS, DBOSConfig
 
 from stageware import (
     AfterInvocationEvent,
@@ -91,6 +93,10 @@ def refund(amount: int) -> str:
         os.fsync(log.fileno())
     if SETUP.crash == "tool":
         os._exit(EXIT_CRASHED)
+    if SETUP.crash == "cancel":
+        workflow_id = DBOS.workflow_id
+        assert workflow_id is not None  # the tool runs in its invocation's step
+        DBOS.cancel_workflow(workflow_id)
     return f"refunded {amount} EUR"
 
 
@@ -145,6 +151,19 @@ def build_approved(session_id: str) -> Agent:
     )
 
 
+_builds: dict[str, int] = {}
+
+
+def build_resumed_meanwhile(session_id: str) -> Agent:
+    """``build_approved``; its third build for a session (the continuation's, after the
+    request found the answered cycle open) first resumes the run as an application
+    would, with ``agent()`` and no prompt, to its end."""
+    _builds[session_id] = _builds.get(session_id, 0) + 1
+    if _builds[session_id] == 3:
+        build_approved(session_id)()
+    return build_approved(session_id)
+
+
 def build_failing(session_id: str) -> Agent:
     return Agent(
         ScriptedModel([ModelError("the provider is down")]),
@@ -160,6 +179,7 @@ def build_storeless(session_id: str) -> Agent:
 support = DurableAgent("test-support", build_support)
 approved = DurableAgent("test-approved", build_approved)
 unwaited = DurableAgent("test-unwaited", build_approved, wait_for_approvals=False)
+resumed_meanwhile = DurableAgent("test-resumed-meanwhile", build_resumed_meanwhile)
 failing = DurableAgent("test-failing", build_failing)
 storeless = DurableAgent("test-storeless", build_storeless)
 

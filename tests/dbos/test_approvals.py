@@ -11,14 +11,16 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from dbos import DBOS, WorkflowHandle
 
+from stageware._dbos._wake import kinds_of
 from stageware.dbos import DurableResult
 from tests.host.sessions.stores import StoreSpec
 
-from .kinds import Setup, approved, history, support, unwaited
+from .kinds import Setup, approved, history, resumed_meanwhile, support, unwaited
 
 STAGEWARE = str(Path(sys.executable).parent / "stageware")
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +64,9 @@ def _approve(setup: Setup, approval: str) -> subprocess.CompletedProcess[str]:
 def test_a_request_waits_for_its_approval_and_goes_on_once_it_is_given(durable: Setup) -> None:
     handle: WorkflowHandle[DurableResult] = approved.start("refund me", session_id="a1")
     approval = _pending_approval(durable, "a1")
+    assert durable.store is not None
+    # What the command line's wake-up reads the kind to look for from.
+    assert kinds_of(durable.store.load("a1")) == ["test-approved"]
     time.sleep(0.3)
     assert DBOS.get_workflow_status(handle.workflow_id).status == "PENDING"  # type: ignore[union-attr]  # pyright: ignore[reportOptionalMemberAccess]
     assert durable.tool_runs() == []
@@ -155,3 +160,30 @@ def _pending_approval_besides(setup: Setup, session_id: str, answered: str) -> s
             return found
         time.sleep(0.05)
     raise AssertionError(f"session {session_id!r} never suspended again")
+
+
+def test_a_run_the_application_resumed_meanwhile_is_not_continued_again(durable: Setup) -> None:
+    # The application resumes the answered run itself (the README allows it) after the
+    # request found the cycle open and before its continuation started.
+    # A session of the test's own: the kind counts its builds by session id.
+    session_id = f"a7-{uuid.uuid4().hex}"
+    handle: WorkflowHandle[DurableResult] = resumed_meanwhile.start(
+        "refund me", session_id=session_id
+    )
+    approving = _approve(durable, _pending_approval(durable, session_id))
+    assert approving.returncode == 0, approving.stderr
+
+    deadline = time.monotonic() + 60
+    while DBOS.get_workflow_status(handle.workflow_id).status == "PENDING":  # type: ignore[union-attr]  # pyright: ignore[reportOptionalMemberAccess]
+        assert time.monotonic() < deadline, "the request went on waiting"
+        time.sleep(0.1)
+    result = handle.get_result()
+
+    # The application's resume ran the refund and answered; the continuation ran nothing
+    # (no model call on the finished conversation, no new approval), and the request
+    # ends as the run it waited on stopped.
+    assert len(durable.model_calls) == 2
+    assert durable.tool_runs() == ["refund:30"]
+    assert history(durable, session_id) == ["user", "tool_use", "tool_result", "assistant"]
+    assert result.stop_reason == "interrupt"
+    assert result.error is None

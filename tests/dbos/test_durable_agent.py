@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime
+from typing import cast
+
 import anyio
 import pytest
-from dbos import DBOS
+from dbos import DBOS, SetWorkflowID
+from dbos import error as dbos_error
 
 from stageware import SessionError
-from stageware.dbos import DurableAgent, DurableResult, launch
+from stageware._dbos._wake import WAKE_TOPIC, WORKFLOW_PREFIX
+from stageware.dbos import DurableAgent, DurableResult, launch, wake
 
 from .kinds import Setup, failing, history, storeless, support
 from .kinds import build_support as support_agent
@@ -69,6 +75,31 @@ def test_an_invocation_that_raises_ends_the_request_with_its_error(durable: Setu
     assert result.text == ""
 
 
+def test_an_invocation_cancelled_while_its_tool_runs_saves_nothing(durable: Setup) -> None:
+    durable.crash = "cancel"  # the tool cancels its invocation's workflow
+    handle = support.start("I was charged twice", session_id="c7")
+
+    # DBOS's own error, not wrapped in the host's task groups' exception groups.
+    with pytest.raises(dbos_error.DBOSAwaitedWorkflowCancelledError):
+        handle.get_result()
+
+    assert durable.tool_runs() == ["refund:30"]
+    assert durable.store is not None
+    stored = durable.store.load("c7")
+    assert stored is not None
+    # No final save: the claim only (its input held aside), with no record of an end
+    # and not the tool call whose result was lost; the lease let go at once.
+    assert "released_by" not in stored.snapshot["interrupt_state"]
+    assert history(durable, "c7") == []
+    assert stored.lease is not None
+    assert stored.lease.expires_at <= datetime.now(UTC)
+    statuses = {
+        status.workflow_id.removeprefix(handle.workflow_id): status.status
+        for status in DBOS.list_workflows(workflow_id_prefix=handle.workflow_id)
+    }
+    assert statuses == {"": "ERROR", "/1": "CANCELLED"}
+
+
 def test_a_factory_whose_agent_has_no_session_is_refused(durable: Setup) -> None:
     with pytest.raises(Exception, match="build it with session_store=") as caught:
         storeless.run("hello", session_id="c5")
@@ -93,10 +124,38 @@ def test_a_kind_is_registered_once() -> None:
         DurableAgent("test-support", lambda session_id: support_agent(session_id))
 
 
-@pytest.mark.parametrize("kind", ["", "has:colon", "has space", "x" * 101])
+@pytest.mark.parametrize(
+    "kind",
+    ["", "has:colon", "has space", "x" * 101, "run_durably", "test-support.invocation"],
+)
 def test_a_kind_that_cannot_be_part_of_a_workflow_id_is_refused(kind: str) -> None:
     with pytest.raises(ValueError, match="agent kind"):
         DurableAgent(kind, support_agent)
+
+
+def test_a_kind_dbos_refuses_to_register_is_not_left_taken() -> None:
+    async def taken(session_id: str, prompt: str) -> None:
+        pass
+
+    # Another function of the application holds the kind's workflow name.
+    DBOS.workflow(name="stageware.test-taken")(taken)
+
+    for _ in range(2):  # the second try is refused by DBOS again, not as "registered already"
+        with pytest.raises(RuntimeError, match="DBOS refused to register") as caught:
+            DurableAgent("test-taken", support_agent)
+        assert isinstance(caught.value.__cause__, dbos_error.DBOSException)
+
+
+def test_a_request_before_launch_names_launch() -> None:
+    with pytest.raises(RuntimeError, match=r"call stageware\.dbos\.launch\(") as caught:
+        support.run("hello", session_id="c8")
+    assert "DurableAgent('test-support').start" in str(caught.value)
+
+    async def run() -> None:
+        await support.run_async("hello", session_id="c8")
+
+    with pytest.raises(RuntimeError, match=r"call stageware\.dbos\.launch\("):
+        anyio.run(run)
 
 
 def test_a_durable_agent_built_after_launch_is_refused(durable: Setup) -> None:
@@ -127,3 +186,22 @@ def test_a_queue_that_would_run_one_sessions_requests_side_by_side_is_refused(
     with pytest.raises(ValueError, match="partition_concurrency=None: two requests"):
         support.enqueue(queue, "hello", session_id="c7")
     assert DBOS.list_workflows(workflow_id_prefix="stageware:test-support:c7:") == []
+
+
+@DBOS.workflow(name="tests.waits-for-a-wake-up")
+async def _waits_for_a_wake_up(seconds: float) -> object:
+    return await DBOS.recv_async(WAKE_TOPIC, timeout_seconds=seconds)
+
+
+def test_wake_looks_only_for_the_requests_of_its_kinds(durable: Setup) -> None:
+    # A waiting request of a kind this process does not register, on the same session.
+    other = f"{WORKFLOW_PREFIX}test-other-kind:w1:{uuid.uuid4().hex}"
+    with SetWorkflowID(other):
+        handle = DBOS.start_workflow(_waits_for_a_wake_up, 60.0)
+
+    # By default the kinds registered here: their prefixes only, not every stageware: id.
+    assert wake("w1") == []
+    assert wake("w1", kinds=["test-other-kind"]) == [other]
+    # DBOS's sync handle holds the async workflow's result (its stubs say a coroutine).
+    received = cast("object", handle.get_result())
+    assert received == {"session_id": "w1"}

@@ -17,12 +17,23 @@ from pathlib import Path
 import pytest
 from dbos import DBOS, WorkflowHandle
 
+from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn
 from stageware._dbos import _replay
+from stageware._dbos._journal import DBOSJournal
+from stageware._host._journal import journal_scope
 from stageware._host._journal_session import lease_owner
-from stageware._host.sessions import SNAPSHOT_VERSION, Lease, SessionSnapshot, StoredSession
+from stageware._host.sessions import (
+    SNAPSHOT_VERSION,
+    Lease,
+    SessionSnapshot,
+    SQLiteSessionStore,
+    StoredSession,
+)
 from stageware.dbos import DurableResult
+from stageware.policy import Escalate, PolicyEngine, PolicyEnv, ToolCallEvent
+from stageware.policy import middleware as policy_middleware
 
-from .kinds import EXIT_CRASHED, Setup, history, launch_for_tests, shutdown_for_tests
+from .kinds import EXIT_CRASHED, Setup, history, launch_for_tests, refund, shutdown_for_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,6 +112,38 @@ def test_a_worker_killed_before_its_claim_runs_the_request_from_the_start(setup:
     assert len(setup.model_calls) == 2
     assert setup.tool_runs() == ["refund:30"]
     assert kinds == ["user", "tool_use", "tool_result", "assistant"]
+
+
+@policy_middleware(hooks=["tool.before"], fail_mode="closed", name="escalate_refunds")
+async def _escalate_refunds(event: ToolCallEvent, env: PolicyEnv) -> Escalate:
+    return Escalate("refunds go to a person", queue="refunds")
+
+
+def test_a_finished_invocation_that_escalated_is_read_back_with_its_escalation(
+    tmp_path: Path,
+) -> None:
+    # What a replay that finds its own final save returns (the worker died after it):
+    # the escalation the save recorded, which the request then waits for.
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    agent = Agent(
+        ScriptedModel([ScriptedTurn(tool_calls=[ScriptedToolCall("refund", {"amount": 30})])]),
+        tools=[refund],
+        policy=PolicyEngine([_escalate_refunds]),
+        session_store=store,
+        session_id="e1",
+    )
+    # Outside a workflow the journal runs each call plainly; the final save records its key.
+    with journal_scope(DBOSJournal("wf/1")):
+        result = agent("refund me")
+    assert result.stop_reason == "escalated"
+    escalation = store.open_escalation("e1")
+    assert escalation is not None
+
+    stored = store.load("e1")
+    assert stored is not None
+    finished = _replay.finished_result(stored, session_id="e1", key="wf/1")
+    assert (finished.stop_reason, finished.escalation_id) == ("escalated", escalation.id)
+    store.close()
 
 
 def _stored(

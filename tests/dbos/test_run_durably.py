@@ -65,6 +65,14 @@ async def _workflows() -> list[Any]:
     ]
 
 
+async def test_a_run_before_launch_names_launch() -> None:
+    # First in the module: DBOS is not launched yet (the module's fixture launches it).
+    agent = stageware_dbos.run_durably(Agent(ScriptedModel(["hello"])))
+    with pytest.raises(RuntimeError, match=r"call stageware\.dbos\.launch\(") as caught:
+        await agent.invoke_async("hi")
+    assert "run_durably(" in str(caught.value)
+
+
 async def test_an_invocation_is_a_workflow_whose_calls_are_its_steps(launched: None) -> None:
     before = {status.workflow_id for status in await _workflows()}
     model = ScriptedModel(

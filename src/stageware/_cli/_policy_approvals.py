@@ -234,7 +234,7 @@ def _answer(
     try:
         # Only once the answer is stored (a run woken before would find nothing new), and
         # when nothing else waits (the run would only wait again).
-        woke = "" if left else wake_runs(args, target)
+        woke = "" if left else wake_runs(args, target, store)
     except CommandError:
         out.write(f"{done}\n")
         raise

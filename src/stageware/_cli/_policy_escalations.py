@@ -183,7 +183,7 @@ def _resolve(
     )
     try:
         # A durable run waiting on the escalation ends now rather than at its re-check.
-        woke = wake_runs(args, escalation.session_id)
+        woke = wake_runs(args, escalation.session_id, store)
     except CommandError:
         out.write(f"{done}\n")
         raise

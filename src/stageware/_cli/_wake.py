@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ._errors import CommandError
 from ._table import cell
+
+if TYPE_CHECKING:
+    from stageware._host.sessions import SessionStore
 
 __all__ = ["DBOS_VARIABLE", "SCHEMA_VARIABLE", "dbos_arguments", "wake_runs"]
 
@@ -43,9 +46,12 @@ def dbos_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def wake_runs(args: argparse.Namespace, session_id: str) -> str:
+def wake_runs(args: argparse.Namespace, session_id: str, store: SessionStore) -> str:
     """Wake the runs waiting on *session_id*, if a DBOS database is named; what was done,
     as the end of a sentence (empty when none is named).
+
+    The requests looked for are those of the agent kind whose invocation made the
+    session's last durable final save, read from *store* (all waiting requests if none).
 
     Raises:
         CommandError: The ``dbos`` package is missing, or the database cannot be reached;
@@ -61,13 +67,14 @@ def wake_runs(args: argparse.Namespace, session_id: str) -> str:
         return ""
     stored = "the answer is stored, and the waiting run finds it at its next re-check"
     try:
-        from stageware._dbos._wake import wake
+        from stageware._dbos._wake import kinds_of, wake
     except ModuleNotFoundError:
         raise CommandError(
             f"{stored}; waking it needs the dbos package: pip install 'stageware[dbos]'"
         ) from None
     try:
-        woken = wake(session_id, system_database_url=url, system_schema=schema)
+        kinds = kinds_of(store.load(session_id)) or None
+        woken = wake(session_id, kinds=kinds, system_database_url=url, system_schema=schema)
     except Exception as error:  # the DBOS client raises its own and SQLAlchemy's errors
         raise CommandError(
             f"{stored}; waking it through the DBOS database failed: {type(error).__name__}: {error}"

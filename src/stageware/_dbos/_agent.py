@@ -28,15 +28,18 @@ Between invocations the request waits (``_waits.wait_for_session``) while the la
 stopped on interrupts or escalated. After an escalation's resolution the request ends;
 after approvals, a recorded step reads whether the session's interrupt cycle is still
 open (nobody else resumed it meanwhile), and if so the next invocation continues the run
-with no prompt. Everything the request decides comes from its children's recorded
-results and its own recorded steps, so that a replay decides the same.
+with no prompt. That invocation is handed what the step found (the session's version and
+the cycle's interrupt ids) and checks it again when it starts: if the session moved on
+out of that cycle in between (an application resumed the run itself), it runs nothing,
+and the request ends as the run stopped. Everything the request decides comes from its
+children's recorded results and its own recorded steps, so that a replay decides the same.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict, cast, final
 
 import anyio.to_thread
 from dbos import DBOS, Queue, SetEnqueueOptions, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
@@ -51,14 +54,14 @@ from stageware._host.sessions._store import check_session_id
 
 from . import _ids, _replay
 from ._journal import DBOSJournal
-from ._launch import check_not_launched
+from ._launch import check_not_launched, needs_launch
 from ._result import DurableResult
 from ._waits import wait_for_session
 
 if TYPE_CHECKING:
-    from stageware._host.sessions import SessionStore
+    from stageware._host.sessions import SessionStore, StoredSession
 
-__all__ = ["AgentFactory", "DurableAgent", "check_serial", "known_serial"]
+__all__ = ["AgentFactory", "DurableAgent", "check_serial", "known_serial", "registered_kinds"]
 
 AgentFactory: TypeAlias = Callable[[str], Agent]
 """Builds a fresh ``Agent`` for one invocation of the session it is given."""
@@ -122,13 +125,6 @@ class DurableAgent:
         if not callable(factory):
             raise TypeError(f"DurableAgent({kind!r}): the factory must be callable")
         check_not_launched(f"DurableAgent({kind!r})")
-        with _kinds_lock:
-            if kind in _kinds:
-                raise RuntimeError(
-                    f"DurableAgent({kind!r}): the kind is registered already in this process; "
-                    "build one DurableAgent per kind, at import time"
-                )
-            _kinds[kind] = self
         self.kind: Final = kind
         self._factory = factory
         self._wait_for_approvals = wait_for_approvals
@@ -137,11 +133,30 @@ class DurableAgent:
         async def request(session_id: str, prompt: Prompt) -> DurableResult:
             return await self._run_request(session_id, prompt)
 
-        async def invocation(session_id: str, prompt: Prompt) -> DurableResult:
-            return await self._run_invocation(session_id, prompt)
+        async def invocation(
+            session_id: str, prompt: Prompt, cycle: _Cycle | None = None
+        ) -> DurableResult | None:
+            return await self._run_invocation(session_id, prompt, cycle)
 
-        self._request = DBOS.workflow(name=f"stageware.{kind}")(request)
-        self._invocation = DBOS.workflow(name=f"stageware.{kind}.invocation")(invocation)
+        with _kinds_lock:
+            if kind in _kinds:
+                raise RuntimeError(
+                    f"DurableAgent({kind!r}): the kind is registered already in this process; "
+                    "build one DurableAgent per kind, at import time"
+                )
+            # Registered with DBOS first: a kind DBOS refuses (its workflow name is taken
+            # by another function) is not left taken, and can be tried again.
+            try:
+                self._request = DBOS.workflow(name=_ids.request_workflow_name(kind))(request)
+                self._invocation = DBOS.workflow(name=_ids.invocation_workflow_name(kind))(
+                    invocation
+                )
+            except dbos_error.DBOSException as error:
+                raise RuntimeError(
+                    f"DurableAgent({kind!r}): DBOS refused to register the kind's workflows: "
+                    f"{error}"
+                ) from error
+            _kinds[kind] = self
 
     def __repr__(self) -> str:
         return f"DurableAgent({self.kind!r})"
@@ -165,7 +180,7 @@ class DurableAgent:
         ``DurableResult``. Not queued: see :meth:`enqueue` to keep one session's requests
         from overlapping."""
         prompt = _checked(prompt, session_id, self.kind)
-        with SetWorkflowID(_ids.request_id(self.kind, session_id)):
+        with needs_launch(f"{self!r}.start"), SetWorkflowID(_ids.request_id(self.kind, session_id)):
             return DBOS.start_workflow(self._coroutine_request, session_id, prompt)
 
     async def start_async(
@@ -173,7 +188,7 @@ class DurableAgent:
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`start` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
-        with SetWorkflowID(_ids.request_id(self.kind, session_id)):
+        with needs_launch(f"{self!r}.start"), SetWorkflowID(_ids.request_id(self.kind, session_id)):
             return await DBOS.start_workflow_async(self._request, session_id, prompt)
 
     def enqueue(
@@ -191,9 +206,11 @@ class DurableAgent:
             ValueError: The queue lets two requests of one session run at once.
         """
         prompt = _checked(prompt, session_id, self.kind)
-        if not known_serial(queue.name):
-            check_serial(queue, queue.partition_concurrency)
+        with needs_launch(f"{self!r}.enqueue"):
+            if not known_serial(queue.name):
+                check_serial(queue, queue.partition_concurrency)
         with (
+            needs_launch(f"{self!r}.enqueue"),
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
         ):
@@ -204,9 +221,11 @@ class DurableAgent:
     ) -> WorkflowHandleAsync[DurableResult]:
         """:meth:`enqueue` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
-        if not known_serial(queue.name):
-            check_serial(queue, await queue.get_partition_concurrency_async())
+        with needs_launch(f"{self!r}.enqueue_async"):
+            if not known_serial(queue.name):
+                check_serial(queue, await queue.get_partition_concurrency_async())
         with (
+            needs_launch(f"{self!r}.enqueue_async"),
             SetWorkflowID(_ids.request_id(self.kind, session_id)),
             SetEnqueueOptions(queue_partition_key=session_id),
         ):
@@ -224,6 +243,7 @@ class DurableAgent:
         request_id = _required_workflow_id()
         number = 1
         result = await self._invoke(request_id, number, session_id, prompt)
+        assert result is not None  # only a continuation ends without running
         while self._wait_for_approvals and result.stop_reason in _WAITED_FOR:
             # A fresh agent, for its store: the factory owns the application's stores.
             agent = await anyio.to_thread.run_sync(self._agent, session_id)
@@ -239,17 +259,25 @@ class DurableAgent:
                 break  # resolved: the run is over, and the session takes prompts again
             # Recorded, so that a replay decides as the first run did: the run is ours to
             # continue only while the interrupt cycle it stopped in is still open (another
-            # request may have resumed it with its answers meanwhile).
-            go_on: bool = await DBOS.run_step_async(
+            # request may have resumed it with its answers meanwhile). What it found goes
+            # to the continuation, which checks again when it starts: the session may move
+            # on between the two steps (for as long as an outage, if the worker dies there).
+            cycle: _Cycle | bool | None = await DBOS.run_step_async(
                 {"name": "stageware:continue"},
                 _cycle_open,
                 store,
                 session_id,
             )
-            if not go_on:
+            if not cycle:
                 break
             number += 1
-            result = await self._invoke(request_id, number, session_id, None)
+            # A record of an earlier release holds True: continued without the check.
+            continued = await self._invoke(
+                request_id, number, session_id, None, None if cycle is True else cycle
+            )
+            if continued is None:
+                break  # the run was continued by someone else meanwhile: not ours to end
+            result = continued
         return DurableResult(
             session_id=session_id,
             workflow_id=request_id,
@@ -261,13 +289,21 @@ class DurableAgent:
         )
 
     async def _invoke(
-        self, request_id: str, number: int, session_id: str, prompt: Prompt
-    ) -> DurableResult:
-        """Run the request's *number*-th invocation as its child workflow."""
+        self,
+        request_id: str,
+        number: int,
+        session_id: str,
+        prompt: Prompt,
+        cycle: _Cycle | None = None,
+    ) -> DurableResult | None:
+        """Run the request's *number*-th invocation as its child workflow; ``None`` if it
+        is a continuation of *cycle* and found the session moved on (nothing ran)."""
         with SetWorkflowID(_ids.invocation_id(request_id, number)):
-            return await self._invocation(session_id, prompt)
+            return await self._invocation(session_id, prompt, cycle)
 
-    async def _run_invocation(self, session_id: str, prompt: Prompt) -> DurableResult:
+    async def _run_invocation(
+        self, session_id: str, prompt: Prompt, cycle: _Cycle | None = None
+    ) -> DurableResult | None:
         key = _required_workflow_id()
         agent = await anyio.to_thread.run_sync(self._agent, session_id)
         store = _store_of(agent, self.kind, session_id)
@@ -283,6 +319,8 @@ class DurableAgent:
         if standing == "finished":
             assert stored is not None
             return _replay.finished_result(stored, session_id=session_id, key=key)
+        if standing == "fresh" and cycle is not None and not _still_in(cycle, stored, started_at):
+            return None  # resumed by someone else since the request saw the cycle open
         if standing == "moved_on":
             return _error_result(session_id, key, _replay.moved_on_error(session_id, key))
         if standing == "own_claim":
@@ -301,11 +339,17 @@ class DurableAgent:
             with journal_scope(journal):
                 result = await agent.invoke_async(prompt)
         except dbos_error.DBOSException:
-            raise  # DBOS's own (a cancelled workflow, a replay that took another path)
+            raise  # DBOS's own (a replay that took another path)
         except Exception as error:
             if journal.failure is not None:
                 raise journal.failure from error
             return _error_result(session_id, key, error)
+        except BaseException as error:
+            # DBOS's cancel and ownership errors are BaseException: raised as themselves,
+            # not in the task groups' exception groups they left the run in.
+            if journal.failure is not None and error is not journal.failure:
+                raise journal.failure from error
+            raise
         if journal.failure is not None:
             raise journal.failure  # a tool's step failed in DBOS: its error result is not ours
         return _result(session_id, key, result)
@@ -319,6 +363,12 @@ class DurableAgent:
                 f"{type(agent).__qualname__}, not an Agent"
             )
         return agent
+
+
+def registered_kinds() -> list[str]:
+    """The agent kinds registered in this process (a ``DurableAgent`` built for each)."""
+    with _kinds_lock:
+        return list(_kinds)
 
 
 def _required_workflow_id() -> str:
@@ -372,12 +422,34 @@ def check_serial(queue: Queue, partition_concurrency: int | None) -> None:
     _serial_queues.add(queue.name)
 
 
-def _cycle_open(store: SessionStore, session_id: str) -> bool:
-    """Whether the session's run still stands in an interrupt cycle, to be continued."""
+class _Cycle(TypedDict):
+    """An open interrupt cycle, as the request found it: the session's version then, and
+    the ids of the cycle's interrupts."""
+
+    version: int
+    interrupts: list[str]
+
+
+def _cycle_open(store: SessionStore, session_id: str) -> _Cycle | None:
+    """The session's open interrupt cycle, to be continued, or ``None`` if there is none."""
     stored = store.load(session_id)
     if stored is None:
+        return None
+    state = InterruptState.from_dict(stored.snapshot["interrupt_state"])
+    if not state.activated:
+        return None
+    return {"version": stored.version, "interrupts": sorted(state.interrupts)}
+
+
+def _still_in(cycle: _Cycle, stored: StoredSession | None, version: int) -> bool:
+    """Whether the session, found at *version*, still stands in *cycle*: unchanged since,
+    or still in the same interrupt cycle (a later answer or save moved the version)."""
+    if version == cycle["version"]:
+        return True
+    if stored is None:
         return False
-    return InterruptState.from_dict(stored.snapshot["interrupt_state"]).activated
+    state = InterruptState.from_dict(stored.snapshot["interrupt_state"])
+    return state.activated and sorted(state.interrupts) == cycle["interrupts"]
 
 
 def _result(session_id: str, key: str, result: AgentResult[Any]) -> DurableResult:

@@ -34,6 +34,7 @@ from stageware._host._journal import journal_scope
 from stageware._host._task_stream import TaskHost
 
 from ._journal import DBOSJournal
+from ._launch import needs_launch
 
 __all__ = ["InvocationFailedError", "run_durably"]
 
@@ -95,7 +96,10 @@ def _workflow_host(agent: Agent) -> TaskHost:
                 # parent's, the same on the parent's replay.
                 handle = await DBOS.start_workflow_async(_invocation, invocation)
             else:
-                with SetWorkflowID(f"stageware:run_durably:{owner}:{invocation}"):
+                with (
+                    needs_launch(f"run_durably({agent!r})"),
+                    SetWorkflowID(f"stageware:run_durably:{owner}:{invocation}"),
+                ):
                     handle = await DBOS.start_workflow_async(_invocation, invocation)
             await handle.get_result()
         except InvocationFailedError:

@@ -17,6 +17,7 @@ __all__ = [
     "WorkflowName",
     "check_kind",
     "invocation_id",
+    "invocation_workflow_name",
     "parse",
     "request_id",
     "request_workflow_name",
@@ -25,6 +26,11 @@ __all__ = [
 PREFIX: Final = "stageware:"
 
 _KIND: Final = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+# Kinds whose workflow names or ids another of stageware's workflows has:
+# ``stageware.run_durably`` (ids ``stageware:run_durably:...``), and the invocation
+# workflow ``stageware.<kind>.invocation`` of every kind.
+_RESERVED: Final = frozenset({"run_durably"})
+_INVOCATION_SUFFIX: Final = ".invocation"
 _TAIL: Final = re.compile(r":([0-9a-f]{32})(?:/([1-9][0-9]*))?\Z")
 
 
@@ -49,6 +55,13 @@ def check_kind(kind: object) -> str:
         raise ValueError(
             f"agent kind {kind!r}: use 1 to 100 ASCII letters, digits, '_', '.' and '-' "
             "(it is part of every workflow id of the agent's runs)"
+        )
+    if kind in _RESERVED or kind.endswith(_INVOCATION_SUFFIX):
+        raise ValueError(
+            f"agent kind {kind!r} is reserved: stageware's own workflows use "
+            f"{', '.join(repr(name) for name in sorted(_RESERVED))} and the names ending "
+            f"in {_INVOCATION_SUFFIX!r} (kind 'x' runs its invocations as "
+            f"'stageware.x{_INVOCATION_SUFFIX}'); choose another"
         )
     return kind
 
@@ -81,3 +94,8 @@ def parse(workflow_id: str) -> WorkflowName | None:
 def request_workflow_name(kind: str) -> str:
     """The name DBOS knows the request workflow of *kind* by (what a client enqueues)."""
     return f"stageware.{kind}"
+
+
+def invocation_workflow_name(kind: str) -> str:
+    """The name DBOS knows the invocation workflow of *kind* by."""
+    return f"stageware.{kind}{_INVOCATION_SUFFIX}"

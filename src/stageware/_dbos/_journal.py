@@ -57,9 +57,11 @@ class DBOSJournal:
     def __init__(self, key: str) -> None:
         self._key = key
         # DBOS's own error at a step (a replay that took another path, a cancelled
-        # workflow), kept: the host turns an exception in a tool's step into the tool's
-        # error result, and the run must not end as if nothing happened.
-        self._failure: dbos_error.DBOSException | None = None
+        # workflow, a workflow another execution owns now), kept: the host turns an
+        # exception in a tool's step into the tool's error result, and the run must not
+        # end as if nothing happened. DBOS raises the cancel and ownership errors as
+        # BaseException (DBOSBaseException): the execution must stop, not handle them.
+        self._failure: BaseException | None = None
 
     @property
     def key(self) -> str:
@@ -67,7 +69,7 @@ class DBOSJournal:
         return self._key
 
     @property
-    def failure(self) -> dbos_error.DBOSException | None:
+    def failure(self) -> BaseException | None:
         """DBOS's own error at a step, once one was raised (``StepJournal.failure``)."""
         return self._failure
 
@@ -104,7 +106,7 @@ class DBOSJournal:
 
         try:
             text: str = await place.reservation.run_async({"name": place.name}, recorded)
-        except dbos_error.DBOSException as error:
+        except (dbos_error.DBOSException, dbos_error.DBOSBaseException) as error:
             self._failure = self._failure or error
             raise
         outcome: dict[str, Any] = json.loads(text)

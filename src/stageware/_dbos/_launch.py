@@ -19,13 +19,16 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from collections.abc import Generator
+from contextlib import contextmanager
 from typing import Final
 
 from dbos import DBOS, DBOSConfig
+from dbos import error as dbos_error
 
 from ._liveness import Liveness
 
-__all__ = ["SQLITE_EXECUTOR_ID", "check_not_launched", "launch", "shutdown"]
+__all__ = ["SQLITE_EXECUTOR_ID", "check_not_launched", "launch", "needs_launch", "shutdown"]
 
 SQLITE_EXECUTOR_ID: Final = "stageware-local"
 
@@ -157,6 +160,30 @@ def check_not_launched(what: str) -> None:
             f"{what}: build every DurableAgent before stageware.dbos.launch(): DBOS "
             "recovers only the workflows registered when it launches"
         )
+
+
+@contextmanager
+def needs_launch(what: str) -> Generator[None]:
+    """Run DBOS calls for *what*; DBOS's own error when it is not launched yet ("No DBOS
+    was created yet") is raised as one that names ``stageware.dbos.launch``.
+
+    Only that error: DBOS launched by hand (``DBOS(config=...)``, ``DBOS.launch()``)
+    works as well, and its other errors are raised as they are.
+    """
+    try:
+        yield
+    except dbos_error.DBOSException as error:
+        if _launched or not any(sign in str(error) for sign in _NOT_LAUNCHED):
+            raise
+        raise RuntimeError(
+            f"{what}: DBOS is not launched in this process; call "
+            "stageware.dbos.launch(name=..., database_url=...) first, after building every "
+            f"DurableAgent (DBOS said: {error})"
+        ) from error
+
+
+# What DBOS 3.4's errors say when it was not created or not launched.
+_NOT_LAUNCHED: Final = ("No DBOS was created yet", "before DBOS was launched")
 
 
 def _database_kind(url: str) -> str:

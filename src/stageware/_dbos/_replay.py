@@ -66,6 +66,7 @@ def finished_result(stored: StoredSession, *, session_id: str, key: str) -> Dura
         text=outcome.text,
         error=outcome.error,
         interrupts=tuple(interrupt.id for interrupt in outcome.interrupts),
+        escalation_id=outcome.escalation_id,
     )
 
 

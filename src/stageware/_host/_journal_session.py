@@ -63,13 +63,17 @@ def release_record(
     stop: EventLoopStopEvent | None,
     history: list[Message],
     failure: BaseException | None,
+    escalation_id: str | None = None,
 ) -> dict[str, Any]:
     """What the final save of the invocation with journal *key* records of its end.
 
     *stop* is the stop event the invocation reports (``None`` if it ended without one),
-    *history* the agent's messages as saved, *failure* what it ended with, if anything.
+    *history* the agent's messages as saved, *failure* what it ended with, if anything,
+    *escalation_id* the escalation the same save records, if the run escalated.
     """
     record: dict[str, Any] = {"key": key}
+    if escalation_id is not None:
+        record["escalation_id"] = escalation_id
     if stop is not None:
         record["stop_reason"] = stop.stop_reason
         if history and history[-1] == stop.message:
@@ -98,6 +102,7 @@ class StoredOutcome:
         message: The stop's message (an empty assistant message if there was none).
         interrupts: The interrupts waiting for an answer since.
         error: ``"<exception class>: <message>"`` if it ended with an error.
+        escalation_id: The escalation its final save recorded, if the run escalated.
     """
 
     key: str
@@ -105,6 +110,7 @@ class StoredOutcome:
     message: Message
     interrupts: list[Interrupt] = field(default_factory=list[Interrupt])
     error: str | None = None
+    escalation_id: str | None = None
 
     @property
     def text(self) -> str:
@@ -135,4 +141,5 @@ def stored_outcome(stored: StoredSession) -> StoredOutcome | None:
         message=message,
         interrupts=state.pending() if state.activated else [],
         error=record.get("error"),
+        escalation_id=record.get("escalation_id"),
     )

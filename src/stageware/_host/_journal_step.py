@@ -62,12 +62,12 @@ class LiveStep(Generic[T]):
         """Run the step, yielding the items its body emits while it runs.
 
         Raises:
-            Exception: What the journal raised (a body records its own failures and
-                returns). Closing this generator early cancels the step, which then
+            BaseException: What the journal raised (a body records its own failures and
+                returns), unwrapped. Closing this generator early cancels the step, which then
                 records nothing.
         """
         send, receive = anyio.create_memory_object_stream[T](math.inf)
-        failures: list[Exception] = []
+        failures: list[BaseException] = []
 
         async def step() -> dict[str, Any]:
             self.ran = True
@@ -78,8 +78,13 @@ class LiveStep(Generic[T]):
             async with send:
                 try:
                     self.record = await self._journal.run(self._place, step)
-                except Exception as error:
-                    # Raised below as itself, not wrapped in the task group's exception group.
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except BaseException as error:
+                    # Raised below as itself, not wrapped in the task group's exception
+                    # group: an engine's error that is not an Exception too (DBOS raises
+                    # its cancel and ownership errors as BaseException), so that the
+                    # invocation can tell it from the run's own failures.
                     failures.append(error)
 
         async with anyio.create_task_group() as group:

@@ -281,7 +281,13 @@ class AgentSession:
             await anyio.to_thread.run_sync(self._let_go)
             raise journal.failure
         if key is not None:
-            core.interrupts.released_by = release_record(key, stop, core.messages, failure)
+            core.interrupts.released_by = release_record(
+                key,
+                stop,
+                core.messages,
+                failure,
+                escalation_id=None if escalation is None else escalation.id,
+            )
         try:
             await self._save(core, lease=False, escalation=escalation)
         except SessionConflictError:
