@@ -30,6 +30,7 @@ from tests.host.sessions.stores import (
     fresh_schema_name,
     open_store,
 )
+from tests.readme import readme_blocks
 
 from .waits_flow import APP_VERSION, KIND, refund_in_place, refund_until_answered
 
@@ -387,9 +388,7 @@ def test_wake_finds_the_requests_of_one_session_whatever_the_agent_kind() -> Non
 def test_the_readme_wake_example_wakes_the_waiting_run(
     launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec, system_database: str
 ) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Waiting for a human on DBOS\n") :]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = readme_blocks("### Waiting for a human on DBOS")[0]
     workflow_id = start(setup, "c1")
     approval = pending_approval(shared_spec, "c1")
     assert command(shared_spec, "approvals", "--approve", approval)[0] == 0  # no wake-up
