@@ -19,24 +19,10 @@ from stageware.dbos import DurableResult
 from tests.host.sessions.stores import StoreSpec
 
 from .kinds import Setup, approved, history, unwaited
+from .pending import pending_approval
 
 STAGEWARE = str(Path(sys.executable).parent / "stageware")
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _pending_approval(setup: Setup, session_id: str) -> str:
-    """The approval the session waits on, once the run has released the session."""
-    assert setup.store is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        stored = setup.store.load(session_id)
-        if stored is not None and stored.lease is None:
-            state = stored.snapshot["interrupt_state"]
-            waiting = [i["id"] for i in state.get("interrupts", []) if i["response"] is None]
-            if waiting:
-                return str(waiting[0])
-        time.sleep(0.05)
-    raise AssertionError(f"session {session_id!r} never suspended")
 
 
 def _approve(setup: Setup, approval: str) -> subprocess.CompletedProcess[str]:
@@ -61,7 +47,7 @@ def _approve(setup: Setup, approval: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_request_waits_for_its_approval_and_goes_on_once_it_is_given(durable: Setup) -> None:
     handle: WorkflowHandle[DurableResult] = approved.start("refund me", session_id="a1")
-    approval = _pending_approval(durable, "a1")
+    approval = pending_approval(StoreSpec.from_json(durable.store_spec), "a1")
     time.sleep(0.3)
     assert DBOS.get_workflow_status(handle.workflow_id).status == "PENDING"  # type: ignore[union-attr]  # pyright: ignore[reportOptionalMemberAccess]
     assert durable.tool_runs() == []
@@ -88,5 +74,5 @@ def test_without_waiting_a_request_ends_on_the_interrupt(durable: Setup) -> None
 
     assert result.stop_reason == "interrupt"
     assert len(result.interrupts) == 1
-    assert result.interrupts[0] == _pending_approval(durable, "a2")
+    assert result.interrupts[0] == pending_approval(StoreSpec.from_json(durable.store_spec), "a2")
     assert durable.tool_runs() == []
