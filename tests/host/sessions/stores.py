@@ -222,7 +222,7 @@ class DelegatingStore:
         escalation: Escalation | None = None,
         kept_messages: int = 0,
     ) -> int:
-        return self.inner.save(
+        version = self.inner.save(
             session_id,
             snapshot,
             expected_version=expected_version,
@@ -231,6 +231,14 @@ class DelegatingStore:
             escalation=escalation,
             kept_messages=kept_messages,
         )
+        self.saved(snapshot, lease_seconds=lease_seconds, kept_messages=kept_messages)
+        return version
+
+    def saved(
+        self, snapshot: SessionSnapshot, *, lease_seconds: float | None, kept_messages: int
+    ) -> None:
+        """Called once the inner store has committed a save of *snapshot*: the doubles
+        that act after a save (record it, stall, kill the process) override this."""
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
         self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)
