@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Final
 
@@ -43,3 +45,16 @@ def readme_blocks(heading: str, language: str = "python") -> list[str]:
         elif not fenced and (found := _HEADING.match(line)) and len(found.group(1)) <= level:
             break
     return blocks
+
+
+def run_example(code: str, directory: Path) -> subprocess.CompletedProcess[str]:
+    """*code* run by a fresh interpreter in *directory*, its output captured: for the
+    examples that launch DBOS at import, as an application does (one DBOS a process)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

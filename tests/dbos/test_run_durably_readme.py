@@ -17,20 +17,13 @@ from pathlib import Path
 
 import psycopg
 
-from tests.readme import readme_blocks
+from tests.readme import readme_blocks, run_example
 
 
 def test_the_run_durably_example_prints_its_steps(tmp_path: Path) -> None:
     [code] = readme_blocks("#### A live agent's invocations as workflows", "python")
 
-    ran = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    ran = run_example(code, tmp_path)
 
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "It shipped.\n['model:scripted', 'tool:track', 'model:scripted']\n"
