@@ -18,9 +18,37 @@ gets xdist's own.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+_ROOT = Path(__file__).resolve().parents[1]
+# What the tools themselves keep at the root (pytest's cache, mypy's...): no test's leak.
+_TOOL_CACHES = frozenset(
+    {".hypothesis", ".mypy_cache", ".pytest_cache", ".ruff_cache", "__pycache__"}
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def repository_root_stays_clean() -> Iterator[None]:
+    """Fail the run if the repository root gains a file while the tests run.
+
+    A test that opens a database or writes a log at a relative path leaves it in the
+    checkout (``s.db`` did once): tests write under their ``tmp_path``. Under xdist each
+    worker checks at its own end, so the failure may show on a worker other than the
+    culprit's; the names say what to look for.
+    """
+    before = set(os.listdir(_ROOT))
+    yield
+    added = sorted(set(os.listdir(_ROOT)) - before - _TOOL_CACHES)
+    if added:
+        pytest.fail(
+            f"the tests left new files at the repository root ({_ROOT}): "
+            f"{', '.join(added)}; a test must write under its tmp_path",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(params=["asyncio", "trio"])

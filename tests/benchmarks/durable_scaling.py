@@ -48,6 +48,7 @@ from typing import Final
 
 from tests.benchmarks._durable_steps import ROUNDS_LONG, ROUNDS_SHORT, STEPS
 from tests.benchmarks._durable_worker import AGENT_KIND
+from tests.host.sessions.stores import fresh_database
 
 POSTGRES_URL_VARIABLE: Final = "STAGEWARE_TEST_POSTGRES_URL"
 
@@ -121,35 +122,6 @@ class StepCost:
         """Seconds one more step adds to an invocation, *kind* ``durable`` or ``plain``."""
         longer = self.seconds[f"{kind} {ROUNDS_LONG}"] - self.seconds[f"{kind} {ROUNDS_SHORT}"]
         return longer / (STEPS[ROUNDS_LONG] - STEPS[ROUNDS_SHORT])
-
-
-# --- A database of the run's own ------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def fresh_database(url: str) -> Generator[str]:
-    """A new database on *url*'s server, its URL, dropped (with its connections) afterwards."""
-    import psycopg
-    from psycopg import sql
-
-    name = f"stageware_durable_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield _with_database(url, name)
-    finally:
-        with psycopg.connect(url, autocommit=True) as connection:
-            connection.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
-
-
-def _with_database(url: str, name: str) -> str:
-    """*url* naming the database *name* instead (the query, e.g. a socket host, is kept)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 # --- Workers ----------------------------------------------------------------------------------

@@ -7,11 +7,10 @@ with the agent's answer, or the benchmark raises).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.benchmarks import durable_scaling
+from tests.ci import skip_or_fail
 from tests.host.sessions.stores import HOW_TO_RUN_POSTGRES, postgres_url
 
 pytest.importorskip("dbos")
@@ -20,9 +19,7 @@ pytest.importorskip("dbos")
 def _server() -> str:
     url = postgres_url()
     if url is None:
-        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-            pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
-        pytest.skip(HOW_TO_RUN_POSTGRES)
+        skip_or_fail(HOW_TO_RUN_POSTGRES)
     return url
 
 

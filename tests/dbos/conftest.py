@@ -8,13 +8,13 @@ set). DBOS is launched with ``tests.dbos.kinds.SETUP`` filled in, and shut down 
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.ci import skip_or_fail
 from tests.host.sessions.conftest import (
     postgres_server,
     postgres_spec,
@@ -24,6 +24,7 @@ from tests.host.sessions.conftest import (
 from tests.host.sessions.stores import (
     HOW_TO_RUN_POSTGRES,
     StoreSpec,
+    fresh_database,
     fresh_schema_name,
     postgres_url,
 )
@@ -32,10 +33,6 @@ from .kinds import SETUP, Setup, launch_for_tests, shutdown_for_tests
 
 # The session store tests' fixtures, for the tests of the durable waits.
 __all__ = ["postgres_server", "postgres_spec", "shared_spec"]
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
 def setup_for(backend: str, directory: Path) -> Iterator[Setup]:
@@ -53,9 +50,7 @@ def setup_for(backend: str, directory: Path) -> Iterator[Setup]:
         return
     url = postgres_url()
     if url is None:
-        if _in_ci():
-            pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
-        pytest.skip(HOW_TO_RUN_POSTGRES)
+        skip_or_fail(HOW_TO_RUN_POSTGRES)
     for dbos_url in worker_database(url, f"dbos_{uuid.uuid4().hex[:12]}"):
         yield Setup(
             store_spec=StoreSpec("postgres", url, fresh_schema_name()).to_json(),
@@ -63,6 +58,13 @@ def setup_for(backend: str, directory: Path) -> Iterator[Setup]:
             executor_id=f"tests-{uuid.uuid4().hex[:12]}",
             tool_log=str(directory / "tools.log"),
         )
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    """A database of the test's own on the test server, its URL; dropped afterwards."""
+    with fresh_database(postgres_url() or skip_or_fail(HOW_TO_RUN_POSTGRES)) as fresh:
+        yield fresh
 
 
 def use(setup: Setup) -> None:

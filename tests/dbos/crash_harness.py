@@ -26,10 +26,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
-import pytest
-
 from stageware import StoredSession
-from tests.host.sessions.stores import close_store
+from tests.ci import skip_or_fail
+from tests.host.sessions.stores import close_store, fresh_database
 
 from .crash_worker import ANSWER, KIND, PROMPT, Ledger, WorkerConfig, open_sessions, requests
 
@@ -37,10 +36,6 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 POSTGRES_URL_VARIABLE: Final = "STAGEWARE_TEST_POSTGRES_URL"
 BOUND: Final = 60.0
 """How long a test waits for a worker or a workflow: far past what any of them takes."""
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
 def server_url() -> str:
@@ -51,48 +46,8 @@ def server_url() -> str:
             f"the crash tests need a PostgreSQL server: set {POSTGRES_URL_VARIABLE}, or run "
             ".ci/postgres run python -m pytest tests/dbos"
         )
-        if in_ci():
-            pytest.fail(f"CI is set, so this does not skip: {message}", pytrace=False)
-        pytest.skip(message)
+        skip_or_fail(message)
     return url
-
-
-def with_database(url: str, name: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    if "://" not in url:
-        return make_conninfo(url, dbname=name)
-    params = conninfo_to_dict(url)
-    host = params.get("host")
-    query = f"?host={host}&port={params.get('port', 5432)}" if host and "/" in str(host) else ""
-    if query:
-        user = params.get("user")
-        who = f"{user}@" if user else ""
-        return f"postgresql://{who}/{name}{query}"
-    from urllib.parse import urlsplit, urlunsplit
-
-    return urlunsplit(urlsplit(url)._replace(path="/" + name))
-
-
-@contextlib.contextmanager
-def fresh_database(url: str) -> Generator[str]:
-    """A new database on *url*'s server, dropped (with DBOS's, if it made one) at the end."""
-    import psycopg
-    from psycopg import sql
-
-    name = f"stageware_crash_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield with_database(url, name)
-    finally:
-        with psycopg.connect(url, autocommit=True) as connection:
-            for dropped in (name, f"{name}_dbos_sys"):
-                connection.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                        sql.Identifier(dropped)
-                    )
-                )
 
 
 def postgres_config(database: str, session: str, **changes: Any) -> WorkerConfig:

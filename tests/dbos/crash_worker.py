@@ -56,7 +56,6 @@ from stageware import (
     ToolContext,
     tool,
 )
-from stageware._host.sessions import Escalation
 from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent, middleware
 from tests.host.sessions.stores import DelegatingStore
 
@@ -262,26 +261,9 @@ class DyingStore(DelegatingStore):
         super().__init__(store)
         self._kill = kill
 
-    def save(
-        self,
-        session_id: str,
-        snapshot: SessionSnapshot,
-        *,
-        expected_version: int,
-        owner: str,
-        lease_seconds: float | None,
-        escalation: Escalation | None = None,
-        kept_messages: int = 0,
-    ) -> int:
-        version = super().save(
-            session_id,
-            snapshot,
-            expected_version=expected_version,
-            owner=owner,
-            lease_seconds=lease_seconds,
-            escalation=escalation,
-            kept_messages=kept_messages,
-        )
+    def saved(
+        self, snapshot: SessionSnapshot, *, lease_seconds: float | None, kept_messages: int
+    ) -> None:
         if lease_seconds is None:  # the final save of an invocation: it releases the lease
             interrupts: list[dict[str, Any]] = snapshot["interrupt_state"].get("interrupts") or []
             if self._kill == "interrupt" and any(i["response"] is None for i in interrupts):
@@ -292,7 +274,6 @@ class DyingStore(DelegatingStore):
                 for block in message["content"]
             ):
                 die()
-        return version
 
 
 STORE_SECONDS = 10.0

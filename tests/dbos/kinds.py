@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from dbos import DBOS, DBOSConfig
 
@@ -43,7 +44,14 @@ from stageware._host.models import ModelError
 from stageware._host.models._scripted import ModelRequest
 from stageware._host.sessions import SessionStore
 from stageware.dbos import DurableAgent, launch, shutdown
-from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent
+from stageware.policy import (
+    Block,
+    Escalate,
+    PolicyEngine,
+    PolicyEnv,
+    Suspend,
+    ToolCallEvent,
+)
 from stageware.policy import middleware as policy_middleware
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 
@@ -135,20 +143,33 @@ def build_support(session_id: str) -> Agent:
     return agent
 
 
-@policy_middleware(hooks=["tool.before"], fail_mode="closed", name="refund_guard")
-async def _refund_guard(event: ToolCallEvent, env: PolicyEnv) -> Suspend:
-    return Suspend("a refund needs a manager")
+def _refund_guard(timeout: str | None = None, on_timeout: Block | Escalate | None = None) -> Any:
+    """A policy that suspends every refund for a manager's approval, expiring as given."""
+
+    @policy_middleware(hooks=["tool.before"], fail_mode="closed", name="refund_guard")
+    async def refund_guard(event: ToolCallEvent, env: PolicyEnv) -> Suspend:
+        return Suspend("a refund needs a manager", timeout=timeout, on_timeout=on_timeout)
+
+    return refund_guard
 
 
-def build_approved(session_id: str) -> Agent:
-    return Agent(
-        ScriptedModel([_respond] * 20),
-        tools=[refund],
-        policy=PolicyEngine([_refund_guard]),
-        session_store=_store(),
-        session_id=session_id,
-        session_lease=SETUP.lease_seconds,
-    )
+def _guarded(guard: Any) -> Callable[[str], Agent]:
+    """A factory of the support agent with *guard* as its policy."""
+
+    def build(session_id: str) -> Agent:
+        return Agent(
+            ScriptedModel([_respond] * 20),
+            tools=[refund],
+            policy=PolicyEngine([guard]),
+            session_store=_store(),
+            session_id=session_id,
+            session_lease=SETUP.lease_seconds,
+        )
+
+    return build
+
+
+build_approved = _guarded(_refund_guard())
 
 
 _builds: dict[str, int] = {}
@@ -182,6 +203,15 @@ unwaited = DurableAgent("test-unwaited", build_approved, wait_for_approvals=Fals
 resumed_meanwhile = DurableAgent("test-resumed-meanwhile", build_resumed_meanwhile)
 failing = DurableAgent("test-failing", build_failing)
 storeless = DurableAgent("test-storeless", build_storeless)
+# Approvals nobody gives: each expires after a second, into a block or an escalation.
+expiring_into_block = DurableAgent(
+    "test-expiring-block",
+    _guarded(_refund_guard("1s", Block("nobody approved the refund in time"))),
+)
+expiring_into_escalate = DurableAgent(
+    "test-expiring-escalate",
+    _guarded(_refund_guard("1s", Escalate("refund approval expired", queue="refunds"))),
+)
 
 
 def history(setup: Setup, session_id: str) -> list[str]:

@@ -21,24 +21,10 @@ from stageware.dbos import DurableResult
 from tests.host.sessions.stores import StoreSpec
 
 from .kinds import Setup, approved, history, resumed_meanwhile, support, unwaited
+from .pending import pending_approval
 
 STAGEWARE = str(Path(sys.executable).parent / "stageware")
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _pending_approval(setup: Setup, session_id: str) -> str:
-    """The approval the session waits on, once the run has released the session."""
-    assert setup.store is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        stored = setup.store.load(session_id)
-        if stored is not None and stored.lease is None:
-            state = stored.snapshot["interrupt_state"]
-            waiting = [i["id"] for i in state.get("interrupts", []) if i["response"] is None]
-            if waiting:
-                return str(waiting[0])
-        time.sleep(0.05)
-    raise AssertionError(f"session {session_id!r} never suspended")
 
 
 def _approve(setup: Setup, approval: str) -> subprocess.CompletedProcess[str]:
@@ -63,7 +49,7 @@ def _approve(setup: Setup, approval: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_request_waits_for_its_approval_and_goes_on_once_it_is_given(durable: Setup) -> None:
     handle: WorkflowHandle[DurableResult] = approved.start("refund me", session_id="a1")
-    approval = _pending_approval(durable, "a1")
+    approval = pending_approval(StoreSpec.from_json(durable.store_spec), "a1")
     assert durable.store is not None
     # What the command line's wake-up reads the kind to look for from.
     assert kinds_of(durable.store.load("a1")) == ["test-approved"]
@@ -93,7 +79,7 @@ def test_without_waiting_a_request_ends_on_the_interrupt(durable: Setup) -> None
 
     assert result.stop_reason == "interrupt"
     assert len(result.interrupts) == 1
-    assert result.interrupts[0] == _pending_approval(durable, "a2")
+    assert result.interrupts[0] == pending_approval(StoreSpec.from_json(durable.store_spec), "a2")
     assert durable.tool_runs() == []
 
 
@@ -109,7 +95,7 @@ def test_a_queued_request_waiting_for_approval_keeps_its_workers_slot(durable: S
         "test-wait-slot", partition_concurrency=1, worker_concurrency=1, polling_interval_sec=0.1
     )
     waiting = approved.enqueue(queue, "refund me", session_id="w1")
-    approval = _pending_approval(durable, "w1")
+    approval = pending_approval(StoreSpec.from_json(durable.store_spec), "w1")
     other = support.enqueue(queue, "refund me", session_id="w2")
     time.sleep(1.5)  # fifteen polls
     assert (_status(waiting), _status(other)) == ("PENDING", "ENQUEUED")
@@ -135,7 +121,7 @@ def test_a_queued_request_waiting_for_approval_keeps_its_sessions_partition(
         polling_interval_sec=0.1,
     )
     waiting = approved.enqueue(queue, "refund me", session_id="p1")
-    approval = _pending_approval(durable, "p1")
+    approval = pending_approval(StoreSpec.from_json(durable.store_spec), "p1")
     behind = approved.enqueue(queue, "and another refund", session_id="p1")
     other = support.enqueue(queue, "refund me", session_id="p2")
     assert other.get_result().stop_reason == "end_turn"
@@ -155,7 +141,7 @@ def test_a_queued_request_waiting_for_approval_keeps_its_sessions_partition(
 def _pending_approval_besides(setup: Setup, session_id: str, answered: str) -> str:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        found = _pending_approval(setup, session_id)
+        found = pending_approval(StoreSpec.from_json(setup.store_spec), session_id)
         if found != answered:
             return found
         time.sleep(0.05)
@@ -170,7 +156,9 @@ def test_a_run_the_application_resumed_meanwhile_is_not_continued_again(durable:
     handle: WorkflowHandle[DurableResult] = resumed_meanwhile.start(
         "refund me", session_id=session_id
     )
-    approving = _approve(durable, _pending_approval(durable, session_id))
+    approving = _approve(
+        durable, pending_approval(StoreSpec.from_json(durable.store_spec), session_id)
+    )
     assert approving.returncode == 0, approving.stderr
 
     deadline = time.monotonic() + 60

@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
+from tests.ci import skip_or_fail
 from tests.host.sessions.private_server import PrivateServer, server_binaries_present
+from tests.host.sessions.stores import fresh_database
 
 from .crash_harness import (
     BOUND,
     Worker,
     approve,
-    fresh_database,
-    in_ci,
     postgres_config,
     reference_history,
     violations,
@@ -41,9 +41,7 @@ from .crash_worker import ANSWER, Ledger
 def private_server() -> Iterator[PrivateServer]:
     if not server_binaries_present():
         message = "the database restart test starts a server of its own: install postgresql"
-        if in_ci():
-            pytest.fail(f"CI is set, so this does not skip: {message}", pytrace=False)
-        pytest.skip(message)
+        skip_or_fail(message)
     server = PrivateServer.start(Path(tempfile.mkdtemp(prefix="stageware-pg-")))
     yield server
     server.stop()

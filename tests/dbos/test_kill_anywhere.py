@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
+from tests.host.sessions.stores import fresh_database
+
 from .crash_harness import (
     Worker,
     approve_when_waiting,
-    fresh_database,
     postgres_config,
     reference_history,
     server_url,

@@ -26,15 +26,12 @@ import pytest
 from psycopg import sql
 
 from stageware._dbos._liveness import ExecutorIdInUseError, Liveness, executor_lock_key
+from tests.ci import skip_or_fail
 
 dbos = pytest.importorskip("dbos")
 
 _URL_VARIABLE = "STAGEWARE_TEST_POSTGRES_URL"
 _WATCH_SECONDS = 0.3
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
 @dataclass
@@ -162,9 +159,7 @@ def postgres() -> str:
     url = os.environ.get(_URL_VARIABLE)
     if not url:
         how = f"the liveness tests need a PostgreSQL server: set {_URL_VARIABLE} (.ci/postgres)"
-        if _in_ci():
-            pytest.fail(f"CI is set, so this does not skip: {how}", pytrace=False)
-        pytest.skip(how)
+        skip_or_fail(how)
     return url
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ci import skip_or_fail
 from tests.host.sessions.stores import HOW_TO_RUN_POSTGRES, postgres_url
 
 pytest.importorskip("dbos")
@@ -23,16 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _server() -> str:
     url = postgres_url()
     if url is None:
-        if ci_is_set():
-            pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
-        pytest.skip(HOW_TO_RUN_POSTGRES)
+        skip_or_fail(HOW_TO_RUN_POSTGRES)
     return url
-
-
-def ci_is_set() -> bool:
-    import os
-
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
 def test_the_example_pays_each_refund_once() -> None:

@@ -10,7 +10,6 @@ session lease is the backstop).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ from .crash_harness import (
     Worker,
     approvals_command,
     approve_when_waiting,
-    fresh_database,
     postgres_config,
     reference_history,
     server_url,
@@ -36,12 +34,6 @@ from .crash_worker import Ledger, requests
 @pytest.fixture(scope="module")
 def server() -> str:
     return server_url()
-
-
-@pytest.fixture
-def database(server: str) -> Iterator[str]:
-    with fresh_database(server) as database:
-        yield database
 
 
 def test_two_workers_racing_to_recover_a_dead_run_run_it_once(

@@ -10,35 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.benchmarks.durable_scaling import fresh_database
-from tests.host.sessions.stores import HOW_TO_RUN_POSTGRES, postgres_url
+from tests.readme import README, readme_blocks
 
 pytest.importorskip("dbos")
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-HEADING = "### Scaling on DBOS: queues across workers"
-
-
-def _blocks() -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index(HEADING) :].split("\n### ", 1)[0]
-    return [block.split("```\n", 1)[0] for block in section.split("```python\n")[1:]]
-
-
-@pytest.fixture
-def database() -> Iterator[str]:
-    url = postgres_url()
-    if url is None:
-        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-            pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
-        pytest.skip(HOW_TO_RUN_POSTGRES)
-    with fresh_database(url) as fresh:
-        yield fresh
 
 
 def test_a_producer_gets_the_answer_of_a_worker_in_another_process(
@@ -47,7 +25,7 @@ def test_a_producer_gets_the_answer_of_a_worker_in_another_process(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    worker_code, producer_code = _blocks()
+    worker_code, producer_code = readme_blocks("### Scaling on DBOS: queues across workers")
     worker_file = tmp_path / "worker.py"
     worker_file.write_text(worker_code, encoding="utf-8")
     monkeypatch.setenv("DATABASE_URL", database)

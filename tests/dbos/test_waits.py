@@ -30,7 +30,9 @@ from tests.host.sessions.stores import (
     fresh_schema_name,
     open_store,
 )
+from tests.readme import readme_blocks
 
+from .pending import pending_approval
 from .waits_flow import APP_VERSION, KIND, refund_in_place, refund_until_answered
 
 __all__ = ["private_postgres"]  # the fixture, for the database-restart test
@@ -107,30 +109,6 @@ def start(setup: dict[str, Any], session_id: str, flow: Any = refund_until_answe
     with SetWorkflowID(workflow_id):
         DBOS.start_workflow(flow, json.dumps(setup), session_id)
     return workflow_id
-
-
-def pending_approval(spec: StoreSpec, session_id: str) -> str:
-    """The id of the approval the session waits on, once the run has suspended and
-    released the session."""
-    store = open_store(spec)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            stored = store.load(session_id)
-            # Once the run has released the session: the command refuses to answer a
-            # session a worker holds.
-            if stored is not None and stored.lease is None:
-                waiting = [
-                    i["id"]
-                    for i in stored.snapshot["interrupt_state"]["interrupts"]
-                    if i["response"] is None
-                ]
-                if waiting:
-                    return str(waiting[0])
-            time.sleep(0.05)
-    finally:
-        close_store(store)
-    raise AssertionError(f"session {session_id!r} never suspended")
 
 
 def checks(workflow_id: str) -> int:
@@ -271,8 +249,19 @@ def test_an_answer_stored_without_a_wake_up_is_found_by_the_re_check(
 
     assert status == 0
     assert "woke" not in out
-    assert settle(workflow_id, timeout=10)["text"] == "Refunded."
+    # Generous, for a loaded machine: how long the run waited between its reads of the
+    # session is checked on DBOS's own records of each wait, below.
+    assert settle(workflow_id, timeout=120)["text"] == "Refunded."
     assert lines(setup["ledger"]) == ["900"]
+    waits = [
+        (step["completed_at_epoch_ms"] or 0) - (step["started_at_epoch_ms"] or 0)
+        for step in DBOS.list_workflow_steps(workflow_id)
+        if step["function_name"] == "DBOS.recv"
+    ]
+    # Each wait ended at the 1 s re-check (no message came), not at RECHECK_SECONDS (60 s)
+    # as a wait that ignored its setting would have.
+    assert waits, "the run never waited"
+    assert all(0 < wait < 30_000 for wait in waits), waits
 
 
 @pytest.mark.parametrize("then", ["block", "escalate"])
@@ -387,9 +376,7 @@ def test_wake_finds_the_requests_of_one_session_whatever_the_agent_kind() -> Non
 def test_the_readme_wake_example_wakes_the_waiting_run(
     launch: Launch, setup: dict[str, Any], shared_spec: StoreSpec, system_database: str
 ) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Waiting for a human on DBOS\n") :]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = readme_blocks("### Waiting for a human on DBOS")[0]
     workflow_id = start(setup, "c1")
     approval = pending_approval(shared_spec, "c1")
     assert command(shared_spec, "approvals", "--approve", approval)[0] == 0  # no wake-up

@@ -14,8 +14,7 @@ from dbos import DBOS
 
 from stageware.dbos import wake
 
-from .kinds import Setup
-from .waits_kinds import expiring_into_block, expiring_into_escalate
+from .kinds import Setup, expiring_into_block, expiring_into_escalate
 
 
 def test_a_request_whose_approval_times_out_ends_blocked(durable: Setup) -> None:

@@ -13,12 +13,12 @@ see ``agent_mode`` below.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.ci import skip_or_fail
 from tests.journal_mode import journaled, pytest_configure
 
 from .fake_openai_server import FakeOpenAIServer
@@ -31,10 +31,6 @@ from .litellm_proxy import (
 )
 
 __all__ = ["journaled", "litellm_proxy", "litellm_upstream", "pytest_configure"]
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
 @pytest.fixture(scope="session")
@@ -53,9 +49,7 @@ def litellm_proxy(
     """A LiteLLM proxy on loopback, for every test of the session."""
     executable = litellm_executable()
     if executable is None:
-        if _in_ci():
-            pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_LITELLM}", pytrace=False)
-        pytest.skip(HOW_TO_RUN_LITELLM)
+        skip_or_fail(HOW_TO_RUN_LITELLM)
     models = [*MOCK_MODELS, upstream_model("via-upstream", litellm_upstream.base_url)]
     proxy = LiteLLMProxy.start(executable, models, tmp_path_factory.mktemp("litellm"))
     yield proxy

@@ -56,7 +56,7 @@ from . import _ids, _replay
 from ._journal import DBOSJournal
 from ._launch import check_not_launched, needs_launch
 from ._result import DurableResult
-from ._waits import wait_for_session
+from ._waits import WAITED_FOR, session_of, wait_for_session
 
 if TYPE_CHECKING:
     from stageware._host.sessions import SessionStore, StoredSession
@@ -244,10 +244,10 @@ class DurableAgent:
         number = 1
         result = await self._invoke(request_id, number, session_id, prompt)
         assert result is not None  # only a continuation ends without running
-        while self._wait_for_approvals and result.stop_reason in _WAITED_FOR:
+        while self._wait_for_approvals and result.stop_reason in WAITED_FOR:
             # A fresh agent, for its store: the factory owns the application's stores.
             agent = await anyio.to_thread.run_sync(self._agent, session_id)
-            store = _store_of(agent, self.kind, session_id)
+            store, _ = session_of(agent, f"DurableAgent({self.kind!r})", session_id)
             await wait_for_session(
                 store,
                 session_id,
@@ -306,7 +306,7 @@ class DurableAgent:
     ) -> DurableResult | None:
         key = _required_workflow_id()
         agent = await anyio.to_thread.run_sync(self._agent, session_id)
-        store = _store_of(agent, self.kind, session_id)
+        store, _ = session_of(agent, f"DurableAgent({self.kind!r})", session_id)
         stored = await anyio.to_thread.run_sync(store.load, session_id)
         found = 0 if stored is None else stored.version
         # The version this invocation found the session at, recorded: a replay compares.
@@ -377,17 +377,6 @@ def _required_workflow_id() -> str:
     return workflow_id
 
 
-def _store_of(agent: Agent, kind: str, session_id: str) -> SessionStore:
-    session = agent._core.session  # pyright: ignore[reportPrivateUsage]
-    if session is None or session.id != session_id:
-        found = "no session store" if session is None else f"session id {session.id!r}"
-        raise ValueError(
-            f"DurableAgent({kind!r}): the factory built an agent with {found} for session "
-            f"{session_id!r}; build it with session_store=... and session_id=session_id"
-        )
-    return session.store
-
-
 def _checked(prompt: Prompt, session_id: str, kind: str) -> Prompt:
     # Refused here, in the caller's process, rather than by a workflow that then fails.
     check_session_id(session_id, f"DurableAgent({kind!r})")
@@ -396,8 +385,6 @@ def _checked(prompt: Prompt, session_id: str, kind: str) -> Prompt:
         prompt_messages(prompt)
     return prompt
 
-
-_WAITED_FOR: Final = frozenset({"interrupt", "escalated"})
 
 # The queues found partitioned one request per session at a time (read once: reading a
 # queue's settings is a round trip to the system database).

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from stageware import Agent, AgentResult, SessionStore
 
-__all__ = ["RECHECK_SECONDS", "wait_for_answers", "wait_for_session"]
+__all__ = ["RECHECK_SECONDS", "WAITED_FOR", "session_of", "wait_for_answers", "wait_for_session"]
 
 logger = logging.getLogger("stageware.dbos")
 
@@ -52,7 +52,7 @@ _READ_RETRIES: Final[StepOptions] = {
 """A read of the session that fails (the database restarting) is tried again, for about
 17 minutes, before the wait gives up and the request fails: a wait is meant to last."""
 
-_WAITED: Final = frozenset({"interrupt", "escalated"})
+WAITED_FOR: Final = frozenset({"interrupt", "escalated"})
 """The stops that wait for a human."""
 
 
@@ -75,9 +75,9 @@ async def wait_for_answers(
         ValueError: The agent has no session store: nothing would hold the answers.
     """
     stop = str(result.stop_reason)
-    if stop not in _WAITED:
+    if stop not in WAITED_FOR:
         return
-    store, session_id = _session_of(agent, workflow_id)
+    store, session_id = session_of(agent, f"workflow {workflow_id!r}")
     await wait_for_session(
         store,
         session_id,
@@ -101,7 +101,7 @@ async def wait_for_session(
     workflow that recorded only those (not the ``AgentResult``) has them on a replay."""
     from dbos import DBOS
 
-    if stop_reason not in _WAITED:
+    if stop_reason not in WAITED_FOR:
         return
     while True:
         if stop_reason == "escalated":
@@ -129,14 +129,24 @@ async def wait_for_session(
         await DBOS.recv_async(WAKE_TOPIC, timeout_seconds=wait)
 
 
-def _session_of(agent: Agent, workflow_id: str) -> tuple[SessionStore, str]:
-    # The host's record of the agent's session: the public Agent does not hand out its
-    # store, and a wait reads the same store the agent saves to.
+def session_of(agent: Agent, where: str, session_id: str | None = None) -> tuple[SessionStore, str]:
+    """The store *agent* saves its session to, and the session's id.
+
+    A durable run reads the store the agent saves to (the public Agent does not hand out
+    its store). *where* names the caller in the error; given *session_id*, the agent must
+    be on that session (a factory that built it for another one is a mistake).
+
+    Raises:
+        ValueError: The agent has no session store, or is on another session.
+    """
     session = agent._core.session  # pyright: ignore[reportPrivateUsage]
-    if session is None:
+    if session is None or session_id not in (None, session.id):
+        found = "no session store" if session is None else f"session id {session.id!r}"
+        wanted = "" if session_id is None else f" for session {session_id!r}"
         raise ValueError(
-            f"workflow {workflow_id!r}: agent {agent.name!r} has no session store, so an "
-            "answer would have nowhere to be recorded; give it session_store= and session_id="
+            f"{where}: agent {agent.name!r} has {found}{wanted}, so the answers and saves "
+            "of a durable run would have nowhere to go; build it with session_store=... "
+            "and session_id=..."
         )
     return session.store, session.id
 

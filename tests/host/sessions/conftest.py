@@ -17,11 +17,11 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
 from stageware._host.sessions import SessionStore
+from tests.ci import skip_or_fail
 
 from .private_server import PrivateServer, server_binaries_present
 from .stores import (
@@ -32,11 +32,8 @@ from .stores import (
     fresh_schema_name,
     open_store,
     postgres_url,
+    with_database,
 )
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
 @pytest.fixture(scope="session")
@@ -48,9 +45,7 @@ def postgres_server() -> Iterator[str]:
     """
     url = postgres_url()
     if url is None:
-        if _in_ci():
-            pytest.fail(f"CI is set, so this does not skip: {HOW_TO_RUN_POSTGRES}", pytrace=False)
-        pytest.skip(HOW_TO_RUN_POSTGRES)
+        skip_or_fail(HOW_TO_RUN_POSTGRES)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker is None:
         yield url
@@ -82,7 +77,7 @@ def worker_database(url: str, worker: str) -> Iterator[str]:
                 pytrace=False,
             )
     try:
-        yield _with_database(url, name)
+        yield with_database(url, name)
     finally:
         with psycopg.connect(url, autocommit=True) as connection:
             connection.execute(drop)
@@ -95,16 +90,6 @@ def _database_name(url: str) -> str:
     return str(name) if name else "stageware_test"
 
 
-def _with_database(url: str, name: str) -> str:
-    """*url* with its database replaced by *name*, in the form it was given."""
-    if "://" in url:
-        parts = urlsplit(url)
-        return urlunsplit(parts._replace(path="/" + quote(name)))
-    from psycopg.conninfo import make_conninfo
-
-    return make_conninfo(url, dbname=name)
-
-
 @pytest.fixture(scope="module")
 def private_postgres() -> Iterator[PrivateServer]:
     """A server of the module's own, which its tests restart and stall (see private_server).
@@ -114,9 +99,7 @@ def private_postgres() -> Iterator[PrivateServer]:
     """
     if not server_binaries_present():
         message = "the Postgres outage tests start a server of their own: install postgresql"
-        if _in_ci():
-            pytest.fail(f"CI is set, so this does not skip: {message}", pytrace=False)
-        pytest.skip(message)
+        skip_or_fail(message)
     # Not under pytest's own temporary directory, which the postgres user (the server's,
     # when the tests run as root) may not enter; `stop` deletes it.
     server = PrivateServer.start(Path(tempfile.mkdtemp(prefix="stageware-pg-")))

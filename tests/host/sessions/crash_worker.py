@@ -50,7 +50,6 @@ from stageware import (
     SessionStore,
     tool,
 )
-from stageware._host.sessions import Escalation
 
 from .stores import DelegatingStore, StoreSpec, open_store
 
@@ -88,26 +87,9 @@ class DyingStore(DelegatingStore):
         super().__init__(store)
         self._point = point
 
-    def save(
-        self,
-        session_id: str,
-        snapshot: SessionSnapshot,
-        *,
-        expected_version: int,
-        owner: str,
-        lease_seconds: float | None,
-        escalation: Escalation | None = None,
-        kept_messages: int = 0,
-    ) -> int:
-        version = super().save(
-            session_id,
-            snapshot,
-            expected_version=expected_version,
-            owner=owner,
-            lease_seconds=lease_seconds,
-            escalation=escalation,
-            kept_messages=kept_messages,
-        )
+    def saved(
+        self, snapshot: SessionSnapshot, *, lease_seconds: float | None, kept_messages: int
+    ) -> None:
         new = snapshot["messages"]
         last = new[-1] if new else None
         if self._point == "input" and snapshot["interrupt_state"]["pending_input"] is not None:
@@ -124,7 +106,6 @@ class DyingStore(DelegatingStore):
             and not _calls_tools(last)
         ):
             die()
-        return version
 
 
 def _calls_tools(message: Any) -> bool:

@@ -11,13 +11,15 @@ gets a schema of its own, so runs and tests never see each other's sessions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass
 from typing import Final, Literal
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from stageware._host.sessions import (
     SNAPSHOT_VERSION,
@@ -102,6 +104,36 @@ def fresh_schema_name() -> str:
 
 def postgres_url() -> str | None:
     return os.environ.get(POSTGRES_URL_VARIABLE) or None
+
+
+def with_database(url: str, name: str) -> str:
+    """*url* with its database replaced by *name*, in the form it was given."""
+    if "://" in url:
+        parts = urlsplit(url)
+        return urlunsplit(parts._replace(path="/" + quote(name)))
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(url, dbname=name)
+
+
+@contextlib.contextmanager
+def fresh_database(url: str, prefix: str = "stageware_test") -> Generator[str]:
+    """A new database on *url*'s server, its URL; dropped at the end with its connections,
+    and with the system database DBOS makes beside it when given no other (``_dbos_sys``).
+    """
+    import psycopg
+    from psycopg import sql
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield with_database(url, name)
+    finally:
+        with psycopg.connect(url, autocommit=True) as connection:
+            for dropped in (name, f"{name}_dbos_sys"):
+                drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                connection.execute(drop.format(sql.Identifier(dropped)))
 
 
 def make_snapshot(turn: int = 0) -> SessionSnapshot:
@@ -190,7 +222,7 @@ class DelegatingStore:
         escalation: Escalation | None = None,
         kept_messages: int = 0,
     ) -> int:
-        return self.inner.save(
+        version = self.inner.save(
             session_id,
             snapshot,
             expected_version=expected_version,
@@ -199,6 +231,14 @@ class DelegatingStore:
             escalation=escalation,
             kept_messages=kept_messages,
         )
+        self.saved(snapshot, lease_seconds=lease_seconds, kept_messages=kept_messages)
+        return version
+
+    def saved(
+        self, snapshot: SessionSnapshot, *, lease_seconds: float | None, kept_messages: int
+    ) -> None:
+        """Called once the inner store has committed a save of *snapshot*: the doubles
+        that act after a save (record it, stall, kill the process) override this."""
 
     def renew(self, session_id: str, *, version: int, owner: str, lease_seconds: float) -> None:
         self.inner.renew(session_id, version=version, owner=owner, lease_seconds=lease_seconds)

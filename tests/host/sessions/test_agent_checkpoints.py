@@ -30,7 +30,7 @@ from stageware import (
     tool,
 )
 from stageware._host._interrupt_state import InterruptState
-from stageware._host.sessions import SNAPSHOT_VERSION, Escalation
+from stageware._host.sessions import SNAPSHOT_VERSION
 from tests.host.agent_helpers import calls
 
 from .stores import DelegatingStore
@@ -45,26 +45,9 @@ class RecordingStore(DelegatingStore):
         super().__init__(MemorySessionStore())
         self.saves: list[tuple[int, list[str], list[str], int, bool]] = []
 
-    def save(
-        self,
-        session_id: str,
-        snapshot: SessionSnapshot,
-        *,
-        expected_version: int,
-        owner: str,
-        lease_seconds: float | None,
-        escalation: Escalation | None = None,
-        kept_messages: int = 0,
-    ) -> int:
-        version = super().save(
-            session_id,
-            snapshot,
-            expected_version=expected_version,
-            owner=owner,
-            lease_seconds=lease_seconds,
-            escalation=escalation,
-            kept_messages=kept_messages,
-        )
+    def saved(
+        self, snapshot: SessionSnapshot, *, lease_seconds: float | None, kept_messages: int
+    ) -> None:
         pending = snapshot["interrupt_state"]["pending_tool_execution"]
         held = snapshot["interrupt_state"]["pending_input"]
         self.saves.append(
@@ -76,7 +59,6 @@ class RecordingStore(DelegatingStore):
                 lease_seconds is not None,
             )
         )
-        return version
 
 
 def _describe(message: Any) -> str:

@@ -21,7 +21,6 @@ import pytest
 
 from stageware import (
     Agent,
-    Escalation,
     MemorySessionStore,
     ScriptedModel,
     SessionConflictError,
@@ -374,29 +373,11 @@ def test_a_save_that_fails_at_the_end_lets_the_lease_go(store: SessionStore) -> 
 class SlowClaimStore(DelegatingStore):
     """Commits a claim, then takes its time to return, as a slow network would."""
 
-    def save(
-        self,
-        session_id: str,
-        snapshot: SessionSnapshot,
-        *,
-        expected_version: int,
-        owner: str,
-        lease_seconds: float | None,
-        escalation: Escalation | None = None,
-        kept_messages: int = 0,
-    ) -> int:
-        version = super().save(
-            session_id,
-            snapshot,
-            expected_version=expected_version,
-            owner=owner,
-            lease_seconds=lease_seconds,
-            escalation=escalation,
-            kept_messages=kept_messages,
-        )
+    def saved(
+        self, snapshot: SessionSnapshot, *, lease_seconds: float | None, kept_messages: int
+    ) -> None:
         if lease_seconds is not None:
             time.sleep(0.4)
-        return version
 
 
 def test_a_claim_cancelled_by_asyncio_lets_its_lease_go(store: SessionStore) -> None:
