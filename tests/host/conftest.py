@@ -7,8 +7,8 @@ Without the ``litellm-proxy`` extra the tests that use it skip, saying how to in
 when ``CI`` is set they fail instead, so CI never passes without having run them.
 
 And the journal mode (``tests/journal_mode``). The agent's behaviour tests
-(``test_agent_*.py``) run twice, ``plain`` and ``dbos`` (every Agent run durably on DBOS);
-see ``agent_mode`` below.
+(``tests/host/test_agent_*.py``) run twice, ``plain`` and ``dbos`` (every Agent run
+durably on DBOS); see ``agent_mode`` below.
 """
 
 from __future__ import annotations
@@ -65,8 +65,15 @@ def litellm_proxy(
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    module = metafunc.definition.path.name
-    if "agent_mode" in metafunc.fixturenames and module.startswith("test_agent_"):
+    path = metafunc.definition.path
+    # Not tests/host/sessions' test_agent_* modules: they test the per-message checkpoints
+    # and save counts that a durable run leaves to its journal (the README's "one truth");
+    # tests/host/test_journal_*.py and tests/dbos test the saves a durable run makes.
+    if (
+        "agent_mode" in metafunc.fixturenames
+        and path.name.startswith("test_agent_")
+        and path.parent.name == "host"
+    ):
         metafunc.parametrize("agent_mode", ["plain", "dbos"])
 
 
