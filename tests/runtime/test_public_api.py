@@ -12,7 +12,15 @@ import stageware.runtime
 # Public submodules: importing one binds it on the package, but they stay out of __all__,
 # so that `from stageware import *` works without the extras the model adapters, MCP,
 # `postgres` and `conformance` (`testing`) need.
-OPTIONAL_SUBMODULES = {"anthropic", "bedrock", "conformance", "mcp", "openai", "postgres"}
+OPTIONAL_SUBMODULES = {
+    "anthropic",
+    "bedrock",
+    "conformance",
+    "dbos",
+    "mcp",
+    "openai",
+    "postgres",
+}
 SUBMODULES = {*OPTIONAL_SUBMODULES, "middleware", "policy", "runtime"}
 
 
@@ -27,6 +35,7 @@ def test_optional_submodules_are_not_star_exported() -> None:
     import stageware.anthropic
     import stageware.bedrock
     import stageware.conformance  # binds the submodules on the package
+    import stageware.dbos
     import stageware.mcp
     import stageware.openai
     import stageware.postgres

@@ -74,7 +74,10 @@ def open_store(spec: StoreSpec) -> SessionStore:
         return SQLiteSessionStore(spec.target)
     from stageware.postgres import PostgresSessionStore
 
-    return PostgresSessionStore(spec.target, schema=spec.schema)
+    # 10 s, not the default 1 s: the tests share one server with the DBOS process tests,
+    # which create and drop databases and start workers by the dozen; under that load a
+    # plain listing once ran past 1 s in CI. The tests of the bound make stores of their own.
+    return PostgresSessionStore(spec.target, schema=spec.schema, statement_timeout=10.0)
 
 
 def close_store(store: SessionStore) -> None:
