@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.benchmarks.agent_scaling import HISTORY_LENGTHS, Scaling
 
-PLOT_PATH = Path(__file__).resolve().parents[2] / "docs" / "agent_scaling.png"
+PLOT_PATH = Path(__file__).resolve().parents[2] / "docs" / "images" / "agent_scaling.png"
 
 
 def plot_scaling(results: list[Scaling], path: Path = PLOT_PATH) -> Path:
