@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.readme import README, readme_blocks
+from tests.readme import page_of, readme_blocks
 
 pytest.importorskip("dbos")
 
@@ -40,7 +40,7 @@ def test_a_producer_gets_the_answer_of_a_worker_in_another_process(
         assert worker.stdout is not None
         assert worker.stdout.readline() == "worker ready\n"
 
-        exec(compile(producer_code, str(README), "exec"), {})
+        exec(compile(producer_code, page_of("### Scaling on DBOS"), "exec"), {})
 
         assert capsys.readouterr().out == "end_turn We have refunded the second charge.\n"
     finally:

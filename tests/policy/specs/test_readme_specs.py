@@ -15,15 +15,14 @@ import pytest
 
 from stageware._policy._spec._source import MAX_SPEC_BYTES
 from stageware_codegen.cli import main
+from tests.readme import find_section
 
 from .conftest import PLUGINS, WriteFile
 
-README = Path(__file__).resolve().parents[3] / "README.md"
-
 
 def _block() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("### Policy specs and plugins\n\n<!-- policy specs: begin -->")
+    text = find_section("### Policy specs and plugins\n").text
+    start = text.index("<!-- policy specs: begin -->")
     return text[start : text.index("<!-- policy specs: end -->", start)]
 
 
