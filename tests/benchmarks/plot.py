@@ -1,4 +1,4 @@
-"""The README's plot: invocation time against history length, one line per configuration.
+"""The Performance page's plot: invocation time against history length, one line per configuration.
 
 matplotlib is a benchmark-only dependency (the ``benchmarks`` extra), imported here only;
 without it the plot is skipped with a note. Both axes are logarithmic, so a flat line is

@@ -1,4 +1,4 @@
-"""The README's "Agents as tools" example runs as written."""
+"""The agents guide's "Agents as tools" example runs as written."""
 
 from __future__ import annotations
 

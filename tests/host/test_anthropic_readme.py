@@ -1,4 +1,4 @@
-"""The README's AnthropicModel example runs as written, against the fake server."""
+"""The agents guide's AnthropicModel example runs as written, against the fake server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's Bedrock example runs as written, against the fake server.
+"""The agents guide's Bedrock example runs as written, against the fake server.
 
 The example is what a user writes; the test points boto3 at the fake server the way a
 user would point it at a VPC endpoint, through the environment

@@ -1,4 +1,4 @@
-"""The README's example of an overflow ending (on the Semantics page) runs as written."""
+"""The Semantics page's example of an overflow ending  runs as written."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's MCP example runs as written, against the test server over stdio."""
+"""The agents guide's MCP example runs as written, against the test server over stdio."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from tests.readme import first_block, page_of
 from .fake_openai_server import FakeOpenAIServer, SSEReply, chunk
 
 HEADING = "## Running an agent\n"
-README_URL = '"http://localhost:11434/v1"'
+SHOWN_URL = '"http://localhost:11434/v1"'
 
 
 def _example() -> str:
@@ -30,10 +30,10 @@ def test_the_shared_clients_example_runs(
     server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = _example()
-    assert README_URL in code
+    assert SHOWN_URL in code
     server.reply(*(SSEReply([chunk({"content": f"answer {n}"}, "stop")]) for n in range(3)))
 
-    exec(compile(code.replace(README_URL, repr(server.base_url)), page_of(HEADING), "exec"), {})
+    exec(compile(code.replace(SHOWN_URL, repr(server.base_url)), page_of(HEADING), "exec"), {})
 
     assert capsys.readouterr().out.splitlines() == ["answer 0 answer 1", "answer 2"]
     bodies = [request.body for request in server.requests]

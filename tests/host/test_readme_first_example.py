@@ -1,4 +1,4 @@
-"""The README's first example ("Running an agent") runs as written, and with each swap.
+"""The agents guide's first example ("Running an agent") runs as written, and with each swap.
 
 As written it runs on its scripted model. Its other models and the MCP server's tools are
 commented lines, each a whole swap on its own (the import is on the line): each test

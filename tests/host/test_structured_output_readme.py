@@ -1,4 +1,4 @@
-"""The README's structured-output example runs as written and prints what it says."""
+"""The agents guide's structured-output example runs as written and prints what it says."""
 
 from __future__ import annotations
 

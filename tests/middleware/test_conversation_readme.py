@@ -1,4 +1,4 @@
-"""The README's "Long conversations" examples run as written."""
+"""The agents guide's "Long conversations" examples run as written."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's "Approval in one line", "Redacting personal data" and "Limits" examples
+"""The writing-middleware guide's "Approval in one line", "Redacting personal data" and "Limits" examples
 run as written, and print what their comments say."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's "Falling back to another model" example runs as written."""
+"""The writing-middleware guide's "Falling back to another model" example runs as written."""
 
 from __future__ import annotations
 

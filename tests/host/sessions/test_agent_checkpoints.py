@@ -286,7 +286,7 @@ def test_a_prompt_after_a_crash_in_a_resumed_interrupt_is_refused_as_unfinished(
     after = store.load(SESSION)
     assert after is not None
     assert after.version == before.version
-    # The README's retry pattern: continuing runs the approved call, then the turn ends.
+    # The sessions guide's retry pattern: continuing runs the approved call, then the turn ends.
     result = agent()
     assert result.text == "Paid."
     (paid,) = agent.messages[-2]["content"]

@@ -379,7 +379,7 @@ def test_closing_a_store_ends_its_renewer_before_close_returns(tmp_path: Path) -
     assert wait_until(lambda: not renewer_threads())
 
 
-# --- The README's example -----------------------------------------------------------------
+# --- The sessions guide's example -----------------------------------------------------------------
 
 
 def readme_sqlite_example() -> str:

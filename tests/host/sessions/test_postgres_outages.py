@@ -7,7 +7,7 @@ committed it recognises its own write when it is sent again, and is not refused 
 conflict by its own success. A call held by a row lock, or by a server that stopped
 answering (``SIGSTOP``), ends within its bound with ``SessionTimeoutError``, also when
 the caller's own cancellation (``anyio.fail_after``) came first; the client cuts a
-connection at the call's deadline, and never one whose block had ended. The README's
+connection at the call's deadline, and never one whose block had ended. The sessions guide's
 example runs against the live and the stalled server.
 """
 
@@ -307,7 +307,7 @@ def test_a_stalled_call_ends_within_its_bound_under_the_callers_fail_after(
     assert elapsed < BOUND, f"the load held the caller's deadline for {elapsed:.2f} s"
 
 
-# --- The README's example --------------------------------------------------------------------
+# --- The sessions guide's example --------------------------------------------------------------------
 
 
 def _readme_example() -> str:
