@@ -1,4 +1,5 @@
-"""Every performance target of issues 10 and 17, measured, with the Performance page's table and plot.
+"""Every performance target of issues 10 and 17, measured, with the Performance page's table
+and plot.
 
 Run with ``python -m tests.benchmarks.summary`` (``--quick`` for fewer rounds). It runs the
 benchmarks one after the other, each as ratios within its own run (see each module for

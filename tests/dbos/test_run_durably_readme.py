@@ -2,8 +2,8 @@
 
 Each launches DBOS at import time, as an application does, so it runs in a fresh
 interpreter. The worker example runs on the real PostgreSQL server
-(``STAGEWARE_TEST_POSTGRES_URL``), in a database of its own: the durable-runs guide's query must list
-the worker's liveness lock while it lives, and not once it was killed.
+(``STAGEWARE_TEST_POSTGRES_URL``), in a database of its own: the durable-runs guide's query must
+list the worker's liveness lock while it lives, and not once it was killed.
 """
 
 from __future__ import annotations

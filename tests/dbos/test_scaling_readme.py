@@ -1,4 +1,5 @@
-"""The durable-runs guide's "Scaling on DBOS" worker and producer run as written, on a real PostgreSQL.
+"""The durable-runs guide's "Scaling on DBOS" worker and producer run as written, on a real
+PostgreSQL.
 
 The worker block runs in a process of its own, as a user starts it; the producer block
 then enqueues through a ``DBOSClient`` and prints what that worker answered. Each run gets

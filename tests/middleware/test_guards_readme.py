@@ -1,5 +1,5 @@
-"""The writing-middleware guide's "Approval in one line", "Redacting personal data" and "Limits" examples
-run as written, and print what their comments say."""
+"""The writing-middleware guide's "Approval in one line", "Redacting personal data" and
+"Limits" examples run as written, and print what their comments say."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The writing-middleware guide's "Retrying tools" and "Caching model responses" examples run as written."""
+"""The writing-middleware guide's "Retrying tools" and "Caching model responses" examples run
+as written."""
 
 from __future__ import annotations
 

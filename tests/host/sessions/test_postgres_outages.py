@@ -307,7 +307,7 @@ def test_a_stalled_call_ends_within_its_bound_under_the_callers_fail_after(
     assert elapsed < BOUND, f"the load held the caller's deadline for {elapsed:.2f} s"
 
 
-# --- The sessions guide's example --------------------------------------------------------------------
+# --- The sessions guide's example -----------------------------------------------------------
 
 
 def _readme_example() -> str:
