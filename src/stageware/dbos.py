@@ -10,7 +10,7 @@ waiting run look at its session again. It needs the ``dbos`` package::
     pip install 'stageware[dbos]'
 
 DBOS runs workflows on asyncio: use ``run_async`` and friends from asyncio code, never
-from trio. See the README's "Durable runs on DBOS".
+from trio. See the guide "Durable runs on DBOS".
 """
 
 from __future__ import annotations

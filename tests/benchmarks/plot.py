@@ -1,4 +1,4 @@
-"""The README's plot: invocation time against history length, one line per configuration.
+"""The Performance page's plot: invocation time against history length, one line per configuration.
 
 matplotlib is a benchmark-only dependency (the ``benchmarks`` extra), imported here only;
 without it the plot is skipped with a note. Both axes are logarithmic, so a flat line is
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.benchmarks.agent_scaling import HISTORY_LENGTHS, Scaling
 
-PLOT_PATH = Path(__file__).resolve().parents[2] / "docs" / "agent_scaling.png"
+PLOT_PATH = Path(__file__).resolve().parents[2] / "docs" / "images" / "agent_scaling.png"
 
 
 def plot_scaling(results: list[Scaling], path: Path = PLOT_PATH) -> Path:

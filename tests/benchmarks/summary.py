@@ -1,9 +1,10 @@
-"""Every performance target of issues 10 and 17, measured, with the README's table and plot.
+"""Every performance target of issues 10 and 17, measured, with the Performance page's table
+and plot.
 
 Run with ``python -m tests.benchmarks.summary`` (``--quick`` for fewer rounds). It runs the
 benchmarks one after the other, each as ratios within its own run (see each module for
 how), prints one markdown table of target against measurement, and redraws
-``docs/agent_scaling.png``. Issue 17's rows come first: the end-to-end comparison against
+``docs/images/agent_scaling.png``. Issue 17's rows come first: the end-to-end comparison against
 Strands 1.62 and Pydantic AI 2.68 (``end_to_end``), with its A/A noise line, and the
 targets of the modules that measure one cost each (see ``_cost_rows``). Strands and
 Pydantic AI are measured where they are installed (the ``benchmarks`` extra, which also

@@ -31,7 +31,7 @@ Configurations:
 - ``us_per_invocation_1_tool``, ``us_per_invocation_200_tools``: stageware, no handler,
   CPU µs per invocation, for context only.
 - ``us_per_extra_tool``: what each tool beyond the first adds to an invocation, in CPU µs
-  (the README's "what a tool costs").
+  (the agents guide's "what a tool costs").
 """
 
 from __future__ import annotations

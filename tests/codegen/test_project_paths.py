@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from stageware_codegen import generate
+from tests.readme import find_section
 
 from .conftest import Cli, Project
 
 DATA = Path(__file__).parent / "data"
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _banner_line(output: Path) -> tuple[str | None, str]:
@@ -161,9 +161,12 @@ def test_without_a_pyproject_the_command_runs_in_the_schemas_directory(
     assert _tree(tmp_path) == before  # the same package, and nothing written elsewhere
     assert directory == "the schema's directory"
     assert command == "stageware generate --schema translate.yaml --output ../pkg/translate_api"
-    # The README shows this very banner.
+    # The custom-schemas guide shows this very banner.
     banner = before["pkg/translate_api/__init__.py"].decode().split("\n")[:3]
-    assert "```text\n" + "\n".join(banner) + "\n```" in README.read_text(encoding="utf-8")
+    assert (
+        "```text\n" + "\n".join(banner) + "\n```"
+        in find_section("## Regenerating after a schema change").text
+    )
 
 
 def test_with_an_unconfigured_pyproject_the_command_runs_in_its_directory(

@@ -89,7 +89,7 @@ def _status(handle: WorkflowHandle[DurableResult]) -> str | None:
 
 
 def test_a_queued_request_waiting_for_approval_keeps_its_workers_slot(durable: Setup) -> None:
-    # As the README's "Waiting for a human on DBOS" says: on a queue the wait counts
+    # As the durable-runs guide's "Waiting for a human on DBOS" says: on a queue the wait counts
     # toward worker_concurrency, so with one slot another session's request waits too.
     queue = DBOS.register_queue(
         "test-wait-slot", partition_concurrency=1, worker_concurrency=1, polling_interval_sec=0.1
@@ -149,7 +149,7 @@ def _pending_approval_besides(setup: Setup, session_id: str, answered: str) -> s
 
 
 def test_a_run_the_application_resumed_meanwhile_is_not_continued_again(durable: Setup) -> None:
-    # The application resumes the answered run itself (the README allows it) after the
+    # The application resumes the answered run itself (the durable-runs guide allows it) after the
     # request found the cycle open and before its continuation started.
     # A session of the test's own: the kind counts its builds by session id.
     session_id = f"a7-{uuid.uuid4().hex}"

@@ -1,4 +1,4 @@
-"""The multi-worker example runs as the README shows it, on DBOS queues, and pays every
+"""The multi-worker example runs as the durable-runs guide shows it, on DBOS queues, and pays every
 refund once.
 
 Real worker processes on the real PostgreSQL server (``STAGEWARE_TEST_POSTGRES_URL``);

@@ -1,4 +1,5 @@
-"""The README's "Durable runs on DBOS" example runs as written, on SQLite, and says what it prints.
+"""The durable-runs guide's "Durable runs on DBOS" example runs as written, on SQLite, and
+says what it prints.
 
 It registers an agent kind and launches DBOS at import time, as an application does, so
 it runs in a fresh interpreter in a directory of its own.

@@ -1,9 +1,9 @@
-"""The README's run_durably and dead-worker examples run as written.
+"""The durable-runs guide's run_durably and dead-worker examples run as written.
 
 Each launches DBOS at import time, as an application does, so it runs in a fresh
 interpreter. The worker example runs on the real PostgreSQL server
-(``STAGEWARE_TEST_POSTGRES_URL``), in a database of its own: the README's query must list
-the worker's liveness lock while it lives, and not once it was killed.
+(``STAGEWARE_TEST_POSTGRES_URL``), in a database of its own: the durable-runs guide's query must
+list the worker's liveness lock while it lives, and not once it was killed.
 """
 
 from __future__ import annotations

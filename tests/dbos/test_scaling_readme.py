@@ -1,4 +1,5 @@
-"""The README's "Scaling on DBOS" worker and producer run as written, on a real PostgreSQL.
+"""The durable-runs guide's "Scaling on DBOS" worker and producer run as written, on a real
+PostgreSQL.
 
 The worker block runs in a process of its own, as a user starts it; the producer block
 then enqueues through a ``DBOSClient`` and prints what that worker answered. Each run gets
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.readme import README, readme_blocks
+from tests.readme import page_of, readme_blocks
 
 pytest.importorskip("dbos")
 
@@ -40,7 +41,7 @@ def test_a_producer_gets_the_answer_of_a_worker_in_another_process(
         assert worker.stdout is not None
         assert worker.stdout.readline() == "worker ready\n"
 
-        exec(compile(producer_code, str(README), "exec"), {})
+        exec(compile(producer_code, page_of("### Scaling on DBOS"), "exec"), {})
 
         assert capsys.readouterr().out == "end_turn We have refunded the second charge.\n"
     finally:

@@ -30,7 +30,7 @@ from tests.host.sessions.stores import (
     fresh_schema_name,
     open_store,
 )
-from tests.readme import readme_blocks
+from tests.readme import page_of, readme_blocks
 
 from .pending import pending_approval
 from .waits_flow import APP_VERSION, KIND, refund_in_place, refund_until_answered
@@ -384,7 +384,7 @@ def test_the_readme_wake_example_wakes_the_waiting_run(
     namespace: dict[str, Any] = {}
     code = code.replace("postgresql://app@db/shop", system_database)
     code = code.replace('system_schema="dbos"', f"system_schema={SCHEMA!r}")
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, page_of("### Waiting for a human on DBOS"), "exec"), namespace)
 
     assert namespace["woken"] == [workflow_id]
     assert settle(workflow_id)["text"] == "Refunded."

@@ -67,7 +67,8 @@ def litellm_proxy(
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     path = metafunc.definition.path
     # Not tests/host/sessions' test_agent_* modules: they test the per-message checkpoints
-    # and save counts that a durable run leaves to its journal (the README's "one truth");
+    # and save counts that a durable run leaves to its journal (the durable-runs guide's "one
+    # truth");
     # tests/host/test_journal_*.py and tests/dbos test the saves a durable run makes.
     if (
         "agent_mode" in metafunc.fixturenames

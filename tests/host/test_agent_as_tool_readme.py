@@ -1,18 +1,14 @@
-"""The README's "Agents as tools" example runs as written."""
+"""The agents guide's "Agents as tools" example runs as written."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.readme import first_block, page_of
 
 
 def _example(heading: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index(heading) :]
-    return section.split("```python\n", 1)[1].split("```\n", 1)[0]
+    return first_block(heading)
 
 
 def test_the_sub_agent_example_answers_through_the_parent(
@@ -20,7 +16,7 @@ def test_the_sub_agent_example_answers_through_the_parent(
 ) -> None:
     code = _example("### Agents as tools")
 
-    exec(compile(code, str(README), "exec"), {})
+    exec(compile(code, page_of("### Agents as tools"), "exec"), {})
 
     assert capsys.readouterr().out == (
         "['v2', 'tool_call', 'billing'] {'amount': 30}\nYour refund is on its way.\n"

@@ -1,12 +1,12 @@
-"""The README's AnthropicModel example runs as written, against the fake server."""
+"""The agents guide's AnthropicModel example runs as written, against the fake server."""
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from tests.readme import first_block, page_of
 
 from .fake_anthropic_server import (
     FakeAnthropicServer,
@@ -17,14 +17,11 @@ from .fake_anthropic_server import (
     tool_block,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+HEADING = "## Running an agent"
 
 
 def _example() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("- **Anthropic.**")
-    block = text[start:].split("  ```python\n", 1)[1].split("  ```\n", 1)[0]
-    return textwrap.dedent(block)
+    return first_block(HEADING, "- **Anthropic.**")
 
 
 @pytest.fixture
@@ -55,7 +52,7 @@ def test_the_anthropic_example_runs(
         SSEReply(message(text_block("Sunny in Oslo."), cache_read=1200)),
     )
 
-    exec(compile(_example(), str(README), "exec"), {})
+    exec(compile(_example(), page_of(HEADING), "exec"), {})
 
     assert capsys.readouterr().out.splitlines() == ["Sunny in Oslo. 1200"]
     first, second = (request.body for request in server.requests)

@@ -1,4 +1,4 @@
-"""The README's Bedrock example runs as written, against the fake server.
+"""The agents guide's Bedrock example runs as written, against the fake server.
 
 The example is what a user writes; the test points boto3 at the fake server the way a
 user would point it at a VPC endpoint, through the environment
@@ -7,11 +7,12 @@ user would point it at a VPC endpoint, through the environment
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.readme import first_block, page_of
 
 from .fake_bedrock_server import (
     ACCESS_KEY,
@@ -22,14 +23,11 @@ from .fake_bedrock_server import (
     text_events,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+HEADING = "## Running an agent"
 
 
 def _example() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("- **Bedrock.**")
-    block = text[start:].split("  ```python\n", 1)[1].split("  ```\n", 1)[0]
-    return textwrap.dedent(block)
+    return first_block(HEADING, "- **Bedrock.**")
 
 
 @pytest.fixture
@@ -58,7 +56,7 @@ def test_the_bedrock_example_runs(
 ) -> None:
     server.reply(StreamReply([*text_events("It has shipped."), metadata(cache_read=9)]))
 
-    exec(compile(_example(), str(README), "exec"), {})
+    exec(compile(_example(), page_of(HEADING), "exec"), {})
 
     assert capsys.readouterr().out.splitlines() == ["end_turn It has shipped. 9"]
     (request,) = server.requests
@@ -74,6 +72,6 @@ def test_the_bedrock_example_runs_when_nothing_was_read_from_the_cache(
 ) -> None:
     server.reply(StreamReply([*text_events("It has shipped."), metadata()]))
 
-    exec(compile(_example(), str(README), "exec"), {})
+    exec(compile(_example(), page_of(HEADING), "exec"), {})
 
     assert capsys.readouterr().out.splitlines() == ["end_turn It has shipped. 0"]

@@ -1,22 +1,19 @@
-"""The README's example of an overflow ending ("Running an agent") runs as written."""
+"""The Semantics page's example of an overflow ending  runs as written."""
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.readme import first_block, page_of
+
+HEADING = "## Limits and stop reasons"
 
 
 def test_the_overflow_example_ends_the_run_and_goes_on_after_a_trim(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("- **A request too long for the model's context window**") :]
-    code = textwrap.dedent(section.split("```python\n", 1)[1].split("```\n", 1)[0])
+    code = first_block(HEADING, "- **A request too long for the model's context window**")
 
-    exec(compile(code, str(README), "exec"), {})
+    exec(compile(code, page_of(HEADING), "exec"), {})
 
     assert capsys.readouterr().out == "context_window_overflow\nHello!\n"

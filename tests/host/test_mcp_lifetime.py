@@ -225,7 +225,7 @@ def test_a_call_over_its_timeout_is_an_error_result_and_is_cancelled_on_the_serv
 
 
 def test_a_client_never_closed_stops_its_server_when_the_interpreter_exits() -> None:
-    # The README's one-line change: a client straight in the tools, no block, no close().
+    # The agents guide's one-line change: a client straight in the tools, no block, no close().
     code = (
         "import sys\n"
         "from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn\n"

@@ -1,21 +1,18 @@
-"""The README's MCP example runs as written, against the test server over stdio."""
+"""The agents guide's MCP example runs as written, against the test server over stdio."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-from .mcp_servers.servers import SERVER
+from tests.readme import first_block, page_of
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from .mcp_servers.servers import SERVER
 
 
 def _example() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### MCP servers' tools") :]
-    return section.split("```python\n", 1)[1].split("```\n", 1)[0]
+    return first_block("### MCP servers' tools")
 
 
 def test_the_mcp_example_runs_and_prints_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
@@ -24,7 +21,7 @@ def test_the_mcp_example_runs_and_prints_what_it_says(capsys: pytest.CaptureFixt
     assert command in code
     code = code.replace(command, f"MCPClient.stdio({sys.executable!r}, [{str(SERVER)!r}]")
 
-    exec(compile(code, str(README), "exec"), {})
+    exec(compile(code, page_of("### MCP servers' tools"), "exec"), {})
 
     expected = code.rsplit("# ", 1)[1].strip()
     assert capsys.readouterr().out.strip() == expected

@@ -63,7 +63,7 @@ async def test_an_agent_streams_text_and_usage_through_the_proxy(
 
 
 async def test_the_readme_line_base_url_and_key(litellm_proxy: LiteLLMProxy) -> None:
-    # The README's one line for LiteLLM: the proxy's URL with /v1, and its key.
+    # The agents guide's one line for LiteLLM: the proxy's URL with /v1, and its key.
     model = OpenAIModel(
         "mock-text", base_url=f"{litellm_proxy.base_url}/v1", api_key=litellm_proxy.api_key
     )

@@ -1,4 +1,4 @@
-"""The README's first example ("Running an agent") runs as written, and with each swap.
+"""The agents guide's first example ("Running an agent") runs as written, and with each swap.
 
 As written it runs on its scripted model. Its other models and the MCP server's tools are
 commented lines, each a whole swap on its own (the import is on the line): each test
@@ -25,12 +25,13 @@ import pytest
 # Imported before any test captures output: the mcp SDK's stdio transport gives the server
 # the sys.stderr of its import time, and a captured one has no file descriptor.
 import stageware.mcp  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from tests.readme import first_block, page_of
 
 from . import fake_anthropic_server as anthropic_fake
 from . import fake_bedrock_server as bedrock_fake
 from . import fake_openai_server as openai_fake
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+HEADING = "## Running an agent\n"
 MCP_SERVERS = Path(__file__).resolve().parent / "mcp_servers"
 
 OPENAI = "# from stageware.openai import OpenAIModel; "
@@ -48,9 +49,7 @@ ASKS_FOR_A_REFUND = (
 
 
 def _first_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Running an agent") :]
-    return section.split("```python\n", 1)[1].split("```\n", 1)[0]
+    return first_block(HEADING)
 
 
 def _uncommented(code: str, *prefixes: str) -> str:
@@ -65,7 +64,7 @@ def _uncommented(code: str, *prefixes: str) -> str:
 def _run(code: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {}
     try:
-        exec(compile(code, str(README), "exec"), namespace)
+        exec(compile(code, page_of(HEADING), "exec"), namespace)
     finally:
         for item in namespace.get("tools", []):
             close = getattr(item, "close", None)

@@ -1,4 +1,4 @@
-"""What a model reads of a Google docstring that strays from the README's example.
+"""What a model reads of a Google docstring that strays from the agents guide's example.
 
 The cases the line parser before ``docstring_parser`` read, and which a model must keep
 reading the same way: section headers in any case, sections that are for the programmer

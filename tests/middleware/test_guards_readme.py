@@ -1,19 +1,15 @@
-"""The README's "Approval in one line", "Redacting personal data" and "Limits" examples
-run as written, and print what their comments say."""
+"""The writing-middleware guide's "Approval in one line", "Redacting personal data" and
+"Limits" examples run as written, and print what their comments say."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.readme import first_block, page_of
 
 
 def _example(heading: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index(heading) :]
-    return section.split("```python\n", 1)[1].split("```\n", 1)[0]
+    return first_block(heading)
 
 
 def _printed_as_commented(code: str) -> str:
@@ -29,11 +25,11 @@ def _printed_as_commented(code: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "heading", ["### Approval in one line", "### Redacting personal data", "### Limits"]
+    "heading", ["### Approval in one line", "### Redacting personal data", "### Limits\n"]
 )
 def test_the_example_prints_what_it_says(heading: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = _example(heading)
 
-    exec(compile(code, str(README), "exec"), {})
+    exec(compile(code, page_of(heading), "exec"), {})
 
     assert capsys.readouterr().out == _printed_as_commented(code)

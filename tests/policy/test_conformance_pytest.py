@@ -25,6 +25,7 @@ from stageware._policy.conformance._cases import cases_of
 # import again under assertion rewriting.
 from stageware.conformance import conformance_test
 from tests.policy.specs.conftest import plugin_site
+from tests.readme import readme_blocks
 
 pytest_plugins = ["pytester"]
 
@@ -354,3 +355,20 @@ def test_a_module_contributes_what_it_exports() -> None:
     assert [case.id for case in exported] == ["good-tool.before", "good-tool.after"]
     with pytest.raises(ValueError, match="no middleware to check"):
         conformance_test(types.ModuleType("empty"))
+
+
+def test_the_guide_s_test_module_checks_the_installed_plugin(
+    pytester: pytest.Pytester, plugin_site: Path
+) -> None:
+    # The policies guide's one-line test module, as a plugin author writes it, against the
+    # acme-policies distribution installed for real: a test per middleware and hook point.
+    [code] = readme_blocks("### Testing a policy plugin: the conformance suite")
+    pytester.syspathinsert(plugin_site)
+    pytester.makepyfile(test_acme=code)
+
+    result = pytester.runpytest("-v", "-p", "no:cacheprovider")
+
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 3, result.stdout.str()
+    assert set(outcomes) == {"passed"}, result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_conformance[[]refund_limit-tool.before[]] PASSED*"])

@@ -20,7 +20,7 @@ class Gate:
         return Suspend("needs a person")
 
 
-# The call form: the one that is a MiddlewareDef under mypy as well (see the README).
+# The call form: the one that is a MiddlewareDef under mypy as well (see the policies guide).
 declared: MiddlewareDef = middleware(
     hooks=["tool.before"], fail_mode="closed", name="refund_limit"
 )(Gate)

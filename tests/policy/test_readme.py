@@ -1,9 +1,8 @@
-"""The README's policy section says what the code does: its outcome table and its example."""
+"""The policies guide says what the code does: its outcome table and its example."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
@@ -18,16 +17,13 @@ from stageware.policy import (
     Retry,
     Suspend,
 )
+from tests.readme import find_section, page_of
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 _COLUMNS = (Continue, Block, Suspend, Escalate, Retry)
 
 
 def _section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"## {title}\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+    return find_section(f"## {title}\n").text
 
 
 def test_the_outcome_table_is_the_enforced_one() -> None:
@@ -66,7 +62,7 @@ def test_the_example_runs_as_written() -> None:
         ]
     )
     namespace: dict[str, Any] = {"model": model, "refund": refund}
-    exec(compile(code, str(README), "exec"), namespace)
+    exec(compile(code, page_of("## Policies\n"), "exec"), namespace)
     result = namespace["result"]
     assert result.stop_reason == "end_turn"
     assert paid == [400]
@@ -79,7 +75,7 @@ def test_the_example_runs_as_written() -> None:
 def test_the_class_middleware_example_runs_as_written() -> None:
     code = _section("Policies").split("```python\n")[2].split("```", 1)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(code, str(README), "exec"), namespace)
+    exec(compile(code, page_of("## Policies\n"), "exec"), namespace)
     paid: list[int] = []
 
     @tool

@@ -7,10 +7,8 @@ has passed rather than move a clock.
 
 from __future__ import annotations
 
-import textwrap
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -30,6 +28,7 @@ from tests.host.agent_helpers import calls
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 from tests.policy.approvers import credential
 from tests.policy.policy_helpers import Ledger, refund_agent
+from tests.readme import first_block, page_of
 
 SESSION = "late-refund"
 
@@ -258,12 +257,10 @@ def test_the_command_line_lists_the_deadline_and_refuses_a_late_answer(
 
 
 def test_the_readme_deadline_example_runs_as_written(store: SessionStore) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Approvals: who may answer\n") :]
-    block = section[section.index("- **Deadlines.**") :].split("```python\n", 1)[1]
-    code = textwrap.dedent(block.split("```", 1)[0])
+    heading = "### Approvals: who may answer\n"
+    code = first_block(heading, "- **Deadlines.**")
     namespace: dict[str, Any] = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, page_of(heading), "exec"), namespace)
     script = [calls(("refund", {"amount": 900}, "t1")), "Refunded."]
     agent, ledger, _ = refund_agent(
         namespace["refund_approval"], script=script, store=store, session_id=SESSION

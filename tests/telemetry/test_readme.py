@@ -1,4 +1,4 @@
-"""The README's tracing example runs as written and prints the spans it promises."""
+"""The tracing guide's example runs as written and prints the spans it promises."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.readme import readme_blocks
 
 
 def _example() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Tracing\n")
-    section = text[start : text.index("\n## ", start + 1)]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+    return readme_blocks("# Tracing\n")[0]
 
 
 def test_the_console_example_prints_the_run_s_spans(tmp_path: Path) -> None:

@@ -160,13 +160,14 @@ def _context_doc(stage: _ir.Stage) -> str:
         copies.append(
             f"{quoted_names(by_copy['reference'])}: the host's own objects, shared by reference."
         )
-    parts.append("Copy semantics (applied by `from_host`):")
+    # A blank line before each list, which Markdown (the API reference) needs to see one.
+    parts += ["Copy semantics (applied by `from_host`):", ""]
     parts.extend(f"- {line}" for line in copies)
     fixed = [
         item for item in stage.context if item.copy != "excluded" and item.replace != "allowed"
     ]
     if fixed:
-        parts += ["", "`replace()` cannot set:"]
+        parts += ["", "`replace()` cannot set:", ""]
         for item in fixed:
             if item.replace == "unhonoured":
                 parts.append(
@@ -178,7 +179,7 @@ def _context_doc(stage: _ir.Stage) -> str:
                 )
     excluded = [item for item in stage.context if item.copy == "excluded"]
     if excluded:
-        parts += ["", "Not on this context:"]
+        parts += ["", "Not on this context:", ""]
         parts.extend(f"- `{item.name}`: {item.why}" for item in excluded)
     return "\n".join(parts)
 

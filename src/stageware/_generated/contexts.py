@@ -37,6 +37,7 @@ class InvokeModelContext:
     or transform what goes in and what comes out.
 
     Copy semantics (applied by `from_host`):
+
     - `messages`, `system_prompt`, `tool_specs` and `tool_choice`: deep copies, so mutating
       them cannot change host state.
     - `agent`, `invocation_state`, `model`, `projected_input_tokens`,
@@ -44,11 +45,13 @@ class InvokeModelContext:
       shared by reference.
 
     `replace()` cannot set:
+
     - `agent`: fixed for the stage. The stage always runs for the agent that started it.
     - `structured_output_model`: fixed for the stage. The run validates its output against
       the type it was called with.
 
     Not on this context:
+
     - `model_state`: The host reads it directly from the agent when it invokes the model;
       middleware cannot access or change it.
     """
@@ -212,12 +215,14 @@ class ExecuteToolContext:
     gate the call behind a human approval with `interrupt()`.
 
     Copy semantics (applied by `from_host`):
+
     - `tool_use`: shallow copies; top-level keys are private, nested values are shared with
       the host.
     - `agent`, `tool`, `invocation_state` and `cancel_signal`: the host's own objects,
       shared by reference.
 
     `replace()` cannot set:
+
     - `agent`: fixed for the stage. The stage always runs for the agent that started it.
     - `cancel_signal`: the host would not honour a replacement. The signal is owned by the
       executor, and the tool always receives the executor's signal, not the one on this
@@ -362,10 +367,12 @@ class AgentStreamContext:
     internal; stageware exports it.
 
     Copy semantics (applied by `from_host`):
+
     - `messages`: deep copies, so mutating them cannot change host state.
     - `agent` and `invocation_state`: the host's own objects, shared by reference.
 
     `replace()` cannot set:
+
     - `agent`: fixed for the stage. The stage always runs for the agent that started it.
     """
 

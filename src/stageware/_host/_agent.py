@@ -101,7 +101,7 @@ class Agent(MiddlewareHost):
             can resume an interrupted run. A save is refused with
             ``SessionConflictError`` if another worker saved the session since this agent
             loaded it, and an invocation holds a lease on the session while it runs (the
-            README's "Sessions across workers" has the guarantees).
+            guide "Sessions across workers" has the guarantees).
         session_id: The session's key in ``session_store``.
         session_lease: Seconds a worker's hold on the session lasts without renewal; it is
             renewed while an invocation runs, so this is how long a worker that died
@@ -604,7 +604,7 @@ class Agent(MiddlewareHost):
         text. Its events stream through the parent's tool stream, its interrupts become the
         parent's (answered through the parent's resume), the parent's cancel cancels it,
         and without a session store of its own its session is kept in the parent's store
-        under ``<parent session id>/<agent_id>``. See the README's "Agents as tools".
+        under ``<parent session id>/<agent_id>``. See the agents guide's "Agents as tools".
 
         Args:
             name: The tool's name; by default the agent's ``agent_id``, with ``.`` as

@@ -197,7 +197,7 @@ class AgentAsTool:
 
     It is an ``AgentTool``: pass it in the parent's ``tools=[...]``; build it with
     ``as_tool()``, not with this constructor. The module docstring of
-    ``stageware._host._agent_as_tool`` and the README's "Agents as tools" describe how its
+    ``stageware._host._agent_as_tool`` and the agents guide's "Agents as tools" describe how its
     events, interrupts, cancel and session reach the parent.
     """
 

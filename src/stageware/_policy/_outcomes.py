@@ -42,8 +42,8 @@ class Continue(_Outcome):
     Attributes:
         modified: The hook's event with the changes applied (``event.model_copy(update=...)``)
             or a mapping of its fields. It is validated against the hook's event model, and
-            only the fields the hook lets a policy change may differ (see the README's
-            outcome table); anything else is a middleware error.
+            only the fields the hook lets a policy change may differ (see the policies
+            guide's outcome table); anything else is a middleware error.
     """
 
     modified: BaseModel | Mapping[str, Any] | None = None

@@ -1,7 +1,7 @@
 """Which outcome is allowed at which hook point, what a modification may change, and budgets.
 
 One table, read by the engine (to refuse what is not allowed, as a middleware error), by
-the conformance suite and by ``stageware policy check``; the README publishes it.
+the conformance suite and by ``stageware policy check``; the policies guide publishes it.
 
 The reasoning behind it:
 
@@ -88,7 +88,7 @@ def is_allowed(point: HookPoint, outcome: Outcome) -> bool:
 
 
 def allowed_names(point: HookPoint) -> list[str]:
-    """The outcomes allowed at *point*, in table order, for messages and the README."""
+    """The outcomes allowed at *point*, in table order, for messages and the docs."""
     names = [kind.__name__ for kind in OUTCOME_TYPES]
     allowed = {kind.__name__ for kind in ALLOWED[point]}
     return [name for name in names if name in allowed]

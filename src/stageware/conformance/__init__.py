@@ -4,7 +4,7 @@ For every declared middleware the suite builds it with its ``sample`` settings, 
 each hook point it declares, calls it with events generated from that hook's event model
 (hypothesis, derandomized: the same events on every run) and checks that it
 
-- returns ``None`` or an outcome allowed at that hook (the README's outcome table),
+- returns ``None`` or an outcome allowed at that hook (the policies guide's outcome table),
 - returns within its declared timeout (on asyncio, and on trio if asked),
 - leaves the event it was given unchanged,
 - returns a ``Continue(modified=...)`` that validates and changes only what the hook lets

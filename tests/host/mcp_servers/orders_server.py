@@ -1,4 +1,4 @@
-"""The orders MCP server the README's first example names: ``python orders_server.py``.
+"""The orders MCP server the agents guide's first example names: ``python orders_server.py``.
 
 Runs over stdio, on the SDK's ``MCPServer``. One tool, ``track_shipment``, answers from a
 fixed table, so a test can check what the agent's model received.

@@ -7,9 +7,7 @@ guarantee itself is tested with real processes in ``test_crash_points``.
 
 from __future__ import annotations
 
-import textwrap
 import threading
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -32,6 +30,7 @@ from stageware import (
 from stageware._host._interrupt_state import InterruptState
 from stageware._host.sessions import SNAPSHOT_VERSION
 from tests.host.agent_helpers import calls
+from tests.readme import first_block
 
 from .stores import DelegatingStore
 
@@ -186,15 +185,8 @@ def test_a_checkpoint_that_reaches_the_lock_late_does_not_undo_a_later_one() -> 
     assert (after.version, after.snapshot["state"]) == (stored.version + 1, {"step": 2})
 
 
-README = Path(__file__).resolve().parents[3] / "README.md"
-
-
 def readme_retry_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Sessions across workers\n")
-    section = text[start : text.index("\n## ", start + 1)]
-    block = section.split("```python\n", 1)[1].split("```", 1)[0]
-    return textwrap.dedent(block)
+    return first_block("## Sessions across workers\n")
 
 
 def test_the_readme_retry_example_continues_the_run_instead_of_adding_the_turn() -> None:
@@ -294,7 +286,7 @@ def test_a_prompt_after_a_crash_in_a_resumed_interrupt_is_refused_as_unfinished(
     after = store.load(SESSION)
     assert after is not None
     assert after.version == before.version
-    # The README's retry pattern: continuing runs the approved call, then the turn ends.
+    # The sessions guide's retry pattern: continuing runs the approved call, then the turn ends.
     result = agent()
     assert result.text == "Paid."
     (paid,) = agent.messages[-2]["content"]

@@ -214,7 +214,7 @@ def test_an_old_message_edited_in_place_is_saved(store: SessionStore) -> None:
 def test_an_edit_between_runs_is_stored_mid_run_only_if_the_message_was_replaced(
     store: SessionStore, how: str
 ) -> None:
-    """The README: an edit in place waits for the final save (lost if the worker dies)."""
+    """The sessions guide: an edit in place waits for the final save (lost if the worker dies)."""
     mid_run: list[object] = []
 
     @tool

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from stageware._host.sessions import (
     _lease_renewer,
 )
 from tests.host.agent_helpers import calls
+from tests.readme import first_block
 
 from .stores import DelegatingStore
 
@@ -379,17 +379,11 @@ def test_closing_a_store_ends_its_renewer_before_close_returns(tmp_path: Path) -
     assert wait_until(lambda: not renewer_threads())
 
 
-# --- The README's example -----------------------------------------------------------------
-
-README = Path(__file__).resolve().parents[3] / "README.md"
+# --- The sessions guide's example -----------------------------------------------------------------
 
 
 def readme_sqlite_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Sessions across workers\n")
-    section = text[start : text.index("\n## ", start + 1)]
-    block = section.split("SQLite keeps its connections open", 1)[1]
-    return textwrap.dedent(block.split("```python\n", 1)[1].split("```", 1)[0])
+    return first_block("## Sessions across workers\n", "SQLite keeps its connections open")
 
 
 def test_the_readme_sqlite_example_leaves_nothing_open(

@@ -23,6 +23,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from stageware import Agent, ScriptedModel
 from stageware._host.sessions import (
     Escalation,
     SessionError,
@@ -31,8 +32,9 @@ from stageware._host.sessions import (
     StoredSession,
 )
 from stageware.postgres import PostgresSessionStore
+from tests.readme import page_of, readme_blocks
 
-from .stores import StoreSpec, make_snapshot, run_threads
+from .stores import StoreSpec, fresh_database, make_snapshot, run_threads
 
 SECRET = "hunter2-s3cr3t"
 
@@ -662,3 +664,31 @@ def test_without_the_extra_the_import_says_what_to_install(missing: str) -> None
         "ImportError: stageware.postgres needs the 'psycopg' and 'psycopg_pool' packages: "
         "pip install 'stageware[postgres]'"
     )
+
+
+# --- The guide's example --------------------------------------------------------------------
+
+
+def test_the_guide_s_example_keeps_the_agent_s_session_in_postgresql(postgres_server: str) -> None:
+    # The first block of "Sessions in PostgreSQL", on a database of its own in place of the
+    # one it names: building the agent loads its session, which makes the store's schema.
+    heading = "### Sessions in PostgreSQL\n"
+    code = readme_blocks(heading)[0]
+    shown = '"postgresql://app@db.internal/app"'
+    assert shown in code
+    with fresh_database(postgres_server) as url:
+        namespace: dict[str, Any] = {"Agent": Agent, "model": ScriptedModel(["Hello."])}
+        exec(compile(code.replace(shown, repr(url)), page_of(heading), "exec"), namespace)
+
+        assert isinstance(namespace["agent"], Agent)
+        with psycopg.connect(url) as connection:
+            rows = connection.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = 'stageware' ORDER BY table_name"
+            ).fetchall()
+        assert [name for (name,) in rows] == [
+            "escalations",
+            "messages",
+            "sessions",
+            "store_format",
+        ]

@@ -7,7 +7,7 @@ committed it recognises its own write when it is sent again, and is not refused 
 conflict by its own success. A call held by a row lock, or by a server that stopped
 answering (``SIGSTOP``), ends within its bound with ``SessionTimeoutError``, also when
 the caller's own cancellation (``anyio.fail_after``) came first; the client cuts a
-connection at the call's deadline, and never one whose block had ended. The README's
+connection at the call's deadline, and never one whose block had ended. The sessions guide's
 example runs against the live and the stalled server.
 """
 
@@ -38,6 +38,7 @@ from stageware._host.sessions import (
 )
 from stageware._host.sessions._postgres_deadline import CallDeadline
 from stageware.postgres import PostgresSessionStore
+from tests.readme import readme_blocks
 
 from .private_server import BOUND, STATEMENT_TIMEOUT, PrivateServer, bounded_store
 from .stores import StoreSpec, fresh_schema_name, make_snapshot
@@ -306,16 +307,11 @@ def test_a_stalled_call_ends_within_its_bound_under_the_callers_fail_after(
     assert elapsed < BOUND, f"the load held the caller's deadline for {elapsed:.2f} s"
 
 
-# --- The README's example --------------------------------------------------------------------
-
-README = Path(__file__).resolve().parents[3] / "README.md"
+# --- The sessions guide's example -----------------------------------------------------------
 
 
 def _readme_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("### Sessions in PostgreSQL\n")
-    section = text[start : text.index("\n### ", start + 1)]
-    blocks = [block.split("```", 1)[0] for block in section.split("```python\n")[1:]]
+    blocks = readme_blocks("### Sessions in PostgreSQL\n")
     (example,) = [block for block in blocks if "statement_timeout" in block]
     return example
 

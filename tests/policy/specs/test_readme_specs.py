@@ -1,8 +1,9 @@
-"""The README's "Policy specs and plugins" block says what the code does.
+"""The policies guide's "Policy specs and plugins" block says what the code does.
 
 Its two YAML files are checked with ``stageware policy check`` against the acme-policies
 plugin (installed for real, see ``conftest``), and the command's output must be the one
-the README shows; so must the error it quotes, and the entry point of the plugin.
+the guide shows; so must the error it quotes, and the entry point of the plugin. Its
+Python line loads both files into an agent.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from pathlib import Path
 
 import pytest
 
+from stageware import Agent, ScriptedModel, tool
 from stageware._policy._spec._source import MAX_SPEC_BYTES
+from stageware.policy import PolicyEngine, load_policy
 from stageware_codegen.cli import main
+from tests.readme import find_section, page_of
 
 from .conftest import PLUGINS, WriteFile
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+HEADING = "### Policy specs and plugins\n"
 
 
 def _block() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("### Policy specs and plugins\n\n<!-- policy specs: begin -->")
+    text = find_section(HEADING).text
+    start = text.index("<!-- policy specs: begin -->")
     return text[start : text.index("<!-- policy specs: end -->", start)]
 
 
@@ -73,3 +77,34 @@ def test_the_stated_size_bound_is_the_one_enforced() -> None:
 
     assert stated is not None
     assert int(stated[1]) * 1024 == MAX_SPEC_BYTES
+
+
+def test_the_python_line_builds_the_agent_under_both_files(readme_files: str) -> None:
+    (code,) = _fenced("python")
+
+    @tool
+    def refund(amount: int) -> str:
+        """Refund an amount."""
+        return "refunded"
+
+    loaded: list[PolicyEngine] = []
+
+    def load(path: str, *, baseline: str) -> PolicyEngine:
+        loaded.append(load_policy(path, baseline=baseline))
+        return loaded[-1]
+
+    namespace: dict[str, object] = {
+        "Agent": Agent,
+        "load_policy": load,
+        "model": ScriptedModel(["Done."]),
+        "refund": refund,
+    }
+    exec(compile(code, page_of(HEADING), "exec"), namespace)
+
+    assert isinstance(namespace["agent"], Agent)
+    [engine] = loaded
+    assert [(entry.middleware.name, entry.baseline) for entry in engine.entries] == [
+        ("acme.no_weekend_refunds", True),
+        ("acme.refund_limit", False),
+        ("acme.audit_tools", False),
+    ]

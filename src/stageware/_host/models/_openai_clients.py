@@ -19,7 +19,7 @@ context every adapter shares; the parking and the context come from ``_loop_clie
 
 Nothing counts the models that use a client, so a loop keeps every client it made until
 it ends: on a long-lived loop, each distinct key or endpoint costs a client for good (the
-README says so, and to pass a client of one's own there).
+agents guide says so, and to pass a client of one's own there).
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ def _parse(text: str) -> Docstring:
             candidates.append(read(text))
         except ParseError:
             continue  # not in that style; NumPy's reader takes any text, so one reads it
-    # max() keeps the first of equals: Google, the style the README shows, wins a tie.
+    # max() keeps the first of equals: Google, the style the docs show, wins a tie.
     return max(candidates, key=lambda parsed: len(parsed.meta))
 
 
