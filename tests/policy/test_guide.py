@@ -319,6 +319,67 @@ def test_a_guided_answer_then_an_approval_resumes_with_a_clean_history(
     assert_valid_converse(worker.messages, for_request=False)
 
 
+def test_a_refused_call_beside_a_suspended_one_is_not_decided_again_on_the_resume(
+    store: SessionStore,
+) -> None:
+    def cap_or_ask(event: ToolCallEvent, env: PolicyEnv) -> Outcome | None:
+        amount = event.input.get("amount", 0) if isinstance(event.input, dict) else 0
+        if amount > 200:
+            return Guide(CAP)
+        return Suspend("approve the refund?") if amount > 100 else None
+
+    script: list[Any] = [
+        ScriptedTurn(
+            tool_calls=[
+                ScriptedToolCall("refund", {"amount": 500}, id="big"),
+                ScriptedToolCall("refund", {"amount": 150}, id="mid"),
+            ]
+        ),
+        "Refunded 150; the rest needs a manager.",
+    ]
+    agent, ledger, _ = refund_agent(
+        deciding("tool.before", cap_or_ask), script=script, store=store, session_id=SESSION
+    )
+    first = agent("Refund both")
+    [interrupt] = first.interrupts
+    assert [(d.outcome, d.reason) for d in first.decisions] == [
+        ("guide", CAP),
+        ("suspend", "approve the refund?"),
+    ]
+    assert ledger.payouts == []
+
+    # Another worker resumes: the refused call keeps its result, the approved one runs.
+    worker, _, model = refund_agent(
+        deciding("tool.before", cap_or_ask),
+        script=script[1:],
+        ledger=ledger,
+        store=store,
+        session_id=SESSION,
+    )
+    resumed = worker(
+        [
+            {
+                "interruptResponse": {
+                    "interruptId": interrupt.id,
+                    "response": {"approved": True, "credential": credential("dana")},
+                }
+            }
+        ]
+    )
+    assert resumed.stop_reason == "end_turn"
+    assert ledger.payouts == [150]
+    assert [d.outcome for d in resumed.decisions] == ["continue"]  # the approval, for "mid"
+    [request] = model.requests
+    results = {
+        block["toolResult"]["toolUseId"]: block["toolResult"]
+        for block in request.messages[-1]["content"]
+    }
+    assert results["big"]["content"] == [{"text": _refused(CAP)}]
+    assert results["big"]["status"] == "error"
+    assert results["mid"]["status"] == "success"
+    assert_valid_converse(worker.messages, for_request=False)
+
+
 @pytest.mark.parametrize("feedback", ["", "   ", None, 3])
 def test_guide_needs_feedback(feedback: Any) -> None:
     with pytest.raises(ValueError, match="Guide needs feedback for the model"):
