@@ -380,6 +380,48 @@ def test_a_refused_call_beside_a_suspended_one_is_not_decided_again_on_the_resum
     assert_valid_converse(worker.messages, for_request=False)
 
 
+def test_an_approval_of_the_request_that_carries_the_feedback_holds_on_the_resume() -> None:
+    # Every request waits for a person; the first answer is guided. The resume redoes the
+    # model call from its first attempt: each request, as approved, is released by its own
+    # answer, and the guided request is sent with its feedback; nobody is asked a third time.
+    agent, _, model = refund_agent(
+        deciding("model.request", lambda event, env: Suspend("send it?"), name="gate"),
+        deciding("model.response", _plain, name="plain_answers"),
+        script=['{"refund": 50}', '{"refund": 50}', "It is on its way."],
+    )
+
+    def approve(result: Any) -> Any:
+        [interrupt] = result.interrupts
+        return agent(
+            [
+                {
+                    "interruptResponse": {
+                        "interruptId": interrupt.id,
+                        "response": {"approved": True, "credential": credential("dana")},
+                    }
+                }
+            ]
+        )
+
+    plain_request = approve(agent("Where is my refund?"))
+    assert plain_request.stop_reason == "interrupt"
+    [asked] = plain_request.interrupts
+    # The approver is shown the request the model will get: the feedback at its end.
+    shown = asked.reason["step"]["messages"][-1]["content"]
+    assert shown[-1] == {"text": _asked_again(PLAIN, "plain_answers")}
+
+    done = approve(plain_request)
+    assert done.stop_reason == "end_turn"
+    assert [(d.hook, d.outcome) for d in done.decisions] == [
+        ("model.request", "continue"),
+        ("model.response", "guide"),
+        ("model.request", "continue"),
+        ("model.response", "continue"),
+    ]
+    assert model.requests[-1].messages[-1]["content"][-1] == shown[-1]
+    assert agent.messages == [model.requests[0].messages[0], done.message]
+
+
 @pytest.mark.parametrize("feedback", ["", "   ", None, 3])
 def test_guide_needs_feedback(feedback: Any) -> None:
     with pytest.raises(ValueError, match="Guide needs feedback for the model"):
