@@ -14,8 +14,16 @@ from typing import Any
 
 import pytest
 
-from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, SessionStore
+from stageware import (
+    Agent,
+    InvokeModelStage,
+    ScriptedModel,
+    ScriptedToolCall,
+    ScriptedTurn,
+    SessionStore,
+)
 from stageware.conformance import Check, check_middleware
+from stageware.middleware import MemoryCache, ResponseCache
 from stageware.policy import (
     Guide,
     HookPoint,
@@ -242,6 +250,26 @@ def test_a_guided_stream_chunk_redoes_the_call_and_the_caller_sees_the_new_attem
         _asked_again(PLAIN, "plain_answers")
     )
     assert agent.messages == [model.requests[0].messages[0], result.message]
+
+
+def test_a_response_cache_never_serves_the_refused_response_to_the_guided_request() -> None:
+    # The first agent's run fills the cache with the JSON answer; the second agent asks the
+    # same question, gets it from the cache, guides it, and the guided request (another
+    # key) goes to the model.
+    cache = ResponseCache(MemoryCache(max_entries=10))
+    model = ScriptedModel(['{"refund": 50}', "It is on its way."])
+    first = Agent(model)
+    first.add_middleware(InvokeModelStage, cache)
+    assert first("Where is my refund?").text == '{"refund": 50}'
+
+    agent = Agent(model, policy=PolicyEngine([deciding("model.response", _plain)]))
+    agent.add_middleware(InvokeModelStage, cache)
+    result = agent("Where is my refund?")
+
+    assert result.text == "It is on its way."
+    assert cache.hits == 1
+    assert len(model.requests) == 2
+    assert model.requests[1].messages[-1]["content"][-1] == _text(_asked_again(PLAIN))
 
 
 def test_guide_past_the_retry_budget_blocks_and_names_the_budget() -> None:
