@@ -40,7 +40,7 @@ from tests.host.converse_history import assert_valid_converse
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 from tests.telemetry.tracing_helpers import Recorder, attributes, is_error
 
-from .approvers import credential
+from .approvers import answer
 from .policy_helpers import Ledger, deciding, refund_agent
 
 CAP = "refunds over 200 need a manager; offer 200 or less, or a callback"
@@ -331,16 +331,7 @@ def test_a_guided_answer_then_an_approval_resumes_with_a_clean_history(
         *entries, script=["Refunded 50."], ledger=ledger, store=store, session_id=SESSION
     )
     assert all(PLAIN not in str(message) for message in worker.messages)
-    resumed = worker(
-        [
-            {
-                "interruptResponse": {
-                    "interruptId": interrupt.id,
-                    "response": {"approved": True, "credential": credential("dana")},
-                }
-            }
-        ]
-    )
+    resumed = worker(answer(interrupt.id, by="dana"))
     assert resumed.stop_reason == "end_turn"
     assert ledger.payouts == [50]
     assert len(model.requests) == 2
@@ -384,16 +375,7 @@ def test_a_refused_call_beside_a_suspended_one_is_not_decided_again_on_the_resum
         store=store,
         session_id=SESSION,
     )
-    resumed = worker(
-        [
-            {
-                "interruptResponse": {
-                    "interruptId": interrupt.id,
-                    "response": {"approved": True, "credential": credential("dana")},
-                }
-            }
-        ]
-    )
+    resumed = worker(answer(interrupt.id, by="dana"))
     assert resumed.stop_reason == "end_turn"
     assert ledger.payouts == [150]
     assert [d.outcome for d in resumed.decisions] == ["continue"]  # the approval, for "mid"
@@ -420,16 +402,7 @@ def test_an_approval_of_the_request_that_carries_the_feedback_holds_on_the_resum
 
     def approve(result: Any) -> Any:
         [interrupt] = result.interrupts
-        return agent(
-            [
-                {
-                    "interruptResponse": {
-                        "interruptId": interrupt.id,
-                        "response": {"approved": True, "credential": credential("dana")},
-                    }
-                }
-            ]
-        )
+        return agent(answer(interrupt.id, by="dana"))
 
     plain_request = approve(agent("Where is my refund?"))
     assert plain_request.stop_reason == "interrupt"
