@@ -164,6 +164,8 @@ def guide_feedback_is_text() -> None:
     assert_type(Guide("say why").feedback, str)
     Guide(feedback=["say why"])  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     Guide()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    # A Guide refuses the step; it changes nothing: that is Continue(modified=...).
+    Guide("say why", modified={"input": {}})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
 
 
 def the_hooks_are_a_collection() -> None:
