@@ -38,7 +38,7 @@ from stageware._policy._entries import PolicyEntry
 from stageware._policy._env import PolicyEnv
 from stageware._policy._errors import SpecError
 from stageware._policy._identity import ApprovalRefused, Approver, Authenticator, SignedCredentials
-from stageware._policy._outcomes import Block, Continue, Escalate, Outcome, Retry, Suspend
+from stageware._policy._outcomes import Block, Continue, Escalate, Guide, Outcome, Retry, Suspend
 from stageware._policy._rules import ALLOWED, DEFAULT_RETRY_BUDGET, MODIFIABLE
 from stageware._policy._spec import PolicySpec, load_policy, read_policy
 
@@ -62,6 +62,7 @@ __all__ = [
     "Direction",
     "Escalate",
     "FailMode",
+    "Guide",
     "Halt",
     "HookEvent",
     "HookPoint",

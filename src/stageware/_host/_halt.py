@@ -9,7 +9,10 @@ the decision:
   chain, the pass ends where it is. The history is left valid and closed by the halt's
   assistant message (see ``_event_loop`` and ``_invocation``).
 - ``RedoStep`` reruns the step it was raised in: the model call, or the tool call, with
-  its hooks, like a hook's ``retry``.
+  its hooks, like a hook's ``retry``. With ``feedback``, the model call is made again
+  with the text added to its request, for the model to read (``_model_call``).
+- ``RefuseCall`` answers the tool call it was raised in with an error result instead of
+  running it; the run goes on, and the model reads the result.
 
 The host does not interpret decisions: it keeps the ``Decision`` records of a pass and
 reports them, with the ``Halt``, on the run's result.
@@ -22,7 +25,7 @@ from typing import final
 
 from stageware._generated.payloads import Message, StopReason
 
-__all__ = ["Decision", "Halt", "HaltRun", "RedoStep"]
+__all__ = ["Decision", "Halt", "HaltRun", "RedoStep", "RefuseCall"]
 
 
 @final
@@ -35,9 +38,10 @@ class Decision:
         hook: The hook point (``tool.before``).
         middleware: The middleware's installed name.
         band: Its band.
-        outcome: ``continue``, ``block``, ``suspend``, ``escalate`` or ``retry``: what the
-            engine acted on, after the fail mode (a crash under ``closed`` is ``block``).
-        reason: The outcome's reason, or the error's description.
+        outcome: ``continue``, ``block``, ``suspend``, ``escalate``, ``retry`` or
+            ``guide``: what the engine acted on, after the fail mode (a crash under
+            ``closed`` is ``block``).
+        reason: The outcome's reason (a guide's feedback), or the error's description.
         modified: Whether a ``Continue`` changed the payload.
         duration_ms: How long the call took.
         attempt: The step's attempt (1, then 2 after a retry, ...).
@@ -95,4 +99,27 @@ class HaltRun(Exception):
 
 
 class RedoStep(Exception):
-    """Reruns the model call or tool call it was raised in: a policy ``Retry``."""
+    """Reruns the model call or tool call it was raised in: a policy ``Retry`` or ``Guide``.
+
+    Args:
+        reason: Why, for the trace.
+        feedback: For a model call, text the next attempt's request carries at its end, for
+            the model to read; it stays until the call's response is accepted, and never
+            enters the history.
+    """
+
+    def __init__(self, reason: str, feedback: str | None = None) -> None:
+        super().__init__(reason)
+        self.feedback = feedback
+
+
+class RefuseCall(Exception):
+    """Gives the tool call it was raised in an error result instead of running it.
+
+    The call's result is ``message``, with status ``error``; the run goes on, and the model
+    reads it with the round's other results: a policy ``Guide`` at ``tool.before``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

@@ -10,7 +10,11 @@ Retries wrap the chain, as in Strands 1.62: a hook's ``retry``, and the agent's
 ``ModelRetryStrategy`` for a ``ModelThrottledError`` that escapes the chain, both run the
 hooks and the whole chain again. So every attempt is visible to hooks and middleware, and
 a middleware that handles throttling itself (falling back to another model, say) goes
-first: what it catches is never retried here.
+first: what it catches is never retried here. A policy's ``RedoStep`` runs the chain again
+too; the feedback it carries (a ``Guide``) is added to every later attempt's request, as
+text blocks at the end of its last user turn, until a response is accepted: the model
+reads why its last answer was refused, and the history never keeps it, as it never keeps
+the refused answer.
 
 In a structured run the context carries ``structured_output_model``, and the terminal asks
 the model it calls for the output (``_structured_output``): natively, or with the output
@@ -43,7 +47,13 @@ from typing import Any, TypeVar, final
 
 from stageware._generated.contexts import InvokeModelContext
 from stageware._generated.events import InvokeModelEvent, ModelStopReason, ModelStreamChunkEvent
-from stageware._generated.payloads import StreamEvent, SystemContentBlock
+from stageware._generated.payloads import (
+    ContentBlock,
+    Message,
+    Messages,
+    StreamEvent,
+    SystemContentBlock,
+)
 from stageware._generated.stages import InvokeModelStage
 from stageware._runtime import InterruptException, close_all
 
@@ -110,6 +120,7 @@ class ModelCall:
         core = self._core
         throttling = ThrottleRetries(core.retry_strategy)
         attempt = 0
+        feedback: list[str] = []
         while True:
             if pass_state.refuse_model_call():  # the loop reports the limit
                 return
@@ -124,7 +135,7 @@ class ModelCall:
             await core.tools.refresh()
             if core.cancel.is_set():  # a hook cancelled: do not pay for the request
                 return
-            context = await self._context(invocation_state)
+            context = await self._context(invocation_state, feedback)
             if pass_state.output is not None:
                 # Until the terminal says otherwise (middleware may serve the call without
                 # it), the reply is read as the agent's model would give it.
@@ -153,7 +164,9 @@ class ModelCall:
             except (HaltRun, InterruptException):
                 # A policy decided: the loop ends the pass, or the run waits for a human.
                 raise
-            except RedoStep:
+            except RedoStep as redo:
+                if redo.feedback is not None:
+                    feedback.append(redo.feedback)
                 continue
             except Exception as error:
                 if journal_broken():
@@ -190,8 +203,11 @@ class ModelCall:
                 pass_state.metrics.add_usage(result.usage)
                 return
 
-    async def _context(self, invocation_state: dict[str, Any]) -> InvokeModelContext:
-        """The call's context, with the copy rules applied where a handler can see it.
+    async def _context(
+        self, invocation_state: dict[str, Any], feedback: list[str]
+    ) -> InvokeModelContext:
+        """The call's context, with the copy rules applied where a handler can see it, and
+        the *feedback* of the call's earlier attempts added to its request.
 
         The copies protect the agent's history and tool specs from handlers. Without an
         InvokeModel Input or Wrap handler nothing can change the context, and copying a long
@@ -207,7 +223,7 @@ class ModelCall:
         if not core.registry.sees_context(InvokeModelStage):
             return InvokeModelContext(
                 agent=core.handle,
-                messages=core.messages,
+                messages=_with_feedback(core.messages, feedback) if feedback else core.messages,
                 system_prompt=core.system_prompt,
                 tool_specs=core.tool_specs.current(),
                 tool_choice=core.tool_choice,
@@ -227,6 +243,8 @@ class ModelCall:
             structured_output_model=output_type,
         )
         messages = self._copies.copy_of(core.messages)
+        if feedback:
+            messages = _with_feedback(messages, feedback)
         tool_specs = self._spec_copies.copy_of(core.tool_specs.current())
         text, blocks = split_system_prompt(context.system_prompt)
         projected = await self._tokens.project(core.model, messages, tool_specs, text, blocks)
@@ -341,3 +359,18 @@ def _model_name(model: object) -> str:
     """What a model-call step is called: the model's id if it has one, else its class."""
     model_id = getattr(model, "model_id", None)
     return model_id if isinstance(model_id, str) else type(model).__name__
+
+
+def _with_feedback(messages: Messages, feedback: list[str]) -> Messages:
+    """*messages* with *feedback* as text blocks at the end of the last user turn.
+
+    A new list and a new last message: the history, or the copies kept of it, are left as
+    they are. The same turn rather than a user message of its own, since two user turns in
+    a row are refused by some providers; text after tool results is valid in every one.
+    """
+    texts: list[ContentBlock] = [{"text": text} for text in feedback]
+    if messages and messages[-1]["role"] == "user":
+        last = messages[-1]
+        told: Message = {**last, "content": [*last["content"], *texts]}
+        return [*messages[:-1], told]
+    return [*messages, {"role": "user", "content": texts}]

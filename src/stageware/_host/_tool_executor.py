@@ -83,7 +83,7 @@ from stageware._runtime import (
 
 from ._cancel_watch import GRACE_SECONDS, CutRegion
 from ._core import AgentCore, PassState
-from ._halt import Halt, HaltRun, RedoStep
+from ._halt import Halt, HaltRun, RedoStep, RefuseCall
 from ._hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from ._journal import StepJournal, current_journal, journal_broken
 from ._journal_data import (
@@ -345,7 +345,8 @@ class ToolExecutor:
         """Run the chain once: its result (held back, not sent), or the interrupts that halted it.
 
         Neither, when a policy asked for the call to be redone (``RedoStep``). With a
-        ``HaltRun``, its halt, for the run to end once the call's result is final.
+        ``HaltRun``, its halt, for the run to end once the call's result is final. A
+        ``RefuseCall`` is the attempt's error result.
 
         Whatever the chain raises, other than an interrupt or a cancellation, becomes the
         error result of the attempt.
@@ -387,6 +388,11 @@ class ToolExecutor:
                     before.tool_use["toolUseId"],
                     f"The tool call was stopped by policy ({halted.halt.stop_reason}).",
                 )
+            )
+        except RefuseCall as refused:
+            # The tool never ran: the model reads why, and the run goes on.
+            result = ToolResultEvent(
+                tool_result=error_result(before.tool_use["toolUseId"], refused.message)
             )
         except RedoStep:
             result = None

@@ -4,7 +4,7 @@ Modules, in the order a policy is used:
 
 - ``_declare``: ``@middleware``, ``MiddlewareDef``, ``FailMode``; ``_durations`` reads
   timeouts, ``_choices`` hook points, bands and fail modes with near-miss hints.
-- ``_outcomes``: ``Continue``, ``Block``, ``Suspend``, ``Escalate``, ``Retry``.
+- ``_outcomes``: ``Continue``, ``Block``, ``Suspend``, ``Escalate``, ``Retry``, ``Guide``.
 - ``_rules``: which outcome each hook point allows, what a modification may change, the
   default retry budget; ``_modified`` checks a ``Continue(modified=...)``.
 - ``_env``: ``PolicyEnv``, a handler's second argument.

@@ -15,8 +15,10 @@ application adds, so policy handlers are the outermost of each phase:
 
 An outcome other than ``Continue`` is carried out through the host: ``Block`` and
 ``Escalate`` raise ``HaltRun``, ``Retry`` raises ``RedoStep`` (or, its budget spent,
-blocks), ``Suspend`` raises an ``InterruptException`` with the approval's id, bound to the
-step's fingerprint, and a reason that shows the approver the step (``_approval``).
+blocks), ``Guide`` raises ``RefuseCall`` at ``tool.before`` and elsewhere ``RedoStep``
+with the feedback (within the same budget), ``Suspend`` raises an ``InterruptException``
+with the approval's id, bound to the step's fingerprint, and a reason that shows the
+approver the step (``_approval``).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from stageware._generated.policy_events import (
 from stageware._generated.policy_points import HookPoint
 from stageware._generated.results import AgentStreamResult, ExecuteToolResult, InvokeModelResult
 from stageware._generated.stages import AgentStreamStage, ExecuteToolStage, InvokeModelStage
-from stageware._host._halt import Halt, HaltRun, RedoStep
+from stageware._host._halt import Halt, HaltRun, RedoStep, RefuseCall
 from stageware._host._hook_events import AfterInvocationEvent
 from stageware._host.models import Model, ResponseAssembler
 from stageware._host.sessions import Escalation
@@ -78,7 +80,7 @@ from ._approval import (
 )
 from ._decide import PolicyRun, Verdict, decide
 from ._modified import ModificationError
-from ._outcomes import Block, Escalate, Retry, Suspend
+from ._outcomes import Block, Escalate, Guide, Retry, Suspend
 from ._timeouts import deadline_fields
 
 if TYPE_CHECKING:
@@ -203,17 +205,12 @@ class AgentPolicy:
         if outcome is None or entry is None:
             return verdict
         name = entry.name
-        if isinstance(outcome, Retry):
-            budget = self._engine.retry_budget(point)
-            key = (point, step_key)
-            taken = self.run.retries.get(key, 0)
-            if taken < budget:
-                self.run.retries[key] = taken + 1
-                raise RedoStep(outcome.reason)
-            outcome = Block(
-                f"retry budget of {budget} at {point.value} spent; the last retry asked: "
-                f"{outcome.reason}"
+        if isinstance(outcome, Guide) and point is HookPoint.TOOL_BEFORE:
+            raise RefuseCall(
+                f"The tool call was refused by policy {name} and did not run: {outcome.feedback}"
             )
+        if isinstance(outcome, Retry | Guide):
+            outcome = self._redo(point, step_key, name, outcome)
         if isinstance(outcome, Suspend):
             bound = fingerprint(
                 point.value,
@@ -260,6 +257,24 @@ class AgentPolicy:
                 message=_assistant(self._engine.blocked_message),
             )
         )
+
+    def _redo(self, point: HookPoint, step_key: str, name: str, outcome: Retry | Guide) -> Block:
+        """Have the step redone (``RedoStep``) within its retry budget; once it is spent,
+        the ``Block`` it becomes. A ``Guide``'s feedback goes with the redo, for the model."""
+        if isinstance(outcome, Guide):
+            reason, said = outcome.feedback, "the last guide said"
+            feedback: str | None = (
+                f"Your previous response was refused by policy {name} and discarded: {reason}"
+            )
+        else:
+            reason, said, feedback = outcome.reason, "the last retry asked", None
+        budget = self._engine.retry_budget(point)
+        key = (point, step_key)
+        taken = self.run.retries.get(key, 0)
+        if taken < budget:
+            self.run.retries[key] = taken + 1
+            raise RedoStep(reason, feedback)
+        return Block(f"retry budget of {budget} at {point.value} spent; {said}: {reason}")
 
     def _escalate(self, point: HookPoint, name: str, outcome: Escalate, event: BaseModel) -> Halt:
         """The halt of an escalated run; with a session, its record for the final save."""

@@ -45,6 +45,7 @@ from ._outcomes import (
     Outcome,
     Suspend,
     outcome_name,
+    outcome_reason,
 )
 from ._records import continue_record, decision_record, policy_env
 from ._rules import allowed_names, is_allowed
@@ -246,7 +247,7 @@ def _conclude(
         middleware.name,
         middleware.band_name,
         outcome_name(outcome),
-        getattr(outcome, "reason", None),
+        outcome_reason(outcome),
         changed is not None,
         duration,
         env.attempt,
@@ -272,7 +273,7 @@ def _settle(
             Continue(),
             None,
             f"returned {type(returned).__name__}, not an outcome (Continue, Block, Suspend, "
-            "Escalate, Retry) or None",
+            "Escalate, Retry, Guide) or None",
         )
     outcome: Outcome = returned
     if not is_allowed(point, outcome):

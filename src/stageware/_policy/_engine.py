@@ -53,8 +53,9 @@ class PolicyEngine:
     Args:
         entries: The middleware, in spec order (``MiddlewareDef`` for a declaration as it
             is, ``PolicyEntry`` to place or configure it).
-        retry_budgets: Retries of one step allowed per hook point; hook points that allow
-            ``Retry`` default to ``DEFAULT_RETRY_BUDGET`` (2).
+        retry_budgets: Retries of one step allowed per hook point, ``Retry`` and
+            ``Guide`` together; hook points that allow ``Retry`` default to
+            ``DEFAULT_RETRY_BUDGET`` (2).
         blocked_message: The text of the assistant message a blocked run ends with.
         escalated_message: The text of the assistant message an escalated run ends with.
         models: Models ``route.select`` may route a call to, by the ``model_id`` a

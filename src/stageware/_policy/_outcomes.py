@@ -1,4 +1,4 @@
-"""What a policy middleware decides at a hook point: the five outcomes.
+"""What a policy middleware decides at a hook point: the six outcomes.
 
 An outcome is a plain frozen value; the engine interprets it (``_engine``), and the table
 in ``_rules`` says where each one is allowed. A handler that returns ``None`` means
@@ -21,10 +21,12 @@ __all__ = [
     "Block",
     "Continue",
     "Escalate",
+    "Guide",
     "Outcome",
     "Retry",
     "Suspend",
     "outcome_name",
+    "outcome_reason",
 ]
 
 
@@ -157,13 +159,49 @@ class Retry(_Outcome):
     reason: str
 
 
-Outcome: TypeAlias = Continue | Block | Suspend | Escalate | Retry
+@final
+@dataclass(frozen=True, slots=True)
+class Guide(_Outcome):
+    """Refuse the step, tell the model why, and let the run go on.
+
+    At ``tool.before`` the tool does not run: the model gets an error result for the call
+    that names the policy and carries *feedback*, and decides what to do next. At
+    ``model.response`` and ``stream.chunk`` the response is discarded and the model is
+    asked again with *feedback* added to that request (not to the history), within the
+    step's retry budget, shared with ``Retry``; once it is spent the run is blocked.
+
+    Attributes:
+        feedback: What the model is told: why the step was refused and what to do instead.
+            The model reads it, so write it for the model, and leave out what it must not
+            know.
+    """
+
+    feedback: str
+
+    def __post_init__(self) -> None:
+        feedback = cast(object, self.feedback)  # untyped callers exist
+        if not isinstance(feedback, str) or not feedback.strip():
+            raise ValueError(
+                f"Guide needs feedback for the model, a non-empty string, got {self.feedback!r}"
+            )
+
+
+Outcome: TypeAlias = Continue | Block | Suspend | Escalate | Retry | Guide
 """Any outcome a policy middleware may return."""
 
-OUTCOME_TYPES: tuple[type[Outcome], ...] = (Continue, Block, Suspend, Escalate, Retry)
+OUTCOME_TYPES: tuple[type[Outcome], ...] = (Continue, Block, Suspend, Escalate, Retry, Guide)
 """The outcome classes, in the order tables list them; for ``isinstance`` checks."""
 
 
 def outcome_name(outcome: Outcome) -> str:
     """The outcome's name in traces and tables: ``continue``, ``block``, ..."""
     return type(outcome).__name__.lower()
+
+
+def outcome_reason(outcome: Outcome) -> str | None:
+    """What the outcome says, for traces: its ``reason``, or a ``Guide``'s ``feedback``."""
+    if isinstance(outcome, Guide):
+        return outcome.feedback
+    if isinstance(outcome, Continue):
+        return None
+    return outcome.reason

@@ -10,6 +10,14 @@ The reasoning behind it:
   model call or the tool call), never after a tool ran or a response streamed.
 - **Retry** needs a step that can be redone: the model call (``model.response``,
   ``stream.chunk``) and the tool call (``tool.after``).
+- **Guide** needs a step the model can be told about and carry on from: a tool call that
+  has not run (``tool.before``: its error result carries the feedback) and a model call
+  that can be redone (``model.response``, ``stream.chunk``: asked again with the
+  feedback). Not ``tool.after``: the tool has run, and an error result would tell the
+  model that a call whose effects happened failed, inviting it to make the call again
+  (``Continue(modified=...)`` replaces what the model reads, ``Retry`` redoes it). Not
+  ``output.final``: the answer is the model's response, guided at ``model.response``, and
+  the loop is over. Not on the way in before the model has said anything to correct.
 - ``approval.resolved``, ``run.error`` and ``run.end`` report what happened; at the last
   two only a plain ``Continue`` is allowed, since there is nothing left to stop.
 """
@@ -22,7 +30,7 @@ from typing import Final
 
 from stageware._generated.policy_points import HookPoint
 
-from ._outcomes import OUTCOME_TYPES, Block, Continue, Escalate, Outcome, Retry, Suspend
+from ._outcomes import OUTCOME_TYPES, Block, Continue, Escalate, Guide, Outcome, Retry, Suspend
 
 __all__ = [
     "ALLOWED",
@@ -34,6 +42,7 @@ __all__ = [
 
 _ON_THE_WAY_IN: Final = frozenset({Continue, Block, Suspend, Escalate})
 _REDOABLE: Final = frozenset({Continue, Block, Escalate, Retry})
+_MODEL_REDOABLE: Final = _REDOABLE | {Guide}
 
 ALLOWED: Final[Mapping[HookPoint, frozenset[type[Outcome]]]] = MappingProxyType(
     {
@@ -43,9 +52,9 @@ ALLOWED: Final[Mapping[HookPoint, frozenset[type[Outcome]]]] = MappingProxyType(
         HookPoint.ROUTE_SELECT: _ON_THE_WAY_IN,
         HookPoint.CONTEXT_ASSEMBLE: _ON_THE_WAY_IN,
         HookPoint.MODEL_REQUEST: _ON_THE_WAY_IN,
-        HookPoint.STREAM_CHUNK: _REDOABLE,
-        HookPoint.MODEL_RESPONSE: _REDOABLE,
-        HookPoint.TOOL_BEFORE: _ON_THE_WAY_IN,
+        HookPoint.STREAM_CHUNK: _MODEL_REDOABLE,
+        HookPoint.MODEL_RESPONSE: _MODEL_REDOABLE,
+        HookPoint.TOOL_BEFORE: _ON_THE_WAY_IN | {Guide},
         HookPoint.TOOL_AFTER: _REDOABLE,
         HookPoint.OUTPUT_FINAL: frozenset({Continue, Block, Escalate}),
         HookPoint.RUN_ERROR: frozenset({Continue}),
@@ -75,7 +84,8 @@ MODIFIABLE: Final[Mapping[HookPoint, frozenset[str]]] = MappingProxyType(
 that ``modified`` is not allowed there."""
 
 DEFAULT_RETRY_BUDGET: Final = 2
-"""Retries of one step a hook point allows unless the policy sets its own budget."""
+"""Retries of one step a hook point allows unless the policy sets its own budget; a
+``Guide`` that has the model call redone counts as one."""
 
 
 def is_allowed(point: HookPoint, outcome: Outcome) -> bool:

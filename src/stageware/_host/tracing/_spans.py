@@ -13,8 +13,8 @@ model client, a hook) nest under the span of the stage they run in, and a consum
 reads a stream from another task or context never sees a span left attached.
 
 A span ends however its work ends: an error sets status ERROR and records the exception;
-an interrupt, a policy halt or a policy retry is an event, not an error; a cancellation
-is the ``stageware.cancelled`` attribute.
+an interrupt, a policy halt, a policy retry or a tool call a policy refused is an event,
+not an error; a cancellation is the ``stageware.cancelled`` attribute.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from stageware._generated.events import (
 from stageware._generated.payloads import ToolUse
 from stageware._generated.stages import AgentStreamStage, InvokeModelStage
 from stageware._host._agent_result import AgentResultEvent
-from stageware._host._halt import Decision, Halt, HaltRun, RedoStep
+from stageware._host._halt import Decision, Halt, HaltRun, RedoStep, RefuseCall
 from stageware._runtime import InterruptException, MiddlewareRegistry, close_all
 from stageware._version import __version__
 
@@ -211,7 +211,12 @@ def end_span(span: Span, error: BaseException | None) -> None:
     elif isinstance(error, HaltRun):
         span.add_event("halt", _halt_attributes(error.halt))
     elif isinstance(error, RedoStep):
-        span.add_event("retry", {"stageware.reason": str(error)})
+        attributes = {"stageware.reason": str(error)}
+        if error.feedback is not None:
+            attributes["stageware.feedback"] = error.feedback
+        span.add_event("retry", attributes)
+    elif isinstance(error, RefuseCall):
+        span.add_event("refused", {"stageware.reason": error.message})
     elif isinstance(error, GeneratorExit):
         pass  # Its consumer stopped reading: the work ended early, not in error.
     elif isinstance(error, Exception):

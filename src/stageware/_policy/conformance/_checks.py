@@ -24,6 +24,7 @@ from stageware._policy._modified import ModificationError, check_modified
 from stageware._policy._outcomes import (
     OUTCOME_TYPES,
     Continue,
+    Guide,
     Outcome,
     Suspend,
 )
@@ -125,8 +126,8 @@ def _check_outcome(report: _Report, returned: object) -> None:
         report.fail(
             Check.OUTCOME,
             f"returned {_short_repr(returned)} (a {type(returned).__name__}), which is not an "
-            "outcome: return None, Continue(), Block(...), Suspend(...), Escalate(...) or "
-            "Retry(...)",
+            "outcome: return None, Continue(), Block(...), Suspend(...), Escalate(...), "
+            "Retry(...) or Guide(...)",
         )
         return
     if not is_allowed(point, returned):
@@ -159,6 +160,10 @@ def _field_problem(outcome: Outcome) -> str | None:
     They are typed, but nothing stops a caller passing anything else.
     """
     if isinstance(outcome, Continue):
+        return None
+    if isinstance(outcome, Guide):
+        if _blank(outcome.feedback):
+            return f"feedback {outcome.feedback!r}; give a non-empty string, the model reads it"
         return None
     if _blank(outcome.reason):
         return f"reason {outcome.reason!r}; give a non-empty string, it is logged and traced"
