@@ -1,5 +1,6 @@
 """The README's front door: its two commands come first, its first agent runs and prints
-what the page says it prints, and every file it links to exists.
+what the page says it prints, every file it links to exists, and its comparison table is
+the site home's.
 
 The first agent runs as a reader would run it: the block as written, in a fresh
 interpreter, in an empty directory.
@@ -98,3 +99,15 @@ def test_every_anchor_names_a_heading_of_the_readme() -> None:
 
     assert anchors  # the README links within itself
     assert anchors <= headings
+
+
+def _comparison(text: str) -> str:
+    start = text.index("| | stageware | Strands Agents 1.62 |")
+    return text[start : text.index("\n\n", start)]
+
+
+def test_the_site_home_shows_the_readmes_comparison_table() -> None:
+    # The table is on both front doors, the repository's and the site's; one must not drift.
+    home = (_ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+
+    assert _comparison(home) == _comparison(README.read_text(encoding="utf-8"))
