@@ -75,7 +75,7 @@ def test_without_the_approval_line_the_refund_runs(tmp_path: Path) -> None:
     )
 
 
-def test_every_relative_link_names_a_file_of_the_repository() -> None:
+def test_every_relative_link_and_path_names_a_file_of_the_repository() -> None:
     text = README.read_text(encoding="utf-8")
     targets = {
         target.split("#", 1)[0]
@@ -83,7 +83,12 @@ def test_every_relative_link_names_a_file_of_the_repository() -> None:
         if "://" not in target and not target.startswith("#")
     }
 
+    # And the files it names in passing: `tests/...py`, `.ci/postgres`.
+    targets |= set(re.findall(r"`((?:tests|src|docs|schema|\.ci)/[\w./-]*\w)`", text))
+    targets |= set(re.findall(r"pytest ((?:tests)/[\w./-]*\w)", text))
+
     assert "docs/guides/quickstart.md" in targets  # the links were found at all
+    assert "tests/host/test_agent_basics.py" in targets  # and the paths
     missing = sorted(target for target in targets if not (_ROOT / target).exists())
     assert missing == []
 
