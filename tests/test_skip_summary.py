@@ -17,10 +17,11 @@ _MODULE = "tests/host/sessions/test_postgres_schemas.py"
 
 
 def _pytest(*, ci: bool) -> subprocess.CompletedProcess[str]:
+    # Without the server's URL, and as a run of its own (not an xdist worker's).
     environment = {
         name: value
         for name, value in os.environ.items()
-        if name not in ("STAGEWARE_TEST_POSTGRES_URL", "CI", "PYTEST_ADDOPTS")
+        if name not in ("STAGEWARE_TEST_POSTGRES_URL", "CI") and not name.startswith("PYTEST_")
     }
     if ci:
         environment["CI"] = "true"
