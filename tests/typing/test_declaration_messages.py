@@ -81,7 +81,9 @@ def checkers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Checkers]:
     yield started
     for process in (started.mypy, started.pyright):
         process.kill()  # a no-op once it has finished; not left running after a failure
-        process.communicate()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def test_mypy_names_a_missing_fail_mode(checkers: Checkers) -> None:
