@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from tests.ci import folded_location
+
 _ROOT = Path(__file__).resolve().parents[1]
 # What the tools themselves keep at the root (pytest's cache, mypy's...): no test's leak.
 _TOOL_CACHES = frozenset(
@@ -49,6 +51,17 @@ def repository_root_stays_clean() -> Iterator[None]:
             f"{', '.join(added)}; a test must write under its tmp_path",
             pytrace=False,
         )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A skip for a missing server or binary is reported once per reason (see tests/ci.py)."""
+    report: pytest.TestReport = yield
+    if report.skipped and isinstance(report.longrepr, tuple):
+        folded = folded_location(report.longrepr)
+        if folded is not None:
+            report.longrepr = folded
+    return report
 
 
 @pytest.fixture(params=["asyncio", "trio"])

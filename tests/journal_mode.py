@@ -16,6 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.ci import skip_folded
+
 __all__ = ["journaled", "pytest_configure"]
 
 
@@ -35,7 +37,7 @@ def journaled(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     if request.node.get_closest_marker("no_journal") is not None:
-        pytest.skip("checks what differs under a journal by design")
+        skip_folded("checks what differs under a journal by design")
     from stageware._host._journal import journal_scope
     from tests.host.journal_helpers import MemoryJournal
 

@@ -10,7 +10,6 @@ stays PENDING forever, so these tests time out.
 from __future__ import annotations
 
 import json
-import os
 import select
 import signal
 import subprocess
@@ -27,10 +26,10 @@ from psycopg import sql
 
 from stageware._dbos._liveness import ExecutorIdInUseError, Liveness, executor_lock_key
 from tests.ci import skip_or_fail
+from tests.host.sessions.stores import HOW_TO_RUN_POSTGRES, postgres_url
 
 dbos = pytest.importorskip("dbos")
 
-_URL_VARIABLE = "STAGEWARE_TEST_POSTGRES_URL"
 _WATCH_SECONDS = 0.3
 
 
@@ -156,11 +155,7 @@ def wait_until(condition: Callable[[], bool], timeout: float) -> None:
 
 @pytest.fixture
 def postgres() -> str:
-    url = os.environ.get(_URL_VARIABLE)
-    if not url:
-        how = f"the liveness tests need a PostgreSQL server: set {_URL_VARIABLE} (.ci/postgres)"
-        skip_or_fail(how)
-    return url
+    return postgres_url() or skip_or_fail(HOW_TO_RUN_POSTGRES)
 
 
 @pytest.fixture

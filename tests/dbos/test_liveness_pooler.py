@@ -25,29 +25,16 @@ from stageware._dbos._liveness import Liveness, check_direct, executor_lock_key
 dbos = pytest.importorskip("dbos")
 
 from stageware.dbos import PooledConnectionError, launch, shutdown  # noqa: E402
+from tests.ci import skip_or_fail  # noqa: E402
 from tests.host.sessions.conftest import worker_database  # noqa: E402
+from tests.host.sessions.stores import HOW_TO_RUN_POSTGRES, postgres_url  # noqa: E402
 
-_URL_VARIABLE = "STAGEWARE_TEST_POSTGRES_URL"
 _POOLER_PORT = 6432  # names the socket file only: PgBouncer listens on no TCP port here
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
-
-def _skip_or_fail(how: str) -> None:
-    if _in_ci():
-        pytest.fail(f"CI is set, so this does not skip: {how}", pytrace=False)
-    pytest.skip(how)
 
 
 @pytest.fixture
 def postgres() -> str:
-    url = os.environ.get(_URL_VARIABLE)
-    if not url:
-        _skip_or_fail(f"these tests need a PostgreSQL server: set {_URL_VARIABLE} (.ci/postgres)")
-        raise AssertionError("unreachable")
-    return url
+    return postgres_url() or skip_or_fail(HOW_TO_RUN_POSTGRES)
 
 
 @pytest.fixture
@@ -55,8 +42,7 @@ def pooled(postgres: str) -> Iterator[str]:
     """A URL of the test database through PgBouncer in transaction mode, one server connection."""
     binary = shutil.which("pgbouncer") or shutil.which("/usr/sbin/pgbouncer")
     if binary is None:
-        _skip_or_fail("the pooled cases need PgBouncer: apt-get install pgbouncer")
-        raise AssertionError("unreachable")
+        skip_or_fail("the pooled cases need PgBouncer: apt-get install pgbouncer")
     parts = urlsplit(postgres)
     query = parse_qs(parts.query)
     server = (

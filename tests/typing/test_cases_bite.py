@@ -13,10 +13,12 @@ from __future__ import annotations
 import ast
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -263,20 +265,35 @@ UNCHANGED = "unchanged"
 
 @dataclass(frozen=True)
 class Copies:
-    """The package copies, one per loosening plus the unchanged one, and pyright's verdicts."""
+    """The package copies, one per loosening plus the unchanged one, and the checkers'
+    verdicts on each, as they come in.
+
+    The checkers start on every copy when the module's first test asks for them, and each
+    test waits only for its own copy's verdicts: a run shows a test passing as each copy is
+    checked, rather than a silent wait for all of them before the first.
+    """
 
     roots: dict[str, Path]
-    pyright_errors: dict[str, list[str]]
-    mypy: dict[str, tuple[int, str]]
+    pyright: Future[dict[str, list[str]]]
+    mypy_runs: dict[str, Future[tuple[int, str]]]
+
+    def mypy(self, name: str) -> tuple[int, str]:
+        """mypy's exit status and output on copy *name*."""
+        return self.mypy_runs[name].result()
+
+    def pyright_errors(self, name: str) -> list[str]:
+        """pyright's errors on copy *name* (one run checks every copy)."""
+        return self.pyright.result()[name]
 
 
 @pytest.fixture(scope="module")
-def copies(tmp_path_factory: pytest.TempPathFactory) -> Copies:
-    """Every copy, loosened, and one pyright run over all of them.
+def copies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Copies]:
+    """Every copy, loosened; one pyright run over all of them, and mypy on each.
 
     pyright spends most of a run loading the libraries the cases import (pydantic, the
     model SDKs); one run with an execution environment per copy loads them once, where a
-    run per copy would load them again for each of the dozens of loosenings.
+    run per copy would load them again for each of the dozens of loosenings. mypy runs
+    meanwhile, a copy at a time on each of two threads, in the order the tests ask.
     """
     workspace = tmp_path_factory.mktemp("bite")
     roots: dict[str, Path] = {}
@@ -289,6 +306,34 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> Copies:
         roots[name] = root
         for case in CASES:
             shutil.copy(case, root)
+    # Each mypy run takes a cache of its own from here and gives it back (only the copied
+    # package differs between copies; a cache is not safe to share between two runs).
+    caches: queue.SimpleQueue[Path] = queue.SimpleQueue()
+    for _ in range(2):
+        caches.put(tmp_path_factory.mktemp("mypy-cache"))
+
+    def check(name: str) -> tuple[int, str]:
+        cache = caches.get()
+        try:
+            return _mypy(roots[name], cache)
+        finally:
+            caches.put(cache)
+
+    with ThreadPoolExecutor(max_workers=1) as pyright, ThreadPoolExecutor(max_workers=2) as mypy:
+        copies = Copies(
+            roots,
+            pyright.submit(_pyright, workspace, roots),
+            {name: mypy.submit(check, name) for name in roots},
+        )
+        try:
+            yield copies
+        finally:
+            # A run stopped early (-x, a failure in the fixture's user) checks no more copies.
+            mypy.shutdown(cancel_futures=True)
+
+
+def _pyright(workspace: Path, roots: dict[str, Path]) -> dict[str, list[str]]:
+    """pyright's errors on every copy under *workspace*, by copy name."""
     config = {
         "include": ["."],
         # The copies are checked where the cases use them, not file by file.
@@ -302,7 +347,7 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> Copies:
     (workspace / "pyrightconfig.json").write_text(json.dumps(config))
     # pyright finds `src/` of the project it runs in on its own, so it runs in a workspace
     # of its own.
-    pyright = subprocess.Popen(
+    done = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -317,22 +362,11 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> Copies:
         stderr=subprocess.DEVNULL,
         text=True,
         cwd=workspace,
+        check=False,
     )
-    # mypy meanwhile, a copy at a time in each of two workers, each with a cache of its own
-    # (only the copied package differs between copies; a cache is not safe to share).
-    caches = [tmp_path_factory.mktemp("mypy-cache") for _ in range(2)]
-    names = list(roots)
-
-    def run_lane(lane: int) -> list[tuple[str, tuple[int, str]]]:
-        return [(name, _mypy(roots[name], caches[lane])) for name in names[lane :: len(caches)]]
-
-    with ThreadPoolExecutor(max_workers=len(caches)) as pool:
-        lanes = list(pool.map(run_lane, range(len(caches))))
-    mypy = {name: outcome for lane in lanes for name, outcome in lane}
-    output, _ = pyright.communicate()
-    report = json.loads(output)
+    report = json.loads(done.stdout)
     errors: dict[str, list[str]] = {name: [] for name in roots}
-    by_environment = {f"env{index}": name for index, name in enumerate(roots)}
+    by_environment = {root.name: name for name, root in roots.items()}
     for diagnostic in report["generalDiagnostics"]:
         if diagnostic["severity"] != "error":
             continue
@@ -341,19 +375,19 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> Copies:
             f"{Path(diagnostic['file']).name}:{diagnostic['range']['start']['line'] + 1}: "
             f"{diagnostic['message']}"
         )
-    return Copies(roots, errors, mypy)
+    return errors
 
 
 def test_the_unchanged_package_passes(copies: Copies) -> None:
-    mypy = copies.mypy[UNCHANGED]
+    mypy = copies.mypy(UNCHANGED)
 
     assert mypy[0] == 0, mypy[1]
-    assert copies.pyright_errors[UNCHANGED] == []
+    assert copies.pyright_errors(UNCHANGED) == []
 
 
 @pytest.mark.parametrize("name", sorted(LOOSENINGS))
 def test_loosening_a_type_fails_the_typing_cases(name: str, copies: Copies) -> None:
-    mypy = copies.mypy[name]
+    mypy = copies.mypy(name)
 
     assert mypy[0] == 1, mypy[1]
-    assert copies.pyright_errors[name] != [], f"pyright accepts the cases with {name} loosened"
+    assert copies.pyright_errors(name) != [], f"pyright accepts the cases with {name} loosened"

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 MISSING_FAIL_MODE = """\
 from stageware.policy import PolicyEnv, ToolCallEvent, middleware
@@ -54,25 +58,48 @@ def _error_lines(output: str, marker: str) -> dict[int, str]:
     return found
 
 
-def test_a_missing_fail_mode_is_named_by_both_checkers(tmp_path: Path) -> None:
-    module = tmp_path / "declarations.py"
+@dataclass(frozen=True)
+class Checkers:
+    """mypy and pyright, started together on the declarations; each test waits for one."""
+
+    mypy: subprocess.Popen[str]
+    pyright: subprocess.Popen[str]
+
+
+@pytest.fixture(scope="module")
+def checkers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Checkers]:
+    directory = tmp_path_factory.mktemp("declarations")
+    module = directory / "declarations.py"
     module.write_text(MISSING_FAIL_MODE)
-    (tmp_path / "pyrightconfig.json").write_text('{"include": ["declarations.py"]}')
+    (directory / "pyrightconfig.json").write_text('{"include": ["declarations.py"]}')
     python = sys.executable
-    mypy = _run(
-        [python, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), module.name],
-        tmp_path,
+    cache = str(directory / "cache")
+    started = Checkers(
+        _run([python, "-m", "mypy", "--strict", "--cache-dir", cache, module.name], directory),
+        _run([python, "-m", "pyright", "--pythonpath", python, module.name], directory),
     )
-    pyright = _run([python, "-m", "pyright", "--pythonpath", python, module.name], tmp_path)
-    mypy_output, _ = mypy.communicate()
-    pyright_output, _ = pyright.communicate()
+    yield started
+    for process in (started.mypy, started.pyright):
+        process.kill()  # a no-op once it has finished; not left running after a failure
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def test_mypy_names_a_missing_fail_mode(checkers: Checkers) -> None:
+    mypy_output, _ = checkers.mypy.communicate()
 
     mypy_errors = _error_lines(mypy_output, "declarations.py")
-    pyright_errors = _error_lines(pyright_output, "declarations.py")
     assert set(mypy_errors) == MYPY_LINES, mypy_output
     assert all('"FailModeRequired" not callable' in e for e in mypy_errors.values()), mypy_output
     assert "overload" not in mypy_output, mypy_output
     assert "hooks" not in mypy_output, mypy_output
+
+
+def test_pyright_names_a_missing_fail_mode(checkers: Checkers) -> None:
+    pyright_output, _ = checkers.pyright.communicate()
+
+    pyright_errors = _error_lines(pyright_output, "declarations.py")
     assert set(pyright_errors) == PYRIGHT_LINES, pyright_output
     assert all(
         'Object of type "FailModeRequired" is not callable' in e for e in pyright_errors.values()

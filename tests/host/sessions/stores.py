@@ -34,10 +34,12 @@ from stageware._host.sessions import (
 
 POSTGRES_URL_VARIABLE: Final = "STAGEWARE_TEST_POSTGRES_URL"
 
+# One reason for every test that needs the server, so that a run without one reports them
+# all on one line (tests/ci.py).
 HOW_TO_RUN_POSTGRES: Final = (
-    f"the Postgres store tests need a server: set {POSTGRES_URL_VARIABLE}="
-    "postgresql://USER@HOST/DATABASE (the tests create and drop schemas in it), or let "
-    "a throwaway server be started for them: "
+    f"the PostgreSQL tests need a server: set {POSTGRES_URL_VARIABLE}="
+    "postgresql://USER@HOST/DATABASE (the tests create and drop schemas and databases in "
+    "it), or let a throwaway server be started for them: "
     ".ci/postgres run python -m pytest tests/host/sessions"
 )
 
