@@ -43,7 +43,7 @@ from typing import Final, LiteralString, final
 from psycopg import Cursor, sql
 from psycopg.rows import TupleRow
 
-from ._approval_rows import APPROVAL_COLUMNS, Observed, Query, observe
+from ._approval_rows import ANSWERED, APPROVAL_COLUMNS, Observed, Query, observe
 from ._encoding import split_document
 from ._escalation_rows import COLUMNS, EscalationQuery
 
@@ -702,12 +702,16 @@ def approval_listing(
     then the format beside the count of every match; and their parameters."""
     conditions: list[LiteralString] = []
     params: dict[str, object] = {}
-    if listing.statuses is not None:
-        conditions.append("a.status = ANY(%(statuses)s::text[])")
-        params["statuses"] = list(listing.statuses)
     if listing.order == "answered":
-        # The partial index's condition, so that the planner may use it.
+        # Answered entries, and only they, have an answer time: the partial index's
+        # condition, so that the planner seeks in it.
         conditions.append("a.answered_at IS NOT NULL")
+    if listing.statuses is not None and listing.statuses != ANSWERED:
+        # One status is all a listing names (or all three): equality keeps the index's
+        # order, where = ANY(...) would need a sort.
+        [status] = listing.statuses
+        conditions.append("a.status = %(status)s")
+        params["status"] = status
     if listing.hook is not None:
         conditions.append("a.hook = %(hook)s")
         params["hook"] = listing.hook
