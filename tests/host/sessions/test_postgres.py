@@ -695,7 +695,11 @@ def test_a_format_3_schema_gets_the_approvals_ledger_with_its_pending_approvals(
         execute(postgres_spec, in_schema(postgres_spec, statement))
 
     stores = [open_postgres(postgres_spec) for _ in range(4)]
-    run_threads(len(stores), lambda index: stores[index].session_ids())
+
+    def open_(index: int) -> None:
+        stores[index].session_ids()
+
+    run_threads(len(stores), open_)
 
     assert formats(postgres_spec) == [(4,)]
     migrated = stores[0]
