@@ -12,10 +12,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final, final
 
+from ._approval_listing import query
+from ._approval_rows import (
+    ApprovalEntry,
+    ApprovalListing,
+    ApprovalPage,
+    ApprovalRow,
+    entry_from_row,
+    observe,
+    settle,
+)
 from ._encoding import decode_snapshot, encode_snapshot
-from ._escalation_rows import EscalationRow, from_row, to_row
+from ._escalation_rows import EscalationRow, escalation_query, from_row, to_row
 from ._escalations import (
     Escalation,
+    EscalationPage,
     EscalationStatus,
     already_escalated,
     check_claim,
@@ -64,11 +75,13 @@ class MemorySessionStore:
     in the order they were recorded.
     """
 
-    __slots__ = ("_escalations", "_lock", "_records")
+    __slots__ = ("_approvals", "_escalations", "_lock", "_records")
 
     def __init__(self) -> None:
         self._records: dict[str, _Record] = {}
         self._escalations: dict[str, EscalationRow] = {}
+        # The approvals ledger: by session, then interrupt id.
+        self._approvals: dict[str, dict[str, ApprovalRow]] = {}
         # Each save reads, checks and writes; the lock makes that one step.
         self._lock = threading.Lock()
 
@@ -104,6 +117,7 @@ class MemorySessionStore:
         check_kept(session_id, _WHERE, kept_messages=kept_messages, found_messages=None)
         encoded = encode_snapshot(snapshot, session_id, _WHERE, first_message=kept_messages)
         what = f"save session {session_id!r} in {_WHERE}"
+        observed = observe(snapshot["interrupt_state"])
         row: EscalationRow | None = None
         if escalation is not None:
             check_new(escalation, session_id, what)
@@ -126,6 +140,8 @@ class MemorySessionStore:
             del messages[kept_messages:]
             messages.extend(encoded.messages)
             lease = _lease(owner, lease_seconds, now)
+            if observed or session_id in self._approvals:
+                settle(self._approvals.setdefault(session_id, {}), session_id, observed, now)
             self._records[session_id] = _Record(
                 encoded.document, messages, expected_version + 1, lease
             )
@@ -148,6 +164,7 @@ class MemorySessionStore:
         check_session_id(session_id, _WHERE)
         with self._lock:
             self._records.pop(session_id, None)
+            self._approvals.pop(session_id, None)
             self._escalations = {
                 key: row
                 for key, row in self._escalations.items()
@@ -177,6 +194,53 @@ class MemorySessionStore:
             (e for e in found if queue in (None, e.queue) and status in (None, e.status)),
             key=lambda e: (e.created_at, e.id),
         )
+
+    def escalation_page(
+        self,
+        queue: str | None = None,
+        *,
+        status: EscalationStatus | None = None,
+        created_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> EscalationPage:
+        """One page of the escalations in *queue* with *status*, oldest first."""
+        paging = escalation_query(
+            queue, status=status, created_before=created_before, limit=limit, after=after
+        )
+        return paging.page(self.escalations(queue, status=status))
+
+    def approvals(
+        self,
+        *,
+        status: ApprovalListing = "pending",
+        hook: str | None = None,
+        middleware: str | None = None,
+        session_id: str | None = None,
+        asked_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> ApprovalPage:
+        """One page of the approvals ledger."""
+        listing = query(
+            status=status,
+            hook=hook,
+            middleware=middleware,
+            session_id=session_id,
+            asked_before=asked_before,
+            limit=limit,
+            after=after,
+        )
+        with self._lock:
+            rows = [row for rows in self._approvals.values() for row in rows.values()]
+        return listing.page(entry_from_row(row, _WHERE) for row in rows)
+
+    def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
+        """The ledger's entry for one approval, or ``None``."""
+        check_session_id(session_id, _WHERE)
+        with self._lock:
+            row = self._approvals.get(session_id, {}).get(interrupt_id)
+        return None if row is None else entry_from_row(row, _WHERE)
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
         """Mark an open escalation as taken by *by*."""
