@@ -54,9 +54,9 @@ class ConsoleRequest:
 
     method: str
     path: str
-    headers: Mapping[str, str] = field(default=_EMPTY)
+    headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     client_host: str | None = None
-    cookies: Mapping[str, str] = field(default=_EMPTY)
+    cookies: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
 ConsoleAuthenticator: TypeAlias = Callable[[ConsoleRequest], Approver]
