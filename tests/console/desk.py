@@ -98,7 +98,9 @@ class _Forms(HTMLParser):
             self._inside = given.get("id") == self._id
             self.found = self.found or self._inside
         elif self._inside and tag == "input" and "name" in given:
-            self.fields[given["name"]] = given.get("value", "")
+            # As a browser sends them: an unchecked box not at all.
+            if given.get("type") != "checkbox" or "checked" in given:
+                self.fields[given["name"]] = given.get("value", "")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "form":
