@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from stageware import SQLiteSessionStore
@@ -62,7 +62,9 @@ def store_file(tmp_path: Path) -> Path:
             "--trusted-proxy goes with --auth proxy",
             id="proxy option with local",
         ),
-        pytest.param(["--auth", "ldap"], "neither local, proxy nor package.module:callable", id="mode"),
+        pytest.param(
+            ["--auth", "ldap"], "neither local, proxy nor package.module:callable", id="mode"
+        ),
         pytest.param(
             ["--auth", "no_such_module_here:check"],
             "--auth no_such_module_here:check: cannot import no_such_module_here: "

@@ -14,7 +14,9 @@ from tests.host.sessions.stores import make_snapshot
 from .desk import Browser, form_fields
 
 
-def escalate(store: SessionStore, session_id: str, queue: str = "refunds", **changes: Any) -> Escalation:
+def escalate(
+    store: SessionStore, session_id: str, queue: str = "refunds", **changes: Any
+) -> Escalation:
     escalation = Escalation.new(
         session_id,
         queue=queue,
@@ -122,9 +124,7 @@ def test_only_the_resolvers_may_claim_or_resolve(store: SessionStore) -> None:
     outsider.get("/escalations")
     token = CsrfTokens(SECRET).token("mallory", outsider.client.cookies[COOKIE])
     for path in ["/escalations/claim", "/escalations/resolve"]:
-        response = outsider.post(
-            path, {**fields, "csrf_token": token, "resolution": "mine now"}
-        )
+        response = outsider.post(path, {**fields, "csrf_token": token, "resolution": "mine now"})
         assert response.status_code == 403
         assert "mallory may not claim or resolve escalations" in response.text
     found = store.open_escalation("s1")

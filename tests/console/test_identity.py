@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import unescape
+from typing import cast
 
 import pytest
 
@@ -20,9 +21,7 @@ PROXY = ProxyHeaderAuthenticator(trusted_proxies=["10.0.0.5", "192.168.7.0/24"])
 
 
 def request(client_host: str | None, **headers: str) -> ConsoleRequest:
-    return ConsoleRequest(
-        method="GET", path="/approvals", headers=headers, client_host=client_host
-    )
+    return ConsoleRequest(method="GET", path="/approvals", headers=headers, client_host=client_host)
 
 
 def test_the_proxy_is_believed_only_from_a_trusted_address() -> None:
@@ -43,7 +42,7 @@ def test_the_proxy_is_believed_only_from_a_trusted_address() -> None:
 def test_a_proxy_authenticator_needs_valid_trusted_addresses() -> None:
     with pytest.raises(ValueError, match="at least one trusted proxy"):
         ProxyHeaderAuthenticator(trusted_proxies=[])
-    with pytest.raises(ValueError, match="'proxy.local' is not an IP address or network"):
+    with pytest.raises(ValueError, match=r"'proxy\.local' is not an IP address or network"):
         ProxyHeaderAuthenticator(trusted_proxies=["proxy.local"])
 
 
@@ -57,7 +56,10 @@ def test_headers_from_an_untrusted_address_get_401_and_no_data(store: SessionSto
         assert response.status_code == 401
         assert "not a trusted proxy" in response.text
         assert "s1" not in response.text
-    assert outsider.post("/approvals/answer", {"decision": "approve"}, headers=headers).status_code == 401
+    assert (
+        outsider.post("/approvals/answer", {"decision": "approve"}, headers=headers).status_code
+        == 401
+    )
 
     proxied = Browser(store, authenticator=PROXY, client=("10.0.0.5", 4000))
     page = proxied.get(f"/approvals/s1/{interrupt_id.replace('#', '%23')}", headers=headers)
@@ -93,7 +95,11 @@ def test_a_deployments_own_authenticator_decides(store: SessionStore) -> None:
 def test_an_authenticator_that_returns_no_approver_is_a_500_not_a_login(
     store: SessionStore,
 ) -> None:
-    browser = Browser(store, authenticator=lambda _request: "admin")  # type: ignore[arg-type,return-value]
+    def broken(_request: ConsoleRequest) -> Approver:
+        # An untyped authenticator could return anything.
+        return cast(Approver, "admin")
+
+    browser = Browser(store, authenticator=broken)
     response = browser.get("/approvals")
     assert response.status_code == 500
     assert "authenticator is broken" in response.text
