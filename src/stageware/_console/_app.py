@@ -244,7 +244,7 @@ class _Pages:
         view = ConsoleRequest(
             method=request.method,
             path=request.url.path,
-            headers={name: request.headers[name] for name in request.headers},
+            headers={name: ", ".join(request.headers.getlist(name)) for name in request.headers},
             client_host=None if request.client is None else request.client.host,
             cookies=dict(request.cookies),
         )
