@@ -40,6 +40,13 @@ def total(html: str) -> int:
     return int(match.group(1))
 
 
+def answer_form(browser: Browser, session_id: str, interrupt_id: str) -> dict[str, str]:
+    """The fields of the approval's answer form, as the page gives them."""
+    fields = form_fields(browser.get(detail(session_id, interrupt_id)).text, "answer")
+    assert fields is not None
+    return fields
+
+
 def stored_record(store: SessionStore, session_id: str, interrupt_id: str) -> object:
     stored = store.load(session_id)
     assert stored is not None
@@ -241,8 +248,7 @@ def test_a_post_without_the_forms_token_or_from_another_site_is_refused(
 def test_a_valid_token_without_its_cookie_is_refused(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(store, "s1")
     browser = Browser(store)
-    fields = form_fields(browser.get(detail("s1", interrupt_id)).text, "answer")
-    assert fields is not None
+    fields = answer_form(browser, "s1", interrupt_id)
     browser.client.cookies.clear()
 
     response = browser.post("/approvals/answer", {**fields, "decision": "approve"})
@@ -261,10 +267,8 @@ def test_a_get_on_a_form_address_is_405(store: SessionStore, path: str) -> None:
 
 def test_a_second_answer_is_refused_and_the_first_stands(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(store, "s1")
-    page = detail("s1", interrupt_id)
     first = Browser(store, "fiona")
-    fields = form_fields(first.get(page).text, "answer")
-    assert fields is not None
+    fields = answer_form(first, "s1", interrupt_id)
     assert first.post("/approvals/answer", {**fields, "decision": "approve"}).status_code == 303
     before = version(store, "s1")
 
@@ -285,8 +289,7 @@ def test_a_second_answer_is_refused_and_the_first_stands(store: SessionStore) ->
 def test_an_answer_for_another_fingerprint_is_refused(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(store, "s1")
     browser = Browser(store)
-    fields = form_fields(browser.get(detail("s1", interrupt_id)).text, "answer")
-    assert fields is not None
+    fields = answer_form(browser, "s1", interrupt_id)
     stale = interrupt_id[:-16] + "0123456789abcdef"
     before = version(store, "s1")
 
@@ -303,8 +306,7 @@ def test_an_answer_for_another_fingerprint_is_refused(store: SessionStore) -> No
 def test_an_answer_to_a_session_a_worker_runs_is_refused(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(store, "s1")
     browser = Browser(store)
-    fields = form_fields(browser.get(detail("s1", interrupt_id)).text, "answer")
-    assert fields is not None
+    fields = answer_form(browser, "s1", interrupt_id)
     stored = store.load("s1")
     assert stored is not None
     store.save(
