@@ -12,6 +12,9 @@ from html import unescape
 from urllib.parse import quote
 
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
 
 from stageware import SessionStore
 from stageware._console._csrf import COOKIE, CsrfTokens
@@ -381,3 +384,26 @@ def test_answered_approvals_list_newest_first_in_the_audit(store: SessionStore) 
     assert sorted(found) == ["s1", "s2"]
     assert '<td class="verdict">approved</td>' in audit
     assert '<td class="verdict">denied</td>' in audit
+
+
+def test_mounted_in_another_app_its_links_and_forms_follow_the_mount(store: SessionStore) -> None:
+    interrupt_id = Desk().suspend(store, "s1")
+    console = create_app(store, authenticator=LocalAuthenticator("fiona", roles=["finance"]))
+    outer = Starlette(routes=[Mount("/ops/console", app=console)])
+    browser = TestClient(outer, client=("127.0.0.1", 50000), follow_redirects=False)
+
+    assert browser.get("/ops/console/").headers["location"] == "/ops/console/approvals"
+    listing = browser.get("/ops/console/approvals").text
+    page = f"/ops/console{detail('s1', interrupt_id)}"
+    assert f'href="{page}"' in listing
+    html = browser.get(page).text
+    assert '<form id="answer" method="post" action="/ops/console/approvals/answer">' in html
+    assert 'href="/ops/console/static/console.css"' in html
+    fields = form_fields(html, "answer")
+    assert fields is not None
+
+    answered = browser.post("/ops/console/approvals/answer", data={**fields, "decision": "deny"})
+
+    assert answered.status_code == 303
+    assert answered.headers["location"] == f"{page}?outcome=denied"
+    assert browser.get("/ops/console/static/console.css").status_code == 200
