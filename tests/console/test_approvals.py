@@ -16,11 +16,12 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from stageware import SessionStore
+from stageware import Agent, ScriptedModel, SessionStore
 from stageware._console._csrf import COOKIE, CsrfTokens
 from stageware._host._interrupt_state import InterruptState
 from stageware._policy._approval import read_record
 from stageware.console import LocalAuthenticator, create_app
+from stageware.policy import InputEvent, PolicyEngine, PolicyEnv, Suspend, middleware
 
 from .desk import SECRET, Browser, Desk, form_fields
 
@@ -407,3 +408,32 @@ def test_mounted_in_another_app_its_links_and_forms_follow_the_mount(store: Sess
     assert answered.status_code == 303
     assert answered.headers["location"] == f"{page}?outcome=denied"
     assert browser.get("/ops/console/static/console.css").status_code == 200
+
+
+@middleware(hooks=["input.received"], fail_mode="closed", timeout="2s")
+async def wire_guard(event: InputEvent, env: PolicyEnv) -> Suspend | None:
+    """Prompts that ask for a wire transfer wait for finance."""
+    texts = [block.get("text", "") for message in event.messages for block in message["content"]]
+    if any("wire" in text for text in texts):
+        return Suspend("a wire transfer needs finance", approvers=["role:finance"])
+    return None
+
+
+def test_an_input_approval_shows_the_input_that_waits(store: SessionStore) -> None:
+    agent = Agent(
+        ScriptedModel(["done"]),
+        policy=PolicyEngine([wire_guard]),
+        session_store=store,
+        session_id="s1",
+    )
+    result = agent("please wire 5,000 to <acct 42>")
+    assert result.stop_reason == "interrupt"
+    [interrupt] = result.interrupts
+
+    html = Browser(store).get(detail("s1", interrupt.id)).text
+
+    assert 'id="tool"' not in html
+    assert "The input the user sent" in html
+    request = html.split('<ol id="request">', 1)[1].split("</ol>", 1)[0]
+    assert '<div class="text">please wire 5,000 to &lt;acct 42&gt;</div>' in request
+    assert form_fields(html, "answer") is not None
