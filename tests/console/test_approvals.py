@@ -8,6 +8,7 @@ posts them).
 from __future__ import annotations
 
 import re
+import time
 from html import unescape
 from urllib.parse import quote
 
@@ -437,3 +438,31 @@ def test_an_input_approval_shows_the_input_that_waits(store: SessionStore) -> No
     request = html.split('<ol id="request">', 1)[1].split("</ol>", 1)[0]
     assert '<div class="text">please wire 5,000 to &lt;acct 42&gt;</div>' in request
     assert form_fields(html, "answer") is not None
+
+
+@middleware(hooks=["input.received"], fail_mode="closed", timeout="2s")
+async def hasty_guard(event: InputEvent, env: PolicyEnv) -> Suspend:
+    """Every input waits for an answer, for half a second."""
+    return Suspend("answer quickly", timeout=0.5)
+
+
+def test_an_answer_after_the_deadline_is_refused(store: SessionStore) -> None:
+    agent = Agent(
+        ScriptedModel(["done"]),
+        policy=PolicyEngine([hasty_guard]),
+        session_store=store,
+        session_id="s1",
+    )
+    [interrupt] = agent("hello").interrupts
+    browser = Browser(store)
+    fields = answer_form(browser, "s1", interrupt.id)
+    assert '<dd id="deadline">' in browser.get(detail("s1", interrupt.id)).text
+    time.sleep(0.6)
+    before = version(store, "s1")
+
+    response = browser.post("/approvals/answer", {**fields, "decision": "approve"})
+
+    assert response.status_code == 409
+    assert "could be answered until" in response.text
+    assert version(store, "s1") == before
+    assert stored_record(store, "s1", interrupt.id) is None
