@@ -100,6 +100,9 @@ def test_the_listing_shows_the_pending_approvals_filtered_and_paged(store: Sessi
     bad = browser.get("/approvals?older_than=soon")
     assert bad.status_code == 400
     assert "older_than must be a whole number of minutes" in bad.text
+    forged = browser.get("/approvals?after=not-a-cursor")
+    assert forged.status_code == 400
+    assert "The store refused the listing" in forged.text
 
 
 def test_an_approval_shows_what_runs_the_conversation_and_who_may_answer(
