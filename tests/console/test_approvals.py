@@ -469,3 +469,21 @@ def test_an_answer_after_the_deadline_is_refused(store: SessionStore) -> None:
     assert "could be answered until" in response.text
     assert version(store, "s1") == before
     assert stored_record(store, "s1", interrupt.id) is None
+
+
+def test_ids_with_slashes_spaces_and_hashes_reach_their_approval(store: SessionStore) -> None:
+    session_id = "team/a b#1?x=%2F"
+    interrupt_id = Desk().suspend(store, session_id)
+    browser = Browser(store)
+    listing = browser.get("/approvals").text
+    link = re.search(r'<a href="(/approvals/[^"]+)">', listing)
+    assert link is not None
+    assert link.group(1) == detail(session_id, interrupt_id)
+
+    response = browser.submit(link.group(1), "answer", {"decision": "approve"})
+
+    assert response.status_code == 303
+    assert browser.get(response.headers["location"]).status_code == 200
+    record = read_record(stored_record(store, session_id, interrupt_id))
+    assert record is not None
+    assert record.approved
