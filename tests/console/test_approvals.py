@@ -487,3 +487,20 @@ def test_ids_with_slashes_spaces_and_hashes_reach_their_approval(store: SessionS
     record = read_record(stored_record(store, session_id, interrupt_id))
     assert record is not None
     assert record.approved
+
+
+def test_a_post_with_files_or_too_many_fields_is_refused_before_it_is_read(
+    store: SessionStore,
+) -> None:
+    interrupt_id = Desk().suspend(store, "s1")
+    browser = Browser(store)
+    fields = {**answer_form(browser, "s1", interrupt_id), "decision": "approve"}
+    before = version(store, "s1")
+
+    padded = browser.post("/approvals/answer", {**fields, **{f"pad{n}": "x" for n in range(40)}})
+    with_file = browser.client.post(
+        "/approvals/answer", data=fields, files={"upload": ("a.txt", b"x")}
+    )
+
+    assert (padded.status_code, with_file.status_code) == (400, 400)
+    assert version(store, "s1") == before
