@@ -100,6 +100,8 @@ def test_the_listing_shows_the_pending_approvals_filtered_and_paged(store: Sessi
     bad = browser.get("/approvals?older_than=soon")
     assert bad.status_code == 400
     assert "older_than must be a whole number of minutes" in bad.text
+    for minutes in ["-1", "99999999999999"]:
+        assert browser.get(f"/approvals?older_than={minutes}").status_code == 400
     forged = browser.get("/approvals?after=not-a-cursor")
     assert forged.status_code == 400
     assert "The store refused the listing" in forged.text

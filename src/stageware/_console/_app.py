@@ -58,6 +58,8 @@ _HERE: Final = Path(__file__).parent
 _MIN_SECRET_BYTES: Final = 32
 _MAX_PAGE: Final = 500
 _MAX_FIELDS: Final = 16
+# Ten years: an age filter any older would overflow a datetime, and means "all" anyway.
+_MAX_MINUTES: Final = 10 * 366 * 24 * 60
 
 _HEADERS: Final = (
     (
@@ -582,8 +584,8 @@ def _minutes(text: str | None) -> int | None:
         minutes = int(text)
     except ValueError:
         raise _Refusal(400, f"older_than must be a whole number of minutes, got {text!r}") from None
-    if minutes < 0:
-        raise _Refusal(400, f"older_than must not be negative, got {minutes}")
+    if not 0 <= minutes <= _MAX_MINUTES:
+        raise _Refusal(400, f"older_than must be 0 to {_MAX_MINUTES} minutes, got {minutes}")
     return minutes
 
 
