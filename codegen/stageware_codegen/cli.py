@@ -5,10 +5,11 @@ arguments, so a new subcommand is one function and one entry.
 
 It lives in the generator's package, outside the ``stageware`` package, on purpose: the
 command that regenerates ``stageware._generated`` must work when that package is broken,
-so it must not depend on importing it. Only ``demo`` and ``policy`` import the agent (and
-with it the generated code), when they run; ``--version`` reads ``stageware.__version__``,
-which loads nothing else. The generator itself is imported on first use too: it needs the
-``codegen`` extra, and ``stageware demo`` must run with the runtime's dependencies alone.
+so it must not depend on importing it. Only ``demo``, ``policy`` and ``console`` import
+the agent (and with it the generated code), when they run; ``--version`` reads
+``stageware.__version__``, which loads nothing else. The generator itself is imported on
+first use too: it needs the ``codegen`` extra, and ``stageware demo`` must run with the
+runtime's dependencies alone.
 Importing this module loads none of the extra's packages.
 """
 
@@ -269,6 +270,20 @@ def _policy_arguments(parser: argparse.ArgumentParser) -> None:
         action.set_defaults(policy_run=module.run)
 
 
+def _console_arguments(parser: argparse.ArgumentParser) -> None:
+    # Declaring its arguments imports nothing but argparse.
+    from stageware._cli import _console
+
+    _console.configure(parser)
+
+
+def _run_console(args: argparse.Namespace) -> int:
+    # The console imports Starlette and the session stores when it runs.
+    from stageware._cli import _console
+
+    return _console.run(args, sys.stdout, sys.stderr)
+
+
 def _run_policy(args: argparse.Namespace) -> int:
     # Each action imports the policy layer or the session stores (and the generated code)
     # when it runs, which `generate` must not.
@@ -307,6 +322,12 @@ _COMMANDS: tuple[_Command, ...] = (
         "`policy escalations` and `policy approvals` work a session store's queues",
         _policy_arguments,
         _run_policy,
+    ),
+    _Command(
+        "console",
+        "serve the approvals and escalations web console for a session store",
+        _console_arguments,
+        _run_console,
     ),
 )
 

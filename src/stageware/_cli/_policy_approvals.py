@@ -3,14 +3,15 @@
 A policy middleware that returns ``Suspend`` stops the run on an interrupt whose id starts
 with ``v2:policy:``; the session keeps it, unanswered, in its interrupt state, and the
 store's approvals ledger lists it. Listing reads the ledger (no session is loaded) and
-shows each step as the fingerprint binds it;
-answering records the verified answer (approved or not, the operator as ``_operator``
-identifies them, a comment) through ``InterruptState.resume`` and the policy layer's
-``ApprovalCheck``, the same rule a resume in a prompt goes through (an answer is final,
-bound to its step, and given by someone the ``Suspend`` allowed), then one conditional
-save: a session a worker is running (a live lease) or that changed in between is refused,
-and nothing is written. The application then continues the run with ``agent()`` and no
-prompt, as after any resume whose answers are all in. Exit status 0, or 2 with one line on stderr.
+shows each step as the fingerprint binds it. Answering loads only the sessions the ledger
+says hold the step, and records the verified answer (approved or not, the operator as
+``_operator`` identifies them, a comment) through the policy layer's ``_answering``, the
+path the web console takes too: ``InterruptState.resume`` and the ``ApprovalCheck``, the
+same rule a resume in a prompt goes through (an answer is final, bound to its step, and
+given by someone the ``Suspend`` allowed), then one conditional save: a session a worker
+is running (a live lease) or that changed in between is refused, and nothing is written.
+The application then continues the run with ``agent()`` and no prompt, as after any
+resume whose answers are all in. Exit status 0, or 2 with one line on stderr.
 Importing this module loads nothing of the host or the policy layer: the command line
 builds its parser from :func:`configure` on every run.
 """
@@ -22,7 +23,7 @@ import json
 import os
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TextIO, cast, final
+from typing import TYPE_CHECKING, Final, TextIO, cast, final
 
 from ._errors import CommandError, reported
 from ._operator import identity_arguments, operator, refuse_by
@@ -172,6 +173,21 @@ def _pending(
             return found
 
 
+def _asked_in(store: SessionStore, hook: str, middleware: str, key: str) -> list[str]:
+    """The sessions whose ledger holds the step *key* (any fingerprint, any status): the
+    only ones an answer to it may be for, found without loading a session."""
+    found: set[str] = set()
+    after: str | None = None
+    while True:
+        page = store.approvals(
+            status=None, hook=hook, middleware=middleware, limit=_PAGE, after=after
+        )
+        found.update(e.session_id for e in page.entries if _key(e.interrupt_id) == key)
+        after = page.next_cursor
+        if after is None:
+            return sorted(found)
+
+
 def _answer(
     store: SessionStore,
     args: argparse.Namespace,
@@ -205,7 +221,11 @@ def _answer(
             f"{INTERRUPT_PREFIX}<hook>:<middleware>:<step>#<fingerprint>); answer it through "
             "the application that asked"
         )
-    candidates = store.session_ids() if session_id is None else [session_id]
+    candidates = (
+        _asked_in(store, parsed.hook, parsed.middleware, parsed.key)
+        if session_id is None
+        else [session_id]
+    )
     # The sessions that hold this id, or (stale) the same step under another: the answer
     # goes through the same check there, which says which.
     waiting = sorted(
@@ -230,8 +250,21 @@ def _answer(
             "name one with --session"
         )
     [target] = waiting
-    answer = {"approved": approved, "comment": comment}
-    recorded, left = _record(store, target, interrupt_id, answer, approver)
+    from stageware._policy._answering import AnswerError, record_answer
+
+    try:
+        done_now = record_answer(
+            store,
+            target,
+            interrupt_id,
+            approved=approved,
+            comment=comment,
+            approver=approver,
+            owner=f"{_COMMAND}:{socket.gethostname()}:{os.getpid()}",
+        )
+    except AnswerError as error:
+        raise CommandError(str(error)) from None
+    recorded, left = done_now.recorded, done_now.waiting
     verb = "approved" if approved else "denied"
     who = f"{cell(approver.id)!r} ({approver.via})"
     if not recorded:
@@ -296,61 +329,6 @@ def _key(interrupt_id: str) -> str | None:
     return None if parsed is None else parsed.key
 
 
-def _record(
-    store: SessionStore,
-    session_id: str,
-    interrupt_id: str,
-    answer: dict[str, Any],
-    approver: Approver,
-) -> tuple[bool, int]:
-    """Check and store *answer* in one conditional save; whether it was recorded (the same
-    answer again is not), and how many approvals still wait."""
-    from stageware._host.sessions import SessionConflictError, SessionLeasedError
-    from stageware._policy._approval import ApprovalCheck
-
-    stored = store.load(session_id)
-    if stored is None:
-        raise CommandError(f"session {cell(session_id)!r} was deleted; nothing was written")
-    state = _state(stored, session_id)
-    check = ApprovalCheck(lambda _interrupt, _answer: approver)
-    try:
-        recorded = state.resume([(interrupt_id, answer)], [check])
-    except (RuntimeError, KeyError, ValueError) as error:
-        raise CommandError(
-            f"cannot answer {cell(interrupt_id)!r} in session {cell(session_id)!r}: {error}"
-        ) from None
-    if not recorded:
-        return False, len(state.pending())
-    snapshot = stored.snapshot
-    snapshot["interrupt_state"] = state.to_dict()
-    # The answer changes no message: keep them all and send none.
-    kept = len(snapshot["messages"])
-    snapshot["messages"] = []
-    # No lease: the answer is one write, and a run picks the session up afterwards.
-    owner = f"stageware policy approvals:{socket.gethostname()}:{os.getpid()}"
-    try:
-        store.save(
-            session_id,
-            snapshot,
-            expected_version=stored.version,
-            owner=owner,
-            lease_seconds=None,
-            kept_messages=kept,
-        )
-    except SessionLeasedError as error:
-        raise CommandError(
-            f"session {cell(session_id)!r} is in use by worker {cell(error.lease.owner)!r} "
-            f"until {error.lease.expires_at.isoformat(timespec='seconds')}; nothing was "
-            "written. Answer once its run has stopped"
-        ) from None
-    except SessionConflictError:
-        raise CommandError(
-            f"session {cell(session_id)!r} changed while the answer was being recorded; "
-            "nothing was written. Run the command again"
-        ) from None
-    return True, len(state.pending())
-
-
 def _suspended(
     store: SessionStore, session_id: str, err: TextIO, *, answered: bool = False
 ) -> list[_Suspended]:
@@ -377,14 +355,12 @@ def _suspended(
 
 
 def _state(stored: StoredSession, session_id: str) -> InterruptState:
-    from stageware._host._interrupt_state import InterruptState, InterruptStateError
+    from stageware._policy._answering import AnswerError, interrupt_state_of
 
     try:
-        return InterruptState.from_dict(stored.snapshot["interrupt_state"])
-    except InterruptStateError as error:
-        raise CommandError(
-            f"session {cell(session_id)!r} has interrupt state this stageware cannot read: {error}"
-        ) from None
+        return interrupt_state_of(stored, session_id)
+    except AnswerError as error:
+        raise CommandError(str(error)) from None
 
 
 def _reason(reason: object) -> str:
