@@ -1,0 +1,61 @@
+"""Debian's Chromium, headless, driven by Selenium through Debian's ``chromedriver``.
+
+Both binaries are the system's (``apt-get install chromium chromium-driver``; ``.ci/run``
+installs them): their paths are given to Selenium, so that Selenium Manager never looks
+for, or downloads, a browser or a driver. Without them the tests skip, and fail when
+``CI`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Final
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+from tests.ci import skip_or_fail
+
+WINDOW: Final = (1280, 860)
+"""The window's size, fixed so that the screenshots come out the same size every time."""
+
+HOW_TO_INSTALL: Final = (
+    "the console's browser tests need Debian's Chromium and its driver on the PATH "
+    "(chromium, chromedriver): apt-get install chromium chromium-driver"
+)
+
+
+def _binary(*names: str) -> str | None:
+    return next((found for name in names if (found := shutil.which(name))), None)
+
+
+def chromium() -> webdriver.Chrome:
+    """A new headless Chromium, of the window size ``WINDOW``; skip (or fail in CI)
+    without the binaries."""
+    browser = _binary("chromium", "chromium-browser")
+    driver = _binary("chromedriver")
+    if browser is None or driver is None:
+        skip_or_fail(HOW_TO_INSTALL)
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for argument in (
+        "--headless=new",
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        # Containers give /dev/shm 64 MB, which Chromium's renderers outgrow.
+        "--disable-dev-shm-usage",
+        # No calls home: the tests run without network.
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        # Fixed fonts' rendering for the screenshots.
+        "--force-device-scale-factor=1",
+        "--hide-scrollbars",
+    ):
+        options.add_argument(argument)
+    if os.geteuid() == 0:
+        # Chromium refuses to start its sandbox as root (CI's containers run as root).
+        options.add_argument("--no-sandbox")
+    started = webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    started.set_page_load_timeout(30)
+    return started

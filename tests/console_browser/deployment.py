@@ -1,0 +1,243 @@
+"""A small deployment, as real processes: a worker whose refunds wait for finance's
+approval, and consoles answering them, each as the user it is started for.
+
+``Deployment`` starts the worker (``worker.py``) on SQLite files in a folder of its own,
+and ``console(user, roles)`` starts ``stageware console`` on the same store and DBOS
+database, in local mode as that user, on a free loopback port. Readiness is awaited, not
+slept for: the worker's ``ready`` line, the console's first HTTP answer. Closing the
+deployment ends every process it started and waits for each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from stageware.dbos import DurableResult
+from tests.dbos.pending import pending_approval
+from tests.host.sessions.stores import StoreSpec
+
+from .worker import WorkerConfig
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+STAGEWARE: Final = str(Path(sys.executable).parent / "stageware")
+BOUND: Final = 60.0
+"""How long anything is waited for: far past what it takes."""
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _end(process: subprocess.Popen[str]) -> None:
+    """Stop *process* (SIGTERM, then SIGKILL if it lingers) and reap it."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(BOUND)
+
+
+@dataclass
+class Console:
+    """A running ``stageware console`` process and the user it serves."""
+
+    user: str
+    roles: tuple[str, ...]
+    url: str
+    process: subprocess.Popen[str]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
+
+
+@dataclass
+class Deployment:
+    """The worker and the consoles of one folder's store and DBOS database."""
+
+    folder: Path
+    config: WorkerConfig
+    worker: subprocess.Popen[str]
+    worker_log: Path
+    consoles: list[Console] = field(default_factory=list[Console])
+    _results: dict[str, DurableResult] = field(default_factory=dict[str, DurableResult])
+    _arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    @classmethod
+    @contextlib.contextmanager
+    def started(cls, folder: Path) -> Generator[Deployment]:
+        """The worker started on *folder*'s files, and ready; everything ended after."""
+        config = WorkerConfig(
+            dbos_url=f"sqlite:///{folder / 'dbos.db'}",
+            store_path=str(folder / "sessions.db"),
+            tool_log=str(folder / "tools.log"),
+        )
+        log = folder / "worker.log"
+        with log.open("w", encoding="utf-8") as errors:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "tests.console_browser.worker", config.to_json()],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+            )
+        deployment = cls(folder, config, worker, log)
+        try:
+            deployment._await_ready()
+            threading.Thread(target=deployment._read_results, daemon=True).start()
+            yield deployment
+        finally:
+            deployment.close()
+
+    # -- the worker ------------------------------------------------------------------
+
+    def _worker_output(self) -> str:
+        return self.worker_log.read_text(encoding="utf-8", errors="replace")[-4000:]
+
+    def _await_ready(self) -> None:
+        assert self.worker.stdout is not None
+        line = self.worker.stdout.readline()  # DBOS launched, or the process ended
+        assert line, f"the worker ended before it was ready:\n{self._worker_output()}"
+        assert json.loads(line) == {"ready": True}, line
+
+    def _read_results(self) -> None:
+        assert self.worker.stdout is not None
+        for line in self.worker.stdout:
+            result = DurableResult.from_dict(json.loads(line))
+            with self._arrived:
+                self._results[result.session_id] = result
+                self._arrived.notify_all()
+
+    @property
+    def store(self) -> StoreSpec:
+        return StoreSpec("sqlite", self.config.store_path)
+
+    def request_refund(self, session_id: str) -> str:
+        """Start *session_id*'s refund request; the id of the approval it then waits on."""
+        assert self.worker.stdin is not None
+        self.worker.stdin.write(f"{session_id}\n")
+        self.worker.stdin.flush()
+        return pending_approval(self.store, session_id, timeout=BOUND)
+
+    def result(self, session_id: str, timeout: float = BOUND) -> DurableResult:
+        """How *session_id*'s request ended, once the worker printed it."""
+        with self._arrived:
+            found = self._arrived.wait_for(lambda: session_id in self._results, timeout)
+            assert found, (
+                f"the request of {session_id!r} did not end within {timeout} s:\n"
+                f"{self._worker_output()}"
+            )
+            return self._results[session_id]
+
+    def finished(self, session_id: str) -> bool:
+        """Whether *session_id*'s request has ended (now, without waiting)."""
+        with self._arrived:
+            return session_id in self._results
+
+    def refunds(self) -> list[str]:
+        """The refunds the tool ran: ``<order> <amount>``, one a run."""
+        log = Path(self.config.tool_log)
+        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+    # -- consoles --------------------------------------------------------------------
+
+    def console(self, user: str, roles: tuple[str, ...] = ()) -> Console:
+        """``stageware console`` on this store, in local mode as *user*, once it answers."""
+        port = free_port()
+        log = self.folder / f"console-{user}.log"
+        command = [
+            STAGEWARE,
+            "console",
+            "--store",
+            f"sqlite:///{self.config.store_path}",
+            "--dbos",
+            self.config.dbos_url,
+            "--auth",
+            "local",
+            "--user",
+            user,
+            *(["--roles", ",".join(roles)] if roles else []),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
+        with log.open("w", encoding="utf-8") as output:
+            process = subprocess.Popen(
+                command,
+                cwd=self.folder,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=_without_authenticator(),
+            )
+        console = Console(user, roles, f"http://127.0.0.1:{port}", process, log)
+        self.consoles.append(console)
+        _await_http(console)
+        return console
+
+    def close(self) -> None:
+        """End every console, then the worker (its input closed: it shuts DBOS down)."""
+        for console in self.consoles:
+            _end(console.process)
+        if self.worker.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                assert self.worker.stdin is not None
+                self.worker.stdin.close()
+            try:
+                self.worker.wait(30)
+            except subprocess.TimeoutExpired:
+                _end(self.worker)
+        if self.worker.stdout is not None:
+            self.worker.stdout.close()
+
+
+def _without_authenticator() -> dict[str, str]:
+    # The console's identity is its --auth mode's, whatever the tester's shell exports.
+    return {k: v for k, v in os.environ.items() if not k.startswith("STAGEWARE_APPROVAL_")}
+
+
+def _await_http(console: Console) -> None:
+    """Poll the console until it answers over HTTP; fail with its output if it ends first."""
+    deadline = time.monotonic() + BOUND
+    while True:
+        if console.process.poll() is not None:
+            raise AssertionError(
+                f"the console for {console.user} exited ({console.process.returncode}) "
+                f"before it answered:\n{console.output()}"
+            )
+        try:
+            with urllib.request.urlopen(f"{console.url}/approvals", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"the console for {console.user} did not answer within {BOUND} s:\n"
+                f"{console.output()}"
+            )
+        time.sleep(0.1)
+
