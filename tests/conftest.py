@@ -71,7 +71,8 @@ _GROUPS: dict[str, str] = {
 
 # Groups handed out first, longest first: mypy and pyright over a dozen copies of the
 # package, then the LiteLLM proxy and the tests that run the checkers or start worker
-# processes (and browsers) again and again. Started late, any of them would leave the other workers idle.
+# processes (and browsers) again and again. Started late, any of them would leave the
+# other workers idle.
 _FIRST: tuple[str, ...] = (
     "tests/typing/test_cases_bite.py",
     "tests/dbos/test_kill_anywhere.py",

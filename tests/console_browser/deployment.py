@@ -240,4 +240,3 @@ def _await_http(console: Console) -> None:
                 f"{console.output()}"
             )
         time.sleep(0.1)
-

@@ -44,9 +44,7 @@ def audit_row(browser: webdriver.Chrome, console: Console, session_id: str) -> s
     """The text of the audit page's row of *session_id*'s approval."""
     browser.get(f"{console.url}/audit")
     rows = [
-        row.text
-        for row in browser.find_elements(By.CSS_SELECTOR, "tr")
-        if session_id in row.text
+        row.text for row in browser.find_elements(By.CSS_SELECTOR, "tr") if session_id in row.text
     ]
     assert len(rows) == 1, browser.find_element(By.TAG_NAME, "body").text
     return rows[0]
@@ -54,13 +52,13 @@ def audit_row(browser: webdriver.Chrome, console: Console, session_id: str) -> s
 
 def loaded(browser: webdriver.Chrome) -> bool:
     """Whether the document the browser shows has loaded."""
-    state: str = browser.execute_script("return document.readyState")  # type: ignore[no-untyped-call]
+    state: str = browser.execute_script("return document.readyState")
     return state == "complete"
 
 
 def status(browser: webdriver.Chrome) -> int:
     """The HTTP status of the document the browser shows (the Navigation Timing entry's)."""
-    found: int = browser.execute_script(  # type: ignore[no-untyped-call]
+    found: int = browser.execute_script(
         "return performance.getEntriesByType('navigation')[0].responseStatus"
     )
     return found
@@ -90,9 +88,12 @@ def test_an_approval_given_in_the_page_releases_the_run_waiting_in_the_worker(
     assert REASON in text
     assert "role:finance" in text
     assert "dana" in text
-    assert browser.find_element(By.CSS_SELECTOR, "#answer input[name=interrupt_id]").get_attribute(
-        "value"
-    ) == approval
+    assert (
+        browser.find_element(By.CSS_SELECTOR, "#answer input[name=interrupt_id]").get_attribute(
+            "value"
+        )
+        == approval
+    )
     browser.find_element(By.CSS_SELECTOR, "#answer textarea[name=comment]").send_keys(
         "the courier confirmed the damage"
     )
@@ -223,7 +224,7 @@ def test_a_post_without_the_forms_token_is_refused(
 
     # A script on the console's own origin (as an injected one would be) posts the answer
     # without the form: the request is same-origin, but it has no token.
-    answered = browser.execute_async_script(  # type: ignore[no-untyped-call]
+    answered = browser.execute_async_script(
         _POST_WITHOUT_TOKEN,
         {"session_id": session_id, "interrupt_id": approval, "decision": "approve"},
     )

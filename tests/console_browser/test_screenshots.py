@@ -15,7 +15,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def size(png: Path) -> tuple[int, int]:
     """A PNG's width and height, from its header."""
     data = png.read_bytes()
-    assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR", f"{png} is not a PNG"
+    assert data[:8] == PNG_SIGNATURE, f"{png} is not a PNG"
+    assert data[12:16] == b"IHDR", f"{png} has no header first"
     width, height = struct.unpack(">II", data[16:24])
     return width, height
 

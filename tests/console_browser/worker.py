@@ -84,9 +84,7 @@ def _respond(request: ModelRequest) -> ScriptedTurn | str:
     assert found is not None, first
     order = found.group(1)
     results = [
-        block["toolResult"]
-        for block in request.messages[-1]["content"]
-        if "toolResult" in block
+        block["toolResult"] for block in request.messages[-1]["content"] if "toolResult" in block
     ]
     if not results:
         return ScriptedTurn(
