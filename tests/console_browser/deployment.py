@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -59,11 +60,16 @@ def _end(process: subprocess.Popen[str]) -> None:
 
 @dataclass
 class Console:
-    """A running ``stageware console`` process and the user it serves."""
+    """A running ``stageware console`` process and the user it serves.
+
+    Attributes:
+        secret: The key it signs its forms' tokens with (``--secret-file``).
+    """
 
     user: str
     roles: tuple[str, ...]
     url: str
+    secret: bytes
     process: subprocess.Popen[str]
     log: Path
 
@@ -166,6 +172,9 @@ class Deployment:
         """``stageware console`` on this store, in local mode as *user*, once it answers."""
         port = free_port()
         log = self.folder / f"console-{user}.log"
+        secret = self.folder / f"console-{user}.key"
+        secret.write_text(secrets.token_hex(32), encoding="ascii")
+        secret.chmod(0o600)
         command = [
             STAGEWARE,
             "console",
@@ -182,6 +191,8 @@ class Deployment:
             "127.0.0.1",
             "--port",
             str(port),
+            "--secret-file",
+            str(secret),
         ]
         with log.open("w", encoding="utf-8") as output:
             process = subprocess.Popen(
@@ -191,9 +202,11 @@ class Deployment:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 text=True,
-                env=_without_authenticator(),
+                env=_without_console_settings(),
             )
-        console = Console(user, roles, f"http://127.0.0.1:{port}", process, log)
+        console = Console(
+            user, roles, f"http://127.0.0.1:{port}", secret.read_bytes(), process, log
+        )
         self.consoles.append(console)
         _await_http(console)
         return console
@@ -214,9 +227,13 @@ class Deployment:
             self.worker.stdout.close()
 
 
-def _without_authenticator() -> dict[str, str]:
-    # The console's identity is its --auth mode's, whatever the tester's shell exports.
-    return {k: v for k, v in os.environ.items() if not k.startswith("STAGEWARE_APPROVAL_")}
+def _without_console_settings() -> dict[str, str]:
+    # The console's identity and key are its options', whatever the tester's shell exports.
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("STAGEWARE_APPROVAL_", "STAGEWARE_CONSOLE_"))
+    }
 
 
 def _await_http(console: Console) -> None:

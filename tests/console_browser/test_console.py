@@ -11,11 +11,12 @@ form's token, is refused, and the run still waits.
 from __future__ import annotations
 
 import http.server
+import json
 import threading
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from selenium import webdriver
@@ -23,6 +24,7 @@ from selenium.common.exceptions import NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
+from stageware._console._csrf import COOKIE, CsrfTokens
 
 from tests.dbos.pending import pending_approval
 
@@ -40,12 +42,25 @@ def open_approval(browser: webdriver.Chrome, console: Console, session_id: str) 
     return browser.find_element(By.TAG_NAME, "body")
 
 
-def audit_row(browser: webdriver.Chrome, console: Console, session_id: str) -> str:
-    """The text of the audit page's row of *session_id*'s approval."""
+def shown(browser: webdriver.Chrome, element_id: str) -> str:
+    """The text of the element *element_id* of the page."""
+    return browser.find_element(By.ID, element_id).text
+
+
+def field(browser: webdriver.Chrome, name: str) -> str | None:
+    """The value of the answer form's field *name*."""
+    return browser.find_element(By.CSS_SELECTOR, f"#answer [name={name}]").get_attribute("value")
+
+
+def cells(row: WebElement, *classes: str) -> list[str]:
+    """The texts of *row*'s cells of *classes*."""
+    return [row.find_element(By.CSS_SELECTOR, f"td.{name}").text for name in classes]
+
+
+def audit_row(browser: webdriver.Chrome, console: Console, session_id: str) -> WebElement:
+    """The audit page's row of *session_id*'s answered approval."""
     browser.get(f"{console.url}/audit")
-    rows = [
-        row.text for row in browser.find_elements(By.CSS_SELECTOR, "tr") if session_id in row.text
-    ]
+    rows = browser.find_elements(By.CSS_SELECTOR, f'tr.decision[data-session-id="{session_id}"]')
     assert len(rows) == 1, browser.find_element(By.TAG_NAME, "body").text
     return rows[0]
 
@@ -76,24 +91,20 @@ def test_an_approval_given_in_the_page_releases_the_run_waiting_in_the_worker(
 ) -> None:
     approval = deployment.request_refund("order-1041")
 
-    page = open_approval(browser, dana, "order-1041")
+    open_approval(browser, dana, "order-1041")
 
     # What runs if approved, the conversation that led to it, why, and who may answer.
-    text = page.text
-    assert "refund" in text
-    assert "order-1041" in text
-    assert str(AMOUNT) in text
-    assert prompt_for("order-1041") in text
-    assert "I will refund order order-1041." in text
-    assert REASON in text
-    assert "role:finance" in text
-    assert "dana" in text
-    assert (
-        browser.find_element(By.CSS_SELECTOR, "#answer input[name=interrupt_id]").get_attribute(
-            "value"
-        )
-        == approval
-    )
+    assert shown(browser, "tool") == "refund"
+    assert json.loads(shown(browser, "tool-input")) == {"order": "order-1041", "amount": AMOUNT}
+    conversation = shown(browser, "conversation")
+    assert prompt_for("order-1041") in conversation
+    assert "I will refund order order-1041." in conversation
+    assert shown(browser, "reason") == REASON
+    assert "order-1041" in shown(browser, "details")
+    assert shown(browser, "who-may-answer") == "role:finance"
+    assert "dana" in shown(browser, "current-user")
+    assert field(browser, "session_id") == "order-1041"
+    assert field(browser, "interrupt_id") == approval
     browser.find_element(By.CSS_SELECTOR, "#answer textarea[name=comment]").send_keys(
         "the courier confirmed the damage"
     )
@@ -114,8 +125,9 @@ def test_an_approval_given_in_the_page_releases_the_run_waiting_in_the_worker(
     browser.get(f"{dana.url}/approvals")
     assert not browser.find_elements(By.CSS_SELECTOR, 'tr.approval[data-session-id="order-1041"]')
     row = audit_row(browser, dana, "order-1041")
-    for shown in ("approved", "dana", "finance", "console-local"):
-        assert shown in row, row
+    assert cells(row, "verdict", "answered-by", "via") == ["approved", "dana", "console-local"]
+    assert "finance" in row.text
+    assert "the courier confirmed the damage" in row.text
 
 
 def test_a_denial_given_in_the_page_blocks_the_step(
@@ -132,8 +144,7 @@ def test_a_denial_given_in_the_page_blocks_the_step(
     assert (result.stop_reason, result.error) == ("blocked", None)
     assert not [r for r in deployment.refunds() if r.startswith("order-1042 ")]
     row = audit_row(browser, dana, "order-1042")
-    for shown in ("denied", "dana", "console-local"):
-        assert shown in row, row
+    assert cells(row, "verdict", "answered-by", "via") == ["denied", "dana", "console-local"]
 
 
 def test_a_user_without_the_role_sees_the_approval_but_no_button(
@@ -168,7 +179,7 @@ def other_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
         thread.join()
 
 
-def _forged_page(console: Console, **fields: Any) -> str:
+def _form_page(console: Console, **fields: str) -> str:
     inputs = "".join(f'<input type="hidden" name="{k}" value="{v}">' for k, v in fields.items())
     return (
         "<!doctype html><title>You won a prize</title>"
@@ -184,18 +195,12 @@ def test_a_post_forged_on_another_site_is_refused(
     other_site: tuple[str, Path],
 ) -> None:
     approval = deployment.request_refund("order-1044")
-    # Dana has the console open, and the role: a form she is lured to submits for her.
+    # Dana has the console open, and the role: a page she is lured to posts for her.
     open_approval(browser, dana, "order-1044")
     url, folder = other_site
+    fields = {"session_id": "order-1044", "interrupt_id": approval, "decision": "approve"}
     (folder / "prize.html").write_text(
-        _forged_page(
-            dana,
-            session_id="order-1044",
-            interrupt_id=approval,
-            decision="approve",
-            csrf_token="guessed",
-        ),
-        encoding="utf-8",
+        _form_page(dana, **fields, csrf_token="guessed"), encoding="utf-8"
     )
 
     browser.get(f"{url}/prize.html")
@@ -205,29 +210,80 @@ def test_a_post_forged_on_another_site_is_refused(
     still_waiting(deployment, "order-1044", approval)
 
 
-_POST_WITHOUT_TOKEN = """
-const [fields, done] = arguments;
-const body = new URLSearchParams(fields);
-fetch('/approvals/answer', {method: 'POST', body, redirect: 'manual'})
-    .then(answer => done(answer.status), error => done(String(error)));
+# A form built and sent by a script running in the console's own page, as an injected
+# script's would be: same origin, so only the token (or the approver rule) can refuse it.
+_POST_FORM = """
+const [fields] = arguments;
+const form = document.createElement('form');
+form.method = 'post';
+form.action = '/approvals/answer';
+for (const [name, value] of Object.entries(fields)) {
+    const input = document.createElement('input');
+    input.type = 'hidden';
+    input.name = name;
+    input.value = value;
+    form.appendChild(input);
+}
+document.body.appendChild(form);
+form.submit();
+"""
+
+_FETCH = """
+const [done] = arguments;
+fetch('/approvals/answer', {method: 'POST', body: new URLSearchParams({decision: 'approve'})})
+    .then(answer => done(answer.status), error => done(error.name));
 """
 
 
-@pytest.mark.parametrize("who", ["dana", "eve"])
-def test_a_post_without_the_forms_token_is_refused(
-    browser: webdriver.Chrome, deployment: Deployment, who: str, request: pytest.FixtureRequest
-) -> None:
-    console: Console = request.getfixturevalue(who)
-    session_id = f"order-1050-{who}"
-    approval = deployment.request_refund(session_id)
-    open_approval(browser, console, session_id)
+def post_from_the_page(browser: webdriver.Chrome, console: Console, **fields: str) -> int:
+    """Submit *fields* to the answer URL from a form a script adds to the page; the status."""
+    before = browser.current_url
+    browser.execute_script(_POST_FORM, fields)
+    WebDriverWait(browser, BOUND).until(lambda b: b.current_url != before and loaded(b))
+    assert browser.current_url == f"{console.url}/approvals/answer"
+    return status(browser)
 
-    # A script on the console's own origin (as an injected one would be) posts the answer
-    # without the form: the request is same-origin, but it has no token.
-    answered = browser.execute_async_script(
-        _POST_WITHOUT_TOKEN,
-        {"session_id": session_id, "interrupt_id": approval, "decision": "approve"},
+
+def test_an_answer_without_the_forms_token_is_refused(
+    browser: webdriver.Chrome, deployment: Deployment, dana: Console
+) -> None:
+    approval = deployment.request_refund("order-1045")
+    fields = {"session_id": "order-1045", "interrupt_id": approval, "decision": "approve"}
+    open_approval(browser, dana, "order-1045")
+
+    assert post_from_the_page(browser, dana, **fields) == 403
+    open_approval(browser, dana, "order-1045")
+    assert post_from_the_page(browser, dana, **fields, csrf_token="0" * 64) == 403
+    # A script in the page may not even send a request: the page's policy allows none.
+    open_approval(browser, dana, "order-1045")
+    assert browser.execute_async_script(_FETCH) == "TypeError"
+    # And no answer through a GET.
+    browser.get(f"{dana.url}/approvals/answer?{urlencode(fields)}")
+    assert status(browser) == 405
+
+    still_waiting(deployment, "order-1045", approval)
+
+
+def test_an_answer_from_a_user_without_the_role_is_refused_with_a_valid_token(
+    browser: webdriver.Chrome, deployment: Deployment, eve: Console
+) -> None:
+    approval = deployment.request_refund("order-1046")
+    open_approval(browser, eve, "order-1046")
+    # The token a form of eve's would carry in this browser: she gets past the forgery
+    # check as herself, and is refused as who she is.
+    nonce = browser.get_cookie(COOKIE)
+    assert nonce is not None
+    token = CsrfTokens(eve.secret).token("eve", nonce["value"])
+
+    answered = post_from_the_page(
+        browser,
+        eve,
+        session_id="order-1046",
+        interrupt_id=approval,
+        decision="approve",
+        csrf_token=token,
     )
 
     assert answered == 403
-    still_waiting(deployment, session_id, approval)
+    assert "role:finance" in browser.find_element(By.TAG_NAME, "body").text
+    still_waiting(deployment, "order-1046", approval)
