@@ -269,6 +269,20 @@ def _policy_arguments(parser: argparse.ArgumentParser) -> None:
         action.set_defaults(policy_run=module.run)
 
 
+def _console_arguments(parser: argparse.ArgumentParser) -> None:
+    # Declaring its arguments imports nothing but argparse.
+    from stageware._cli import _console
+
+    _console.configure(parser)
+
+
+def _run_console(args: argparse.Namespace) -> int:
+    # The console imports Starlette and the session stores when it runs.
+    from stageware._cli import _console
+
+    return _console.run(args, sys.stdout, sys.stderr)
+
+
 def _run_policy(args: argparse.Namespace) -> int:
     # Each action imports the policy layer or the session stores (and the generated code)
     # when it runs, which `generate` must not.
@@ -307,6 +321,12 @@ _COMMANDS: tuple[_Command, ...] = (
         "`policy escalations` and `policy approvals` work a session store's queues",
         _policy_arguments,
         _run_policy,
+    ),
+    _Command(
+        "console",
+        "serve the approvals and escalations web console for a session store",
+        _console_arguments,
+        _run_console,
     ),
 )
 

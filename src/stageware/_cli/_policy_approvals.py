@@ -21,7 +21,7 @@ import json
 import os
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TextIO, cast, final
+from typing import TYPE_CHECKING, Final, TextIO, cast, final
 
 from ._errors import CommandError, reported
 from ._operator import identity_arguments, operator, refuse_by
@@ -215,8 +215,21 @@ def _answer(
             "name one with --session"
         )
     [target] = waiting
-    answer = {"approved": approved, "comment": comment}
-    recorded, left = _record(store, target, interrupt_id, answer, approver)
+    from stageware._policy._answering import AnswerError, record_answer
+
+    try:
+        done_now = record_answer(
+            store,
+            target,
+            interrupt_id,
+            approved=approved,
+            comment=comment,
+            approver=approver,
+            owner=f"{_COMMAND}:{socket.gethostname()}:{os.getpid()}",
+        )
+    except AnswerError as error:
+        raise CommandError(str(error)) from None
+    recorded, left = done_now.recorded, done_now.waiting
     verb = "approved" if approved else "denied"
     who = f"{cell(approver.id)!r} ({approver.via})"
     if not recorded:
@@ -279,61 +292,6 @@ def _key(interrupt_id: str) -> str | None:
     return None if parsed is None else parsed.key
 
 
-def _record(
-    store: SessionStore,
-    session_id: str,
-    interrupt_id: str,
-    answer: dict[str, Any],
-    approver: Approver,
-) -> tuple[bool, int]:
-    """Check and store *answer* in one conditional save; whether it was recorded (the same
-    answer again is not), and how many approvals still wait."""
-    from stageware._host.sessions import SessionConflictError, SessionLeasedError
-    from stageware._policy._approval import ApprovalCheck
-
-    stored = store.load(session_id)
-    if stored is None:
-        raise CommandError(f"session {cell(session_id)!r} was deleted; nothing was written")
-    state = _state(stored, session_id)
-    check = ApprovalCheck(lambda _interrupt, _answer: approver)
-    try:
-        recorded = state.resume([(interrupt_id, answer)], [check])
-    except (RuntimeError, KeyError, ValueError) as error:
-        raise CommandError(
-            f"cannot answer {cell(interrupt_id)!r} in session {cell(session_id)!r}: {error}"
-        ) from None
-    if not recorded:
-        return False, len(state.pending())
-    snapshot = stored.snapshot
-    snapshot["interrupt_state"] = state.to_dict()
-    # The answer changes no message: keep them all and send none.
-    kept = len(snapshot["messages"])
-    snapshot["messages"] = []
-    # No lease: the answer is one write, and a run picks the session up afterwards.
-    owner = f"stageware policy approvals:{socket.gethostname()}:{os.getpid()}"
-    try:
-        store.save(
-            session_id,
-            snapshot,
-            expected_version=stored.version,
-            owner=owner,
-            lease_seconds=None,
-            kept_messages=kept,
-        )
-    except SessionLeasedError as error:
-        raise CommandError(
-            f"session {cell(session_id)!r} is in use by worker {cell(error.lease.owner)!r} "
-            f"until {error.lease.expires_at.isoformat(timespec='seconds')}; nothing was "
-            "written. Answer once its run has stopped"
-        ) from None
-    except SessionConflictError:
-        raise CommandError(
-            f"session {cell(session_id)!r} changed while the answer was being recorded; "
-            "nothing was written. Run the command again"
-        ) from None
-    return True, len(state.pending())
-
-
 def _suspended(
     store: SessionStore, session_id: str, err: TextIO, *, answered: bool = False
 ) -> list[_Suspended]:
@@ -360,14 +318,12 @@ def _suspended(
 
 
 def _state(stored: StoredSession, session_id: str) -> InterruptState:
-    from stageware._host._interrupt_state import InterruptState, InterruptStateError
+    from stageware._policy._answering import AnswerError, interrupt_state_of
 
     try:
-        return InterruptState.from_dict(stored.snapshot["interrupt_state"])
-    except InterruptStateError as error:
-        raise CommandError(
-            f"session {cell(session_id)!r} has interrupt state this stageware cannot read: {error}"
-        ) from None
+        return interrupt_state_of(stored, session_id)
+    except AnswerError as error:
+        raise CommandError(str(error)) from None
 
 
 def _reason(reason: object) -> str:

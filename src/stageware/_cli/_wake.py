@@ -20,7 +20,7 @@ from ._table import cell
 if TYPE_CHECKING:
     from stageware._host.sessions import SessionStore
 
-__all__ = ["DBOS_VARIABLE", "SCHEMA_VARIABLE", "dbos_arguments", "wake_runs"]
+__all__ = ["DBOS_VARIABLE", "SCHEMA_VARIABLE", "dbos_arguments", "wake_runs", "wake_session"]
 
 DBOS_VARIABLE: Final = "STAGEWARE_DBOS_URL"
 SCHEMA_VARIABLE: Final = "STAGEWARE_DBOS_SCHEMA"
@@ -47,8 +47,21 @@ def dbos_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def wake_runs(args: argparse.Namespace, session_id: str, store: SessionStore) -> str:
-    """Wake the runs waiting on *session_id*, if a DBOS database is named; what was done,
-    as the end of a sentence (empty when none is named).
+    """Wake the runs waiting on *session_id*, if ``--dbos`` (or the environment) names a
+    DBOS database; see :func:`wake_session`.
+
+    Raises:
+        CommandError: As :func:`wake_session`.
+    """
+    return wake_session(args.dbos, args.dbos_schema, session_id, store)
+
+
+def wake_session(
+    given: str | None, named: str | None, session_id: str, store: SessionStore
+) -> str:
+    """Wake the runs waiting on *session_id*, if a DBOS database is named (*given*, else
+    ``$STAGEWARE_DBOS_URL``) in schema *named* (else ``$STAGEWARE_DBOS_SCHEMA``, else
+    ``dbos``); what was done, as the end of a sentence (empty when none is named).
 
     The requests looked for are those of the agent kind whose invocation made the
     session's last durable final save, read from *store* (all waiting requests if none).
@@ -57,9 +70,7 @@ def wake_runs(args: argparse.Namespace, session_id: str, store: SessionStore) ->
         CommandError: The ``dbos`` package is missing, or the database cannot be reached;
             the answer is stored all the same, and the run finds it at its next re-check.
     """
-    given: str | None = args.dbos
     url = given if given is not None else os.environ.get(DBOS_VARIABLE) or None
-    named: str | None = args.dbos_schema
     schema = named if named is not None else os.environ.get(SCHEMA_VARIABLE) or "dbos"
     if url is None:
         if named is not None:

@@ -53,6 +53,7 @@ __all__ = [
     "INTERRUPT_PREFIX",
     "LEGACY_PREFIX",
     "Approval",
+    "NotAllowed",
     "ApprovalCheck",
     "ApprovalRecord",
     "ParsedId",
@@ -253,6 +254,10 @@ def _submitted(interrupt: str, response: Any) -> Approval:
         ) from None
 
 
+class NotAllowed(ApprovalRefused):
+    """The approver is verified, but not one the ``Suspend`` allowed to answer the step."""
+
+
 Identify = Callable[[str, Approval], Approver]
 """Who gives *answer* to the interrupt: verified, or ``ApprovalRefused``."""
 
@@ -365,7 +370,7 @@ class ApprovalCheck:
         approvers = _approvers_of(_reason_of(interrupt))
         if not may_answer(approver, approvers):
             roles = ", ".join(sorted(approver.roles)) or "none"
-            raise ApprovalRefused(
+            raise NotAllowed(
                 f"{approver.id} (roles: {roles}; via {approver.via}) may not answer policy "
                 f"approval {interrupt.id!r}; it may be answered by: {_who_may(approvers)}"
             )

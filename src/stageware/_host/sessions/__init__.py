@@ -5,6 +5,8 @@
   conditional write follows (``check_write``).
 - ``_encoding``: snapshots as the JSON documents the stores keep (the snapshot without its
   messages, and one document per message), checked both ways; shared by the stores.
+- ``_approval_rows``: the approvals ledger (``ApprovalEntry``, ``ApprovalPage``): what a
+  store keeps of every policy approval, derived from the interrupt state it saves.
 - ``_escalations``: ``Escalation`` (a run handed to a human queue), its errors and the
   rule of a claim and a resolution; ``_escalation_rows``: escalations as table rows,
   shared by the stores.
@@ -19,9 +21,11 @@
   ``_postgres_deadline`` (a call's client-side time bound).
 """
 
+from ._approval_rows import ApprovalEntry, ApprovalPage, ApprovalStatus
 from ._escalations import (
     Escalation,
     EscalationError,
+    EscalationPage,
     EscalationStatus,
     SessionEscalatedError,
 )
@@ -42,8 +46,12 @@ from ._store import (
 
 __all__ = [
     "SNAPSHOT_VERSION",
+    "ApprovalEntry",
+    "ApprovalPage",
+    "ApprovalStatus",
     "Escalation",
     "EscalationError",
+    "EscalationPage",
     "EscalationStatus",
     "Lease",
     "MemorySessionStore",

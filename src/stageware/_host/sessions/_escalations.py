@@ -29,6 +29,7 @@ __all__ = [
     "ESCALATION_STATUSES",
     "Escalation",
     "EscalationError",
+    "EscalationPage",
     "EscalationStatus",
     "SessionEscalatedError",
     "already_escalated",
@@ -47,6 +48,23 @@ EscalationStatus = Literal["open", "claimed", "resolved"]
 
 ESCALATION_STATUSES: Final[tuple[EscalationStatus, ...]] = ("open", "claimed", "resolved")
 """Every status, in the order a record moves through them."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class EscalationPage:
+    """One page of ``SessionStore.escalation_page``.
+
+    Attributes:
+        entries: At most the ``limit`` asked for, oldest first.
+        total: How many escalations match the filters, over all pages.
+        next_cursor: Pass as ``after`` for the next page; ``None`` on the last page. Opaque.
+    """
+
+    entries: list[Escalation]
+    total: int
+    next_cursor: str | None
+
 
 # Reasons are free text from a middleware; messages quote them only this far.
 _REASON_IN_MESSAGES: Final = 200

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final, final
 
+from ._approval_rows import ApprovalEntry, ApprovalListing, ApprovalPage
 from ._encoding import decode_snapshot, encode_snapshot
 from ._escalation_rows import EscalationRow, from_row, to_row
 from ._escalations import (
     Escalation,
+    EscalationPage,
     EscalationStatus,
     already_escalated,
     check_claim,
@@ -177,6 +179,36 @@ class MemorySessionStore:
             (e for e in found if queue in (None, e.queue) and status in (None, e.status)),
             key=lambda e: (e.created_at, e.id),
         )
+
+    def escalation_page(
+        self,
+        queue: str | None = None,
+        *,
+        status: EscalationStatus | None = None,
+        created_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> EscalationPage:
+        """One page of the escalations in *queue* with *status*, oldest first."""
+        raise NotImplementedError("escalation_page: being written on branch i21-ledger")
+
+    def approvals(
+        self,
+        *,
+        status: ApprovalListing = "pending",
+        hook: str | None = None,
+        middleware: str | None = None,
+        session_id: str | None = None,
+        asked_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> ApprovalPage:
+        """One page of the approvals ledger."""
+        raise NotImplementedError("approvals: being written on branch i21-ledger")
+
+    def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
+        """The ledger's entry for one approval, or ``None``."""
+        raise NotImplementedError("approval: being written on branch i21-ledger")
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
         """Mark an open escalation as taken by *by*."""

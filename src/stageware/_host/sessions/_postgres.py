@@ -44,10 +44,12 @@ from tenacity import (
 from tenacity.stop import stop_base
 
 from . import _lease_renewer
+from ._approval_rows import ApprovalEntry, ApprovalListing, ApprovalPage
 from ._encoding import EncodedSnapshot, decode_snapshot, encode_snapshot
 from ._escalation_rows import COLUMNS, from_row, to_row
 from ._escalations import (
     Escalation,
+    EscalationPage,
     EscalationStatus,
     already_escalated,
     check_claim,
@@ -377,6 +379,36 @@ class PostgresSessionStore:
         rows = self._run(what, read)
         self._check_format(rows[0][0] if rows else None, what)
         return [from_row(row[1:], self._where) for row in rows if row[1] is not None]
+
+    def escalation_page(
+        self,
+        queue: str | None = None,
+        *,
+        status: EscalationStatus | None = None,
+        created_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> EscalationPage:
+        """One page of the escalations in *queue* with *status*, oldest first."""
+        raise NotImplementedError("escalation_page: being written on branch i21-ledger")
+
+    def approvals(
+        self,
+        *,
+        status: ApprovalListing = "pending",
+        hook: str | None = None,
+        middleware: str | None = None,
+        session_id: str | None = None,
+        asked_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> ApprovalPage:
+        """One page of the approvals ledger."""
+        raise NotImplementedError("approvals: being written on branch i21-ledger")
+
+    def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
+        """The ledger's entry for one approval, or ``None``."""
+        raise NotImplementedError("approval: being written on branch i21-ledger")
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
         """Mark an open escalation as taken by *by*, in one statement."""

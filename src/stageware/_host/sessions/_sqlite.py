@@ -50,10 +50,12 @@ from pathlib import Path
 from typing import Final, Literal, TypeVar, final
 
 from . import _lease_renewer
+from ._approval_rows import ApprovalEntry, ApprovalListing, ApprovalPage
 from ._encoding import decode_snapshot, encode_snapshot, split_document
 from ._escalation_rows import COLUMNS, EscalationRow, from_row, to_row
 from ._escalations import (
     Escalation,
+    EscalationPage,
     EscalationStatus,
     already_escalated,
     check_claim,
@@ -457,6 +459,36 @@ class SQLiteSessionStore:
 
         rows = self._run("list escalations", read, write=False)
         return [from_row(row, str(self._path)) for row in rows]
+
+    def escalation_page(
+        self,
+        queue: str | None = None,
+        *,
+        status: EscalationStatus | None = None,
+        created_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> EscalationPage:
+        """One page of the escalations in *queue* with *status*, oldest first."""
+        raise NotImplementedError("escalation_page: being written on branch i21-ledger")
+
+    def approvals(
+        self,
+        *,
+        status: ApprovalListing = "pending",
+        hook: str | None = None,
+        middleware: str | None = None,
+        session_id: str | None = None,
+        asked_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> ApprovalPage:
+        """One page of the approvals ledger."""
+        raise NotImplementedError("approvals: being written on branch i21-ledger")
+
+    def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
+        """The ledger's entry for one approval, or ``None``."""
+        raise NotImplementedError("approval: being written on branch i21-ledger")
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
         """Mark an open escalation as taken by *by*, in one transaction."""

@@ -43,7 +43,8 @@ from stageware._generated.payloads import Message
 
 if TYPE_CHECKING:
     # Only for annotations: _escalations imports SessionError from here.
-    from ._escalations import Escalation, EscalationStatus
+    from ._approval_rows import ApprovalEntry, ApprovalListing, ApprovalPage
+    from ._escalations import Escalation, EscalationPage, EscalationStatus
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -291,7 +292,10 @@ class SessionStore(Protocol):
         ...
 
     def delete(self, session_id: str) -> None:
-        """Forget *session_id* and its escalations; a session that does not exist is fine."""
+        """Forget *session_id*, its escalations and its approvals' ledger entries.
+
+        A session that does not exist is fine.
+        """
         ...
 
     def session_ids(self) -> list[str]:
@@ -313,6 +317,68 @@ class SessionStore(Protocol):
         Raises:
             SessionError: A status that is not ``open``, ``claimed`` or ``resolved``.
         """
+        ...
+
+    def escalation_page(
+        self,
+        queue: str | None = None,
+        *,
+        status: EscalationStatus | None = None,
+        created_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> EscalationPage:
+        """One page of the escalations in *queue* with *status*, oldest first.
+
+        Args:
+            queue: Only this queue; ``None``: any.
+            status: Only this status; ``None``: any.
+            created_before: Only escalations created before this time (an age filter).
+            limit: At most this many entries, 1 to 500.
+            after: The ``next_cursor`` of the previous page; ``None`` for the first.
+
+        Raises:
+            SessionError: A malformed filter, a limit out of range, or a cursor that is
+                not one this listing handed out.
+        """
+        ...
+
+    def approvals(
+        self,
+        *,
+        status: ApprovalListing = "pending",
+        hook: str | None = None,
+        middleware: str | None = None,
+        session_id: str | None = None,
+        asked_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> ApprovalPage:
+        """One page of the approvals ledger (see ``_approval_rows``).
+
+        Pending entries come oldest first (by ``asked_at``, then session, then interrupt
+        id); any other listing newest answer first (by ``answered_at``, pending ones
+        last). Entries added between two pages never make the next one repeat or skip
+        an entry that was there before.
+
+        Args:
+            status: A status, ``"answered"`` (approved, denied or lapsed), or ``None``
+                (any).
+            hook: Only this hook point (``"tool.before"``).
+            middleware: Only this middleware.
+            session_id: Only this session.
+            asked_before: Only approvals asked before this time (an age filter).
+            limit: At most this many entries, 1 to 500.
+            after: The ``next_cursor`` of the previous page; ``None`` for the first.
+
+        Raises:
+            SessionError: A malformed filter, a limit out of range, or a cursor that is
+                not one this listing (with the same status) handed out.
+        """
+        ...
+
+    def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
+        """The ledger's entry for one approval, or ``None`` if the store has none."""
         ...
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
