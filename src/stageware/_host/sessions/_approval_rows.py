@@ -5,23 +5,62 @@ answer, once verified, is stored as that interrupt's response, and the whole int
 leaves the session's interrupt state when its cycle ends. The ledger is what a store keeps
 of those interrupts beyond that: one entry per (session, interrupt id), written by
 ``save()`` in the same transaction as the snapshot, derived from
-``snapshot["interrupt_state"]``, and read back in pages (``SessionStore.approvals``) so
-that a console lists thousands of pending approvals without loading a session.
+``snapshot["interrupt_state"]`` (``observe``), and read back in pages
+(``SessionStore.approvals``) so that a console lists thousands of pending approvals
+without loading a session.
+
+The rules every store applies at a save (``settle`` is them, for the memory store; the
+database stores write the same in SQL):
+
+- every ``v2:policy:`` interrupt in the saved state is upserted: a new one is entered with
+  the save's time as ``asked_at``; one whose stored response is a verified approval record
+  becomes ``approved`` or ``denied`` with the approver's verified identity, one whose
+  response is a timeout record becomes ``lapsed``. An answered entry never changes again
+  (answers are final), and a pending one keeps its first ``asked_at``.
+- an entry still ``pending`` whose interrupt is no longer in the saved state (its cycle was
+  abandoned: the run was continued without answering it, or the state was replaced)
+  becomes ``lapsed``, with the save's time as ``answered_at`` and no approver: nobody may
+  answer it any more, and keeping it ``pending`` would list it for ever. Entries are never
+  deleted because their interrupt left the state (they are the audit); they go with the
+  session (``delete``).
+- a save whose state holds no policy interrupt, of a session with no pending entry, does
+  not touch the ledger: the stores keep a per-session flag of pending entries, read with
+  the version the save checks anyway.
+
+This module is in the sessions layer, which may not import the policy layer: it reads the
+interrupt id and the records as the plain JSON the policy layer writes
+(``_policy/_approval.py``, ``_policy/_timeouts.py``); a test checks that the two agree.
+Who may read the ledger is whoever may read the store: the entries hold what the step
+would do (a tool's input), as the sessions do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Final, Literal, final
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, LiteralString, NoReturn, cast, final
+
+from ._paging import Place, check_limit, decode_cursor, encode_cursor
+from ._store import SessionError
 
 __all__ = [
+    "APPROVAL_COLUMNS",
     "APPROVAL_STATUSES",
     "ApprovalEntry",
     "ApprovalListing",
     "ApprovalPage",
+    "ApprovalRow",
     "ApprovalStatus",
+    "Observed",
+    "Query",
+    "entry_from_row",
+    "lapse",
+    "observe",
+    "parse_policy_id",
+    "query",
+    "settle",
 ]
 
 ApprovalStatus = Literal["pending", "approved", "denied", "lapsed"]
@@ -86,3 +125,451 @@ class ApprovalPage:
     entries: list[ApprovalEntry]
     total: int
     next_cursor: str | None
+
+
+POLICY_PREFIX: Final = "v2:policy:"
+_STATUS_OF: Final[dict[object, ApprovalStatus]] = {name: name for name in APPROVAL_STATUSES}
+_SHORT: Final = 16
+_LIST: Final = "list approvals"
+
+# LiteralString, so that the database stores may compose their statements from them.
+APPROVAL_COLUMNS: Final[tuple[LiteralString, ...]] = (
+    "session_id",
+    "interrupt_id",
+    "hook",
+    "middleware",
+    "reason",
+    "asked_at",
+    "status",
+    "answered_by",
+    "roles",
+    "via",
+    "comment",
+    "answered_at",
+)
+"""The columns of a ledger row, in the order of ``ApprovalRow``; ``reason`` and ``roles``
+are JSON text."""
+
+ApprovalRow = tuple[
+    str,
+    str,
+    str,
+    str,
+    str,
+    datetime,
+    str,
+    str | None,
+    str,
+    str | None,
+    str | None,
+    datetime | None,
+]
+
+
+def parse_policy_id(interrupt_id: str) -> tuple[str, str] | None:
+    """The hook point and middleware a ``v2:policy:`` interrupt id names, or ``None``.
+
+    The same reading as the policy layer's ``parse_interrupt_id``:
+    ``v2:policy:<hook>:<middleware>:<step>#<16 hex>``, the step being the rest.
+    """
+    if not interrupt_id.startswith(POLICY_PREFIX):
+        return None
+    key, hash_sign, short = interrupt_id.rpartition("#")
+    parts = key[len(POLICY_PREFIX) :].split(":", 2)
+    if not hash_sign or len(parts) != 3 or len(short) != _SHORT:
+        return None
+    return parts[0], parts[1]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What one save's interrupt state says of one policy approval.
+
+    Attributes:
+        interrupt_id: The interrupt's id.
+        hook: From the id.
+        middleware: From the id.
+        reason: The interrupt's reason, as JSON text.
+        status: ``pending``, or what the stored response makes it.
+        answered_by: The verified approver (approved, denied).
+        roles: Their roles, as JSON text (a list).
+        via: How they were verified.
+        comment: What they said.
+        answered_at: When the record says it was answered or timed out.
+    """
+
+    interrupt_id: str
+    hook: str
+    middleware: str
+    reason: str
+    status: ApprovalStatus
+    answered_by: str | None = None
+    roles: str = "[]"
+    via: str | None = None
+    comment: str | None = None
+    answered_at: datetime | None = None
+
+    def row(self, session_id: str, asked_at: datetime, now: datetime) -> ApprovalRow:
+        """The ledger row that enters this approval, asked at *asked_at*, saved at *now*
+        (its ``answered_at`` when answered and the record states no time)."""
+        return (
+            session_id,
+            self.interrupt_id,
+            self.hook,
+            self.middleware,
+            self.reason,
+            asked_at,
+            self.status,
+            self.answered_by,
+            self.roles,
+            self.via,
+            self.comment,
+            self.answered_at or (None if self.status == "pending" else now),
+        )
+
+
+def observe(interrupt_state: object) -> list[Observed]:
+    """The policy approvals in a snapshot's interrupt state, in the state's order.
+
+    *interrupt_state* is JSON data the store has checked (``encode_snapshot``), but its
+    shape is the host's: anything that is not a ``v2:policy:`` interrupt of the shape
+    ``InterruptState.to_dict`` writes is passed over. So is an id no database can key
+    (a lone surrogate or a NUL character, which only a hand-made state holds).
+    """
+    if not isinstance(interrupt_state, dict):
+        return []
+    interrupts = cast(dict[str, Any], interrupt_state).get("interrupts")
+    if not isinstance(interrupts, list):
+        return []
+    found: dict[str, Observed] = {}
+    for item in cast(list[object], interrupts):
+        if not isinstance(item, dict):
+            continue
+        interrupt = cast(dict[str, Any], item)
+        interrupt_id = interrupt.get("id")
+        if not isinstance(interrupt_id, str) or not _storable(interrupt_id):
+            continue
+        parsed = parse_policy_id(interrupt_id)
+        if parsed is None:
+            continue
+        reason: object = interrupt.get("reason")
+        found[interrupt_id] = _answer(
+            interrupt_id,
+            parsed,
+            json.dumps(reason if isinstance(reason, dict) else {}, separators=(",", ":")),
+            interrupt.get("response"),
+        )
+    return list(found.values())
+
+
+def _answer(interrupt_id: str, parsed: tuple[str, str], reason: str, response: object) -> Observed:
+    """The approval as its stored response makes it: see ``ApprovalRecord.to_json`` and
+    ``TimeoutRecord.to_json`` in the policy layer."""
+    hook, middleware = parsed
+    pending = Observed(interrupt_id, hook, middleware, reason, "pending")
+    if not isinstance(response, dict):
+        return pending
+    record = cast(dict[str, Any], response)
+    if record.get("timed_out") is True:
+        return Observed(
+            interrupt_id,
+            hook,
+            middleware,
+            reason,
+            "lapsed",
+            answered_at=_record_time(record.get("recorded_at")),
+        )
+    approver, roles, via = record.get("approver"), record.get("roles"), record.get("via")
+    approved, comment = record.get("approved"), record.get("comment")
+    if not (
+        isinstance(approved, bool)
+        and isinstance(approver, str)
+        and isinstance(via, str)
+        and isinstance(roles, list)
+        and (comment is None or isinstance(comment, str))
+    ):
+        # Not a verified record: the store cannot tell what it is, so the approval stays
+        # pending, and lapses if it leaves the state so.
+        return pending
+    return Observed(
+        interrupt_id,
+        hook,
+        middleware,
+        reason,
+        "approved" if approved else "denied",
+        answered_by=_text(approver),
+        roles=json.dumps([str(role) for role in cast(list[object], roles)]),
+        via=_text(via),
+        comment=None if comment is None else _text(comment),
+        answered_at=_record_time(record.get("answered_at")),
+    )
+
+
+def _storable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
+
+
+def _text(text: str) -> str:
+    """*text*, with what no database keeps as text (lone surrogates, NUL) escaped."""
+    return (
+        text
+        if _storable(text)
+        else text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+    )
+
+
+def _record_time(value: object) -> datetime | None:
+    """The time a record states, in UTC; ``None`` if it states none (the store's clock
+    stands in)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def settle(
+    rows: dict[str, ApprovalRow],
+    session_id: str,
+    observed: Sequence[Observed],
+    now: datetime,
+) -> None:
+    """Apply one save to the ledger rows of *session_id* (keyed by interrupt id), in place.
+
+    The memory store's form of the rules in the module docstring.
+    """
+    seen = {o.interrupt_id for o in observed}
+    for interrupt_id, row in list(rows.items()):
+        if row[6] == "pending" and interrupt_id not in seen:
+            rows[interrupt_id] = lapse(row, now)
+    for o in observed:
+        held = rows.get(o.interrupt_id)
+        if held is None:
+            rows[o.interrupt_id] = o.row(session_id, now, now)
+        elif held[6] == "pending" and o.status != "pending":
+            rows[o.interrupt_id] = o.row(session_id, held[5], now)
+
+
+def lapse(row: ApprovalRow, now: datetime) -> ApprovalRow:
+    """*row*, pending, once its interrupt left the session unanswered at *now*."""
+    return (*row[:6], "lapsed", None, "[]", None, None, now)
+
+
+def entry_from_row(row: Sequence[object], where: str) -> ApprovalEntry:
+    """The entry a stored row keeps; times may be ``datetime`` or ISO 8601 text.
+
+    Raises:
+        SessionError: The row is damaged (a hand edit, say): it names the approval and
+            the column.
+    """
+    values: dict[str, object] = dict(zip(APPROVAL_COLUMNS, row, strict=True))
+
+    def fail(problem: str) -> NoReturn:
+        raise SessionError(
+            f"approval {values['interrupt_id']!r} of session {values['session_id']!r} in "
+            f"{where} is damaged: {problem}"
+        )
+
+    def text(column: str) -> str:
+        value = values[column]
+        if not isinstance(value, str):
+            fail(f"column {column} holds {type(value).__qualname__}, not text")
+        return value
+
+    def optional(column: str) -> str | None:
+        return None if values[column] is None else text(column)
+
+    def time(column: str) -> datetime | None:
+        value = values[column]
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = datetime.fromisoformat(value)
+            except ValueError:
+                fail(f"column {column} holds {value!r}, not an ISO 8601 time")
+        if not isinstance(value, datetime) or value.tzinfo is None:
+            fail(f"column {column} holds {value!r}, not a time with its time zone")
+        return value.astimezone(UTC)
+
+    def json_of(column: str, kind: type) -> Any:
+        try:
+            decoded: object = json.loads(text(column))
+        except ValueError as exc:
+            fail(f"column {column} is not valid JSON ({exc})")
+        if not isinstance(decoded, kind):
+            fail(f"column {column} holds a JSON {type(decoded).__qualname__}")
+        return decoded
+
+    status = _STATUS_OF.get(values["status"])
+    if status is None:
+        fail(f"column status holds {values['status']!r}, not one of {', '.join(APPROVAL_STATUSES)}")
+    asked_at = time("asked_at")
+    if asked_at is None:
+        fail("column asked_at is empty")
+    return ApprovalEntry(
+        session_id=text("session_id"),
+        interrupt_id=text("interrupt_id"),
+        hook=text("hook"),
+        middleware=text("middleware"),
+        reason=cast(dict[str, Any], json_of("reason", dict)),
+        asked_at=asked_at,
+        status=status,
+        answered_by=optional("answered_by"),
+        roles=tuple(str(role) for role in cast(list[object], json_of("roles", list))),
+        via=optional("via"),
+        comment=optional("comment"),
+        answered_at=time("answered_at"),
+    )
+
+
+Order = Literal["asked", "answered", "newest"]
+"""How a listing is ordered: ``asked`` oldest first (pending), ``answered`` newest answer
+first, ``newest`` newest asked first (any status)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Query:
+    """An ``approvals`` call, checked: what the stores turn into their query.
+
+    Attributes:
+        statuses: The statuses that match; ``None``: any.
+        hook: Only this hook point.
+        middleware: Only this middleware.
+        session_id: Only this session.
+        asked_before: Only approvals asked before this time (UTC).
+        limit: The page's size.
+        order: Which column orders the listing, and which way (see ``Order``).
+        after: The position after which the page starts: the order's time, the session
+            and the interrupt id of the previous page's last entry; ``None``: from the
+            start.
+    """
+
+    statuses: tuple[ApprovalStatus, ...] | None
+    hook: str | None
+    middleware: str | None
+    session_id: str | None
+    asked_before: datetime | None
+    limit: int
+    order: Order
+    after: Place | None
+
+    @property
+    def descending(self) -> bool:
+        """Whether the listing runs from the newest time to the oldest."""
+        return self.order != "asked"
+
+    @property
+    def time_column(self) -> LiteralString:
+        """The column of the order's time."""
+        return "answered_at" if self.order == "answered" else "asked_at"
+
+    def key(self, entry: ApprovalEntry) -> Place:
+        """Where *entry* stands in the listing."""
+        moment = entry.answered_at if self.order == "answered" else entry.asked_at
+        assert moment is not None  # answered listings hold answered entries only
+        return moment, entry.session_id, entry.interrupt_id
+
+    def cursor(self, last: ApprovalEntry) -> str:
+        """The cursor of the page after the one that ends with *last*."""
+        return encode_cursor(self.order, self.key(last))
+
+    def matches(self, entry: ApprovalEntry) -> bool:
+        """Whether *entry* passes the filters (the memory store's ``WHERE``)."""
+        return (
+            (self.statuses is None or entry.status in self.statuses)
+            and self.hook in (None, entry.hook)
+            and self.middleware in (None, entry.middleware)
+            and self.session_id in (None, entry.session_id)
+            and (self.asked_before is None or entry.asked_at < self.asked_before)
+        )
+
+    def page(self, entries: Iterable[ApprovalEntry]) -> ApprovalPage:
+        """The page of *entries* (all of the store's) this query asks for."""
+        found = sorted(filter(self.matches, entries), key=self.key, reverse=self.descending)
+        if self.after is not None:
+            after = self.after
+            found_after = [
+                e
+                for e in found
+                if (self.key(e) < after if self.descending else self.key(e) > after)
+            ]
+        else:
+            found_after = found
+        return self.finish(found_after[: self.limit + 1], total=len(found))
+
+    def finish(self, fetched: list[ApprovalEntry], *, total: int) -> ApprovalPage:
+        """The page from up to ``limit + 1`` entries fetched in order (one more tells
+        whether another page follows)."""
+        entries = fetched[: self.limit]
+        more = len(fetched) > self.limit
+        return ApprovalPage(entries, total, self.cursor(entries[-1]) if more else None)
+
+
+_ORDERS: Final[dict[object, Order]] = {
+    "pending": "asked",
+    None: "newest",
+    "answered": "answered",
+    "approved": "answered",
+    "denied": "answered",
+    "lapsed": "answered",
+}
+
+
+def query(
+    *,
+    status: object,
+    hook: object,
+    middleware: object,
+    session_id: object,
+    asked_before: object,
+    limit: object,
+    after: object,
+) -> Query:
+    """Check the arguments of ``approvals``.
+
+    Raises:
+        SessionError: Naming the argument that is wrong, and how.
+    """
+
+    def fail(problem: str) -> NoReturn:
+        raise SessionError(f"cannot {_LIST}: {problem}")
+
+    if status not in _ORDERS:
+        fail(
+            f"status must be one of {', '.join(APPROVAL_STATUSES)}, 'answered' or None, "
+            f"got {status!r}"
+        )
+    order = _ORDERS[status]
+    statuses: tuple[ApprovalStatus, ...] | None
+    if status is None:
+        statuses = None
+    elif status == "answered":
+        statuses = ("approved", "denied", "lapsed")
+    else:
+        statuses = (cast(ApprovalStatus, status),)
+    for name, value in (("hook", hook), ("middleware", middleware), ("session_id", session_id)):
+        if value is not None and (not isinstance(value, str) or not value):
+            fail(f"{name} must be a non-empty str or None, got {value!r}")
+    if asked_before is not None and (
+        not isinstance(asked_before, datetime) or asked_before.tzinfo is None
+    ):
+        fail(f"asked_before must be a timezone-aware datetime or None, got {asked_before!r}")
+    return Query(
+        statuses=statuses,
+        hook=cast(str | None, hook),
+        middleware=cast(str | None, middleware),
+        session_id=cast(str | None, session_id),
+        asked_before=None if asked_before is None else asked_before.astimezone(UTC),
+        limit=check_limit(limit, _LIST),
+        order=order,
+        after=None if after is None else decode_cursor(after, order, _LIST),
+    )

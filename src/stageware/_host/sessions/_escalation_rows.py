@@ -9,15 +9,31 @@ SQLite store writes them as ISO 8601 text, which ``from_row`` reads back as well
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, LiteralString, NoReturn, cast
+from typing import Any, Final, LiteralString, NoReturn, cast, final
 
 from ._encoding import json_problem
-from ._escalations import ESCALATION_STATUSES, Escalation, EscalationStatus, text_problem
+from ._escalations import (
+    ESCALATION_STATUSES,
+    Escalation,
+    EscalationPage,
+    EscalationStatus,
+    check_listing,
+    text_problem,
+)
+from ._paging import Place, check_limit, decode_cursor, encode_cursor
 from ._store import SessionError
 
-__all__ = ["COLUMNS", "EscalationRow", "from_row", "to_row"]
+__all__ = [
+    "COLUMNS",
+    "EscalationQuery",
+    "EscalationRow",
+    "escalation_query",
+    "from_row",
+    "to_row",
+]
 
 # LiteralString, so that the database stores may compose their statements from them.
 COLUMNS: Final[tuple[LiteralString, ...]] = (
@@ -198,3 +214,84 @@ def _utc(value: object, name: str, fail: _Fail) -> datetime | None:
     if not isinstance(value, datetime) or value.tzinfo is None:
         fail(f"{name} must be a timezone-aware datetime, got {value!r}")
     return value.astimezone(UTC)
+
+
+_ORDER: Final = "created"
+_LIST: Final = "list escalations"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class EscalationQuery:
+    """An ``escalation_page`` call, checked: what the stores turn into their query.
+
+    Attributes:
+        queue: Only this queue; ``None``: any.
+        status: Only this status; ``None``: any.
+        created_before: Only escalations created before this time (UTC).
+        limit: The page's size.
+        after: The place (``created_at``, id, ``""``) after which the page starts.
+    """
+
+    queue: str | None
+    status: EscalationStatus | None
+    created_before: datetime | None
+    limit: int
+    after: Place | None
+
+    @staticmethod
+    def key(escalation: Escalation) -> Place:
+        """Where *escalation* stands in the listing: oldest first, then by id."""
+        return escalation.created_at, escalation.id, ""
+
+    def page(self, escalations: Iterable[Escalation]) -> EscalationPage:
+        """The page of *escalations* (the store's, in *queue* with *status*) asked for."""
+        found = sorted(
+            (
+                e
+                for e in escalations
+                if self.created_before is None or e.created_at < self.created_before
+            ),
+            key=self.key,
+        )
+        after = self.after
+        rest = found if after is None else [e for e in found if self.key(e) > after]
+        return self.finish(rest[: self.limit + 1], total=len(found))
+
+    def finish(self, fetched: list[Escalation], *, total: int) -> EscalationPage:
+        """The page from up to ``limit + 1`` escalations fetched in order."""
+        entries = fetched[: self.limit]
+        more = len(fetched) > self.limit
+        return EscalationPage(
+            entries, total, encode_cursor(_ORDER, self.key(entries[-1])) if more else None
+        )
+
+
+def escalation_query(
+    queue: object,
+    *,
+    status: object,
+    created_before: object,
+    limit: object,
+    after: object,
+) -> EscalationQuery:
+    """Check the arguments of ``escalation_page``.
+
+    Raises:
+        SessionError: Naming the argument that is wrong, and how.
+    """
+    check_listing(queue, status)
+    if created_before is not None and (
+        not isinstance(created_before, datetime) or created_before.tzinfo is None
+    ):
+        raise SessionError(
+            f"cannot {_LIST}: created_before must be a timezone-aware datetime or None, "
+            f"got {created_before!r}"
+        )
+    return EscalationQuery(
+        queue=cast(str | None, queue),
+        status=cast(EscalationStatus | None, status),
+        created_before=None if created_before is None else created_before.astimezone(UTC),
+        limit=check_limit(limit, _LIST),
+        after=None if after is None else decode_cursor(after, _ORDER, _LIST),
+    )

@@ -12,9 +12,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final, final
 
-from ._approval_rows import ApprovalEntry, ApprovalListing, ApprovalPage
+from ._approval_rows import (
+    ApprovalEntry,
+    ApprovalListing,
+    ApprovalPage,
+    ApprovalRow,
+    entry_from_row,
+    observe,
+    query,
+    settle,
+)
 from ._encoding import decode_snapshot, encode_snapshot
-from ._escalation_rows import EscalationRow, from_row, to_row
+from ._escalation_rows import EscalationRow, escalation_query, from_row, to_row
 from ._escalations import (
     Escalation,
     EscalationPage,
@@ -66,11 +75,13 @@ class MemorySessionStore:
     in the order they were recorded.
     """
 
-    __slots__ = ("_escalations", "_lock", "_records")
+    __slots__ = ("_approvals", "_escalations", "_lock", "_records")
 
     def __init__(self) -> None:
         self._records: dict[str, _Record] = {}
         self._escalations: dict[str, EscalationRow] = {}
+        # The approvals ledger: by session, then interrupt id.
+        self._approvals: dict[str, dict[str, ApprovalRow]] = {}
         # Each save reads, checks and writes; the lock makes that one step.
         self._lock = threading.Lock()
 
@@ -106,6 +117,7 @@ class MemorySessionStore:
         check_kept(session_id, _WHERE, kept_messages=kept_messages, found_messages=None)
         encoded = encode_snapshot(snapshot, session_id, _WHERE, first_message=kept_messages)
         what = f"save session {session_id!r} in {_WHERE}"
+        observed = observe(snapshot["interrupt_state"])
         row: EscalationRow | None = None
         if escalation is not None:
             check_new(escalation, session_id, what)
@@ -128,6 +140,8 @@ class MemorySessionStore:
             del messages[kept_messages:]
             messages.extend(encoded.messages)
             lease = _lease(owner, lease_seconds, now)
+            if observed or session_id in self._approvals:
+                settle(self._approvals.setdefault(session_id, {}), session_id, observed, now)
             self._records[session_id] = _Record(
                 encoded.document, messages, expected_version + 1, lease
             )
@@ -150,6 +164,7 @@ class MemorySessionStore:
         check_session_id(session_id, _WHERE)
         with self._lock:
             self._records.pop(session_id, None)
+            self._approvals.pop(session_id, None)
             self._escalations = {
                 key: row
                 for key, row in self._escalations.items()
@@ -190,7 +205,10 @@ class MemorySessionStore:
         after: str | None = None,
     ) -> EscalationPage:
         """One page of the escalations in *queue* with *status*, oldest first."""
-        raise NotImplementedError("escalation_page: being written on branch i21-ledger")
+        paging = escalation_query(
+            queue, status=status, created_before=created_before, limit=limit, after=after
+        )
+        return paging.page(self.escalations(queue, status=status))
 
     def approvals(
         self,
@@ -204,11 +222,25 @@ class MemorySessionStore:
         after: str | None = None,
     ) -> ApprovalPage:
         """One page of the approvals ledger."""
-        raise NotImplementedError("approvals: being written on branch i21-ledger")
+        listing = query(
+            status=status,
+            hook=hook,
+            middleware=middleware,
+            session_id=session_id,
+            asked_before=asked_before,
+            limit=limit,
+            after=after,
+        )
+        with self._lock:
+            rows = [row for rows in self._approvals.values() for row in rows.values()]
+        return listing.page(entry_from_row(row, _WHERE) for row in rows)
 
     def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
         """The ledger's entry for one approval, or ``None``."""
-        raise NotImplementedError("approval: being written on branch i21-ledger")
+        check_session_id(session_id, _WHERE)
+        with self._lock:
+            row = self._approvals.get(session_id, {}).get(interrupt_id)
+        return None if row is None else entry_from_row(row, _WHERE)
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
         """Mark an open escalation as taken by *by*."""

@@ -1,6 +1,6 @@
 """A ``SessionStore`` in an SQLite file, shared by the threads and processes of one machine.
 
-The store keeps to its own four tables, so the file may belong to another application:
+The store keeps to its own five tables, so the file may belong to another application:
 
 * ``stageware_sessions``: one row per session, with its version, its JSON document (the
   snapshot without its messages: see ``_encoding``), how many messages it has and the
@@ -10,6 +10,10 @@ The store keeps to its own four tables, so the file may belong to another applic
   and inserts the ones it brings, so appending a turn writes the turn, not the history.
 * ``stageware_escalations``: one row per escalation (see ``_escalations``), written in the
   transaction of the session's save that recorded it.
+* ``stageware_approvals``: the approvals ledger (see ``_approval_rows``), one row per
+  policy approval a session asked for, kept by the saves; ``stageware_sessions`` flags
+  the sessions with a pending one (``approvals_pending``), so that a save of a session
+  with none, bringing none, does not touch it.
 * ``stageware_store_format``: one row, the table layout this file holds. It is the store's
   own version marker; the file's ``user_version`` pragma belongs to whoever owns the file.
 
@@ -41,6 +45,7 @@ A process forked from one that used the store does not use the parent's connecti
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -50,9 +55,20 @@ from pathlib import Path
 from typing import Final, Literal, TypeVar, final
 
 from . import _lease_renewer
-from ._approval_rows import ApprovalEntry, ApprovalListing, ApprovalPage
+from ._approval_rows import (
+    APPROVAL_COLUMNS,
+    ApprovalEntry,
+    ApprovalListing,
+    ApprovalPage,
+    ApprovalRow,
+    Observed,
+    Query,
+    entry_from_row,
+    observe,
+    query,
+)
 from ._encoding import decode_snapshot, encode_snapshot, split_document
-from ._escalation_rows import COLUMNS, EscalationRow, from_row, to_row
+from ._escalation_rows import COLUMNS, EscalationRow, escalation_query, from_row, to_row
 from ._escalations import (
     Escalation,
     EscalationPage,
@@ -83,14 +99,44 @@ __all__ = ["SQLiteSessionStore"]
 
 _T = TypeVar("_T")
 
-_FORMAT: Final = 4
+_FORMAT: Final = 5
 """The table layout this module writes, kept in ``stageware_store_format``.
 
 Format 1 (stageware 0.x before versioned sessions) had no version or lease columns and
 marked the file through ``user_version``; format 2 had no escalations; format 3 kept each
-session's whole snapshot, messages included, in its one document. All are migrated in
-place on first use, one format after the other.
+session's whole snapshot, messages included, in its one document; format 4 had no
+approvals ledger. All are migrated in place on first use, one format after the other.
 """
+
+_APPROVAL_TABLES: Final = (
+    """
+    CREATE TABLE stageware_approvals (
+        session_id TEXT NOT NULL,
+        interrupt_id TEXT NOT NULL,
+        hook TEXT NOT NULL,
+        middleware TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        asked_at TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'lapsed')),
+        answered_by TEXT,
+        roles TEXT NOT NULL,
+        via TEXT,
+        comment TEXT,
+        answered_at TEXT,
+        PRIMARY KEY (session_id, interrupt_id)
+    )
+    """,
+    # Each listing's order, so that a page is an index seek and a count an index scan:
+    # by status oldest asked first (pending), by answer newest first (answered), and
+    # newest asked first (any status).
+    "CREATE INDEX stageware_approvals_by_status "
+    "ON stageware_approvals (status, asked_at, session_id, interrupt_id)",
+    "CREATE INDEX stageware_approvals_by_answer "
+    "ON stageware_approvals (answered_at, session_id, interrupt_id) "
+    "WHERE answered_at IS NOT NULL",
+    "CREATE INDEX stageware_approvals_by_age "
+    "ON stageware_approvals (asked_at, session_id, interrupt_id)",
+)
 
 _ESCALATION_TABLES: Final = (
     """
@@ -142,11 +188,13 @@ _CREATE: Final = (
         lease_owner TEXT,
         lease_expires_at TEXT,
         updated_at TEXT NOT NULL,
-        message_count INTEGER NOT NULL
+        message_count INTEGER NOT NULL,
+        approvals_pending INTEGER NOT NULL DEFAULT 0
     )
     """,
     _MESSAGE_TABLE,
     *_ESCALATION_TABLES,
+    *_APPROVAL_TABLES,
     "CREATE TABLE stageware_store_format (format INTEGER NOT NULL)",
     f"INSERT INTO stageware_store_format (format) VALUES ({_FORMAT})",
 )
@@ -172,10 +220,35 @@ _MIGRATE_FROM_3: Final = (
     _MESSAGE_TABLE,
 )
 
+# Then each session's pending approvals are entered in the ledger (_migrate_from_4).
+_MIGRATE_FROM_4: Final = (
+    "ALTER TABLE stageware_sessions ADD COLUMN approvals_pending INTEGER NOT NULL DEFAULT 0",
+    *_APPROVAL_TABLES,
+)
+
 _SELECT: Final = """
-SELECT version, document, lease_owner, lease_expires_at, message_count
+SELECT version, document, lease_owner, lease_expires_at, message_count, approvals_pending
 FROM stageware_sessions WHERE session_id = ?
 """
+
+_APPROVAL_COLUMNS: Final = ", ".join(APPROVAL_COLUMNS)
+
+_SELECT_APPROVALS: Final = f"SELECT {_APPROVAL_COLUMNS} FROM stageware_approvals"
+
+# An approval is entered once; an answer changes a pending entry, never an answered one.
+_UPSERT_APPROVAL: Final = (
+    f"INSERT INTO stageware_approvals ({_APPROVAL_COLUMNS}) "
+    f"VALUES ({', '.join('?' * len(APPROVAL_COLUMNS))}) "
+    "ON CONFLICT (session_id, interrupt_id) DO UPDATE SET status = excluded.status, "
+    "answered_by = excluded.answered_by, roles = excluded.roles, via = excluded.via, "
+    "comment = excluded.comment, answered_at = excluded.answered_at "
+    "WHERE stageware_approvals.status = 'pending' AND excluded.status <> 'pending'"
+)
+
+_LAPSE_APPROVAL: Final = (
+    "UPDATE stageware_approvals SET status = 'lapsed', answered_at = ? "
+    "WHERE session_id = ? AND interrupt_id = ? AND status = 'pending'"
+)
 
 _SELECT_MESSAGES: Final = (
     "SELECT position, document FROM stageware_messages WHERE session_id = ? ORDER BY position"
@@ -202,7 +275,7 @@ _UPDATE_ESCALATION: Final = (
     "resolved_by = ?, resolved_at = ?, resolution = ?, comment = ? WHERE escalation_id = ?"
 )
 
-_Row = tuple[int, object, str | None, str | None, int]
+_Row = tuple[int, object, str | None, str | None, int, int]
 
 _IDLE_CONNECTIONS: Final = 4
 """Open connections a store keeps for its next calls; more are closed when given back."""
@@ -305,7 +378,7 @@ class SQLiteSessionStore:
         found = self._run_session(session_id, "load", read, write=False)
         if found is None:
             return None
-        (version, document, owner, expires, count), messages = found
+        (version, document, owner, expires, count, _), messages = found
         snapshot = decode_snapshot(document, messages, count, session_id, str(self._path))
         return StoredSession(snapshot=snapshot, version=version, lease=_lease(owner, expires))
 
@@ -336,6 +409,8 @@ class SQLiteSessionStore:
         )
         count = kept_messages + len(encoded.messages)
         what = f"save session {session_id!r} in {self._path}"
+        observed = observe(snapshot["interrupt_state"])
+        waiting = int(any(o.status == "pending" for o in observed))
         escalation_row: EscalationRow | None = None
         if escalation is not None:
             check_new(escalation, session_id, what)
@@ -364,16 +439,37 @@ class SQLiteSessionStore:
             if expected_version == 0:
                 connection.execute(
                     "INSERT INTO stageware_sessions (session_id, version, document, "
-                    "lease_owner, lease_expires_at, updated_at, message_count) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, version, encoded.document, lease_owner, expires, stamp, count),
+                    "lease_owner, lease_expires_at, updated_at, message_count, "
+                    "approvals_pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session_id,
+                        version,
+                        encoded.document,
+                        lease_owner,
+                        expires,
+                        stamp,
+                        count,
+                        waiting,
+                    ),
                 )
             else:
                 connection.execute(
                     "UPDATE stageware_sessions SET version = ?, document = ?, lease_owner = ?, "
-                    "lease_expires_at = ?, updated_at = ?, message_count = ? WHERE session_id = ?",
-                    (version, encoded.document, lease_owner, expires, stamp, count, session_id),
+                    "lease_expires_at = ?, updated_at = ?, message_count = ?, "
+                    "approvals_pending = ? WHERE session_id = ?",
+                    (
+                        version,
+                        encoded.document,
+                        lease_owner,
+                        expires,
+                        stamp,
+                        count,
+                        waiting,
+                        session_id,
+                    ),
                 )
+            if observed or (row is not None and row[5]):
+                _settle(connection, session_id, observed, now)
             if escalation_row is not None:
                 # Checked first for messages that name the escalation in the way; the
                 # unique indexes would refuse the insert anyway. Raised after the session's
@@ -408,13 +504,17 @@ class SQLiteSessionStore:
         self._run_session(session_id, "renew the lease of", write, write=True)
 
     def delete(self, session_id: str) -> None:
-        """Forget *session_id* and its escalations; a session that does not exist is fine."""
+        """Forget *session_id*, its escalations and its approvals; a session that does not
+        exist is fine."""
 
         def remove(connection: sqlite3.Connection) -> None:
             connection.execute("DELETE FROM stageware_sessions WHERE session_id = ?", (session_id,))
             connection.execute(_DELETE_MESSAGES, (session_id, 0))
             connection.execute(
                 "DELETE FROM stageware_escalations WHERE session_id = ?", (session_id,)
+            )
+            connection.execute(
+                "DELETE FROM stageware_approvals WHERE session_id = ?", (session_id,)
             )
 
         self._run_session(session_id, "delete", remove, write=True)
@@ -470,7 +570,37 @@ class SQLiteSessionStore:
         after: str | None = None,
     ) -> EscalationPage:
         """One page of the escalations in *queue* with *status*, oldest first."""
-        raise NotImplementedError("escalation_page: being written on branch i21-ledger")
+        paging = escalation_query(
+            queue, status=status, created_before=created_before, limit=limit, after=after
+        )
+        conditions: list[str] = []
+        params: list[object] = []
+        for column, value in (("queue", paging.queue), ("status", paging.status)):
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                params.append(value)
+        if paging.created_before is not None:
+            conditions.append("created_at < ?")
+            params.append(_sqlite_time(paging.created_before))
+        where = " AND ".join(conditions) or "1"
+        seek = where
+        seek_params = list(params)
+        if paging.after is not None:
+            seek = f"{where} AND (created_at, escalation_id) > (?, ?)"
+            seek_params += [_sqlite_time(paging.after[0]), paging.after[1]]
+
+        def read(connection: sqlite3.Connection) -> tuple[list[tuple[object, ...]], int]:
+            rows: list[tuple[object, ...]] = connection.execute(
+                f"{_SELECT_ESCALATIONS} WHERE {seek} ORDER BY created_at, escalation_id LIMIT ?",
+                (*seek_params, paging.limit + 1),
+            ).fetchall()
+            (total,) = connection.execute(
+                f"SELECT count(*) FROM stageware_escalations WHERE {where}", params
+            ).fetchone()
+            return rows, total
+
+        rows, total = self._run("list escalations", read, write=False)
+        return paging.finish([from_row(row, str(self._path)) for row in rows], total=total)
 
     def approvals(
         self,
@@ -484,11 +614,53 @@ class SQLiteSessionStore:
         after: str | None = None,
     ) -> ApprovalPage:
         """One page of the approvals ledger."""
-        raise NotImplementedError("approvals: being written on branch i21-ledger")
+        listing = query(
+            status=status,
+            hook=hook,
+            middleware=middleware,
+            session_id=session_id,
+            asked_before=asked_before,
+            limit=limit,
+            after=after,
+        )
+        where, params = _approval_filters(listing)
+        seek, seek_params = where, list(params)
+        direction = "DESC" if listing.descending else "ASC"
+        column = listing.time_column
+        if listing.after is not None:
+            moment, after_session, after_id = listing.after
+            seek += (
+                f" AND ({column}, session_id, interrupt_id) "
+                f"{'<' if listing.descending else '>'} (?, ?, ?)"
+            )
+            seek_params += [_sqlite_time(moment), after_session, after_id]
+        order = f"{column} {direction}, session_id {direction}, interrupt_id {direction}"
+
+        def read(connection: sqlite3.Connection) -> tuple[list[tuple[object, ...]], int]:
+            rows: list[tuple[object, ...]] = connection.execute(
+                f"{_SELECT_APPROVALS} WHERE {seek} ORDER BY {order} LIMIT ?",
+                (*seek_params, listing.limit + 1),
+            ).fetchall()
+            (total,) = connection.execute(
+                f"SELECT count(*) FROM stageware_approvals WHERE {where}", params
+            ).fetchone()
+            return rows, total
+
+        rows, total = self._run("list approvals", read, write=False)
+        return listing.finish([entry_from_row(row, str(self._path)) for row in rows], total=total)
 
     def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
         """The ledger's entry for one approval, or ``None``."""
-        raise NotImplementedError("approval: being written on branch i21-ledger")
+
+        def read(connection: sqlite3.Connection) -> tuple[object, ...] | None:
+            row: tuple[object, ...] | None = connection.execute(
+                f"{_SELECT_APPROVALS} WHERE session_id = ? AND interrupt_id = ?",
+                (session_id, interrupt_id),
+            ).fetchone()
+            return row
+
+        row = self._run_session(session_id, "look up an approval of", read, write=False)
+        return None if row is None else entry_from_row(row, str(self._path))
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
         """Mark an open escalation as taken by *by*, in one transaction."""
@@ -724,7 +896,7 @@ class SQLiteSessionStore:
 
     @staticmethod
     def _migrate(connection: sqlite3.Connection) -> None:
-        """Bring a file at format 2 or 3 to ``_FORMAT``; any other format is left alone."""
+        """Bring a file at format 2 to 4 to ``_FORMAT``; any other format is left alone."""
         row: tuple[object] | None = connection.execute(
             "SELECT format FROM stageware_store_format"
         ).fetchone()
@@ -735,6 +907,9 @@ class SQLiteSessionStore:
             found = 3
         if found == 3:
             _migrate_from_3(connection)
+            found = 4
+        if found == 4:
+            _migrate_from_4(connection)
 
     def _use_wal(self, connection: sqlite3.Connection) -> None:
         """Put the file in WAL mode; the mode is the file's, so this is needed once."""
@@ -821,7 +996,91 @@ def _migrate_from_3(connection: sqlite3.Connection) -> None:
             "UPDATE stageware_sessions SET document = ?, message_count = ? WHERE session_id = ?",
             (pieces.document, len(pieces.messages), session_id),
         )
+    connection.execute("UPDATE stageware_store_format SET format = 4")
+
+
+def _migrate_from_4(connection: sqlite3.Connection) -> None:
+    """Add the approvals ledger, and enter each session's approvals in it.
+
+    What a format-4 file knows of an approval is what its session's interrupt state holds
+    now: the approvals of open cycles, pending or answered (answered ones that left the
+    state before are not known). Their ``asked_at`` is the session's last save. A document
+    that is no JSON is left as it was, for a load to report as damaged.
+    """
+    for statement in _MIGRATE_FROM_4:
+        connection.execute(statement)
+    rows: list[tuple[str, object, str]] = connection.execute(
+        "SELECT session_id, document, updated_at FROM stageware_sessions "
+        "WHERE document LIKE '%v2:policy:%'"
+    ).fetchall()
+    for session_id, document, updated_at in rows:
+        try:
+            decoded: object = json.loads(str(document))
+            saved_at = datetime.fromisoformat(updated_at).astimezone(UTC)
+        except ValueError:
+            continue
+        state = decoded.get("interrupt_state") if isinstance(decoded, dict) else None
+        observed = observe(state)
+        if observed:
+            _settle(connection, session_id, observed, saved_at)
+            connection.execute(
+                "UPDATE stageware_sessions SET approvals_pending = ? WHERE session_id = ?",
+                (int(any(o.status == "pending" for o in observed)), session_id),
+            )
     connection.execute(f"UPDATE stageware_store_format SET format = {_FORMAT}")
+
+
+def _settle(
+    connection: sqlite3.Connection, session_id: str, observed: list[Observed], now: datetime
+) -> None:
+    """Apply a save to the session's ledger entries (the rules of ``_approval_rows``)."""
+    seen = {o.interrupt_id for o in observed}
+    pending: list[tuple[str]] = connection.execute(
+        "SELECT interrupt_id FROM stageware_approvals WHERE session_id = ? AND status = 'pending'",
+        (session_id,),
+    ).fetchall()
+    stamp = _sqlite_time(now)
+    connection.executemany(
+        _LAPSE_APPROVAL,
+        ((stamp, session_id, gone) for (gone,) in pending if gone not in seen),
+    )
+    connection.executemany(
+        _UPSERT_APPROVAL, (_approval_values(o.row(session_id, now, now)) for o in observed)
+    )
+
+
+def _approval_filters(listing: Query) -> tuple[str, list[object]]:
+    """The ``WHERE`` of *listing*'s filters (no cursor), and its parameters."""
+    conditions: list[str] = []
+    params: list[object] = []
+    if listing.statuses is not None:
+        conditions.append(f"status IN ({', '.join('?' * len(listing.statuses))})")
+        params += listing.statuses
+    if listing.order == "answered":
+        # The partial index's condition, so that the planner may use it.
+        conditions.append("answered_at IS NOT NULL")
+    for column, value in (
+        ("hook", listing.hook),
+        ("middleware", listing.middleware),
+        ("session_id", listing.session_id),
+    ):
+        if value is not None:
+            conditions.append(f"{column} = ?")
+            params.append(value)
+    if listing.asked_before is not None:
+        conditions.append("asked_at < ?")
+        params.append(_sqlite_time(listing.asked_before))
+    return " AND ".join(conditions) or "1", params
+
+
+def _approval_values(row: ApprovalRow) -> tuple[object, ...]:
+    return tuple(_sqlite_time(value) if isinstance(value, datetime) else value for value in row)
+
+
+def _sqlite_time(moment: datetime) -> str:
+    """A time as the store keeps it: ISO 8601 in UTC, of one width, so that text order is
+    time order."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _pending(connection: sqlite3.Connection, session_id: str, where: str) -> Escalation | None:
@@ -834,10 +1093,7 @@ def _pending(connection: sqlite3.Connection, session_id: str, where: str) -> Esc
 def _sqlite_values(row: EscalationRow) -> tuple[object, ...]:
     """*row* as SQLite keeps it: times as ISO 8601 text, in UTC, of one width, so that
     text order is time order."""
-    return tuple(
-        value.isoformat(timespec="microseconds") if isinstance(value, datetime) else value
-        for value in row
-    )
+    return tuple(_sqlite_time(value) if isinstance(value, datetime) else value for value in row)
 
 
 def _table_names(connection: sqlite3.Connection) -> set[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
+from ._approval_rows import APPROVAL_COLUMNS
 from ._escalation_rows import COLUMNS
 
 __all__ = ["clash"]
@@ -29,6 +30,12 @@ _LAYOUTS: Final[dict[int, dict[str, frozenset[str]]]] = {
         "stageware_sessions": _SESSIONS_2 | {"message_count"},
         "stageware_escalations": frozenset(COLUMNS),
         "stageware_messages": frozenset({"session_id", "position", "document"}),
+    },
+    5: {
+        "stageware_sessions": _SESSIONS_2 | {"message_count", "approvals_pending"},
+        "stageware_escalations": frozenset(COLUMNS),
+        "stageware_messages": frozenset({"session_id", "position", "document"}),
+        "stageware_approvals": frozenset(APPROVAL_COLUMNS),
     },
 }
 _FORMAT_COLUMNS: Final = frozenset({"format"})
