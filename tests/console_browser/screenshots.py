@@ -29,13 +29,13 @@ DEFAULT_FOLDER: Final = ROOT / "docs" / "images"
 ORDERS: Final = ("order-2001", "order-2002", "order-2003", "order-2004", "order-2005")
 
 
-def _answer(browser: webdriver.Chrome, console: Console, order: str, button: str) -> None:
+def _answer(
+    browser: webdriver.Chrome, console: Console, order: str, button: str, comment: str
+) -> None:
     browser.get(f"{console.url}/approvals")
     row = browser.find_element(By.CSS_SELECTOR, f'tr.approval[data-session-id="{order}"]')
     row.find_element(By.TAG_NAME, "a").click()
-    browser.find_element(By.CSS_SELECTOR, "#answer textarea[name=comment]").send_keys(
-        "checked against the courier's report"
-    )
+    browser.find_element(By.CSS_SELECTOR, "#answer textarea[name=comment]").send_keys(comment)
     browser.find_element(By.ID, button).click()
     WebDriverWait(browser, BOUND).until(lambda b: b.find_element(By.ID, "outcome"))
 
@@ -53,8 +53,8 @@ def take(folder: Path) -> list[Path]:
             dana = deployment.console("dana", ("finance",))
             for order in ORDERS:
                 deployment.request_refund(order)
-            _answer(browser, dana, ORDERS[0], "approve")
-            _answer(browser, dana, ORDERS[1], "deny")
+            _answer(browser, dana, ORDERS[0], "approve", "the courier confirmed the damage")
+            _answer(browser, dana, ORDERS[1], "deny", "already refunded by card")
             deployment.result(ORDERS[0])
             deployment.result(ORDERS[1])
 
