@@ -24,8 +24,8 @@ from selenium.common.exceptions import NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
-from stageware._console._csrf import COOKIE, CsrfTokens
 
+from stageware._console._csrf import COOKIE, CsrfTokens
 from tests.dbos.pending import pending_approval
 
 from .deployment import BOUND, Console, Deployment, free_port
