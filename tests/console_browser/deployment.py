@@ -86,6 +86,7 @@ class Deployment:
     worker: subprocess.Popen[str]
     worker_log: Path
     consoles: list[Console] = field(default_factory=list[Console])
+    _reader: threading.Thread | None = None
     _results: dict[str, DurableResult] = field(default_factory=dict[str, DurableResult])
     _arrived: threading.Condition = field(default_factory=threading.Condition)
 
@@ -111,7 +112,8 @@ class Deployment:
         deployment = cls(folder, config, worker, log)
         try:
             deployment._await_ready()
-            threading.Thread(target=deployment._read_results, daemon=True).start()
+            deployment._reader = threading.Thread(target=deployment._read_results, daemon=True)
+            deployment._reader.start()
             yield deployment
         finally:
             deployment.close()
@@ -223,6 +225,8 @@ class Deployment:
                 self.worker.wait(30)
             except subprocess.TimeoutExpired:
                 _end(self.worker)
+        if self._reader is not None:
+            self._reader.join(BOUND)  # it reads to the end of the worker's output
         if self.worker.stdout is not None:
             self.worker.stdout.close()
 

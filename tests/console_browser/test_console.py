@@ -38,7 +38,7 @@ def open_approval(browser: webdriver.Chrome, console: Console, session_id: str) 
     browser.get(f"{console.url}/approvals")
     row = browser.find_element(By.CSS_SELECTOR, f'tr.approval[data-session-id="{session_id}"]')
     row.find_element(By.TAG_NAME, "a").click()
-    WebDriverWait(browser, BOUND).until(lambda b: "/approvals/" in b.current_url)
+    WebDriverWait(browser, BOUND).until(lambda b: "/approvals/" in b.current_url and loaded(b))
     return browser.find_element(By.TAG_NAME, "body")
 
 
