@@ -1,8 +1,9 @@
 """``stageware policy approvals``: suspended policy approvals in a store; answer one.
 
 A policy middleware that returns ``Suspend`` stops the run on an interrupt whose id starts
-with ``v2:policy:``; the session keeps it, unanswered, in its interrupt state. Listing
-reads every session's interrupt state and shows each step as the fingerprint binds it;
+with ``v2:policy:``; the session keeps it, unanswered, in its interrupt state, and the
+store's approvals ledger lists it. Listing reads the ledger (no session is loaded) and
+shows each step as the fingerprint binds it;
 answering records the verified answer (approved or not, the operator as ``_operator``
 identifies them, a comment) through ``InterruptState.resume`` and the policy layer's
 ``ApprovalCheck``, the same rule a resume in a prompt goes through (an answer is final,
@@ -32,7 +33,7 @@ from ._wake import dbos_arguments, wake_runs
 
 if TYPE_CHECKING:
     from stageware._host._interrupt_state import InterruptState
-    from stageware._host.sessions import SessionStore, StoredSession
+    from stageware._host.sessions import ApprovalEntry, SessionStore, StoredSession
     from stageware._policy._identity import Approver
     from stageware._runtime import Interrupt
 
@@ -52,6 +53,8 @@ DESCRIPTION = (
 _COMMAND: Final = "stageware policy approvals"
 
 _REASON_WIDTH: Final = 50
+# The ledger's largest page: the listing shows every pending approval.
+_PAGE: Final = 500
 _STEP_WIDTH: Final = 80
 
 _HEADERS: Final = ("SESSION", "INTERRUPT", "REASON", "STEP", "WHO MAY ANSWER", "DEADLINE")
@@ -115,10 +118,10 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     approver = None if interrupt_id is None else operator(args)
     with opened_store(args.store, schema=args.schema) as store:
         if show_id is not None:
-            _show(store, out, err, show_id, args.session)
+            _show(store, out, show_id, args.session)
             return
         if interrupt_id is None or approver is None:
-            _list(store, out, err)
+            _list(store, out)
             return
         _answer(
             store,
@@ -133,28 +136,39 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         )
 
 
-def _list(store: SessionStore, out: TextIO, err: TextIO) -> None:
-    """Print every unanswered policy interrupt of every session, by session."""
-    found = [
-        waiting
-        for session_id in store.session_ids()
-        for waiting in _suspended(store, session_id, err)
-    ]
+def _list(store: SessionStore, out: TextIO) -> None:
+    """Print every pending policy approval, oldest first, from the store's ledger (no
+    session is loaded)."""
+    found = _pending(store)
     if not found:
         out.write("no suspended approvals\n")
         return
     rows = [
         (
-            cell(s.session_id),
-            cell(s.interrupt.id),
-            _reason(s.interrupt.reason),
-            _shown(s.interrupt.reason, "step", _STEP_WIDTH),
-            _shown(s.interrupt.reason, "approvers", None),
-            _deadline(s.interrupt.reason),
+            cell(e.session_id),
+            cell(e.interrupt_id),
+            _reason(e.reason),
+            _shown(e.reason, "step", _STEP_WIDTH),
+            _shown(e.reason, "approvers", None),
+            _deadline(e.reason),
         )
-        for s in found
+        for e in found
     ]
     out.write(render(_HEADERS, rows))
+
+
+def _pending(
+    store: SessionStore, *, hook: str | None = None, middleware: str | None = None
+) -> list[ApprovalEntry]:
+    """Every pending approval of the store's ledger, oldest first, page by page."""
+    found: list[ApprovalEntry] = []
+    after: str | None = None
+    while True:
+        page = store.approvals(hook=hook, middleware=middleware, limit=_PAGE, after=after)
+        found += page.entries
+        after = page.next_cursor
+        if after is None:
+            return found
 
 
 def _answer(
@@ -254,26 +268,28 @@ def _answer(
     out.write(f"{done}{woke}\n")
 
 
-def _show(
-    store: SessionStore, out: TextIO, err: TextIO, interrupt_id: str, session_id: str | None
-) -> None:
+def _show(store: SessionStore, out: TextIO, interrupt_id: str, session_id: str | None) -> None:
     """Print what *interrupt_id* asks, whole: the listing cuts the step to fit a line.
 
     Raises:
         CommandError: No session waits on it.
     """
-    candidates = store.session_ids() if session_id is None else [session_id]
-    found = [
-        s
-        for candidate in candidates
-        for s in _suspended(store, candidate, err)
-        if s.interrupt.id == interrupt_id
-    ]
+    from stageware._policy._approval import parse_interrupt_id
+
+    parsed = parse_interrupt_id(interrupt_id)
+    if session_id is not None:
+        entry = store.approval(session_id, interrupt_id)
+        found = [] if entry is None or entry.status != "pending" else [entry]
+    elif parsed is None:
+        found = []
+    else:
+        candidates = _pending(store, hook=parsed.hook, middleware=parsed.middleware)
+        found = [e for e in candidates if e.interrupt_id == interrupt_id]
     if not found:
         where = "no session" if session_id is None else f"session {cell(session_id)!r}"
         raise CommandError(f"{where} waits on an approval {cell(interrupt_id)!r}")
     for waiting in found:
-        reason: object = waiting.interrupt.reason
+        reason: object = waiting.reason
         out.write(f"approval {interrupt_id} in session {cell(waiting.session_id)!r}\n")
         out.write(f"  reason: {_reason(reason)}\n")
         out.write(f"  who may answer: {_shown(reason, 'approvers', None)}\n")

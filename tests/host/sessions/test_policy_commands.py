@@ -535,20 +535,37 @@ def test_approvals_needs_one_policy_interrupt_in_one_session(store: SessionStore
     assert "--session goes with --approve, --deny or --show" in error_line(err)
 
 
-def test_a_session_that_cannot_be_read_is_reported_and_skipped(
-    store: SessionStore, run: Run
-) -> None:
+def test_a_session_that_cannot_be_read_hides_no_approval(store: SessionStore, run: Run) -> None:
     suspend(store, Desk())
-    # Interrupt state in a shape this host never wrote.
+    # Interrupt state in a shape this host never wrote: the listing reads the ledger, not
+    # the sessions, so it is not even looked at.
     store.save("odd", make_snapshot(), expected_version=0, owner="w", lease_seconds=None)
 
     status, out, err = run("approvals")
 
-    assert status == 0
+    assert (status, err) == (0, "")
     assert POLICY_ID in out
-    assert error_line(err).startswith(
-        "stageware policy approvals: skipped: session 'odd' has interrupt state"
-    )
+    assert "odd" not in out
+
+
+def test_approvals_lists_from_the_ledger_without_loading_a_session(
+    store: SessionStore, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = Desk()
+    suspend(store, desk, "first")
+    suspend(store, desk, "second")
+
+    def no_load(session_id: str) -> None:
+        raise AssertionError(f"the listing loaded session {session_id!r}")
+
+    # The command opens a store of its own: refuse loads on every store of the kind.
+    monkeypatch.setattr(type(store), "load", lambda self, session_id: no_load(session_id))
+    status, out, err = run("approvals")
+    assert (status, err) == (0, "")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["first", "second"]
+    status, out, err = run("approvals", "--show", POLICY_ID, "--session", "second")
+    assert (status, err) == (0, "")
+    assert out.startswith(f"approval {POLICY_ID} in session 'second'")
 
 
 # --- --store --------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from ._paging import Place, check_limit, decode_cursor, encode_cursor
 from ._store import SessionError
 
 __all__ = [
+    "ANSWERED",
     "APPROVAL_COLUMNS",
     "APPROVAL_STATUSES",
     "ApprovalEntry",
@@ -71,6 +72,9 @@ or lapsed) or ``None`` (any)."""
 
 APPROVAL_STATUSES: Final[tuple[ApprovalStatus, ...]] = ("pending", "approved", "denied", "lapsed")
 """Every status; an entry moves from ``pending`` to one of the other three, once."""
+
+ANSWERED: Final[tuple[ApprovalStatus, ...]] = ("approved", "denied", "lapsed")
+"""The statuses of ``"answered"``: every entry with an ``answered_at``."""
 
 
 @final
@@ -553,7 +557,7 @@ def query(
     if status is None:
         statuses = None
     elif status == "answered":
-        statuses = ("approved", "denied", "lapsed")
+        statuses = ANSWERED
     else:
         statuses = (cast(ApprovalStatus, status),)
     for name, value in (("hook", hook), ("middleware", middleware), ("session_id", session_id)):

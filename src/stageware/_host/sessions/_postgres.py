@@ -44,9 +44,17 @@ from tenacity import (
 from tenacity.stop import stop_base
 
 from . import _lease_renewer
-from ._approval_rows import ApprovalEntry, ApprovalListing, ApprovalPage
+from ._approval_rows import (
+    APPROVAL_COLUMNS,
+    ApprovalEntry,
+    ApprovalListing,
+    ApprovalPage,
+    entry_from_row,
+    observe,
+    query,
+)
 from ._encoding import EncodedSnapshot, decode_snapshot, encode_snapshot
-from ._escalation_rows import COLUMNS, from_row, to_row
+from ._escalation_rows import COLUMNS, escalation_query, from_row, to_row
 from ._escalations import (
     Escalation,
     EscalationPage,
@@ -62,7 +70,15 @@ from ._escalations import (
 )
 from ._postgres_conninfo import Location, locate
 from ._postgres_deadline import CallDeadline
-from ._postgres_tables import FORMAT, Statements, create_tables, statements
+from ._postgres_tables import (
+    FORMAT,
+    Statements,
+    approval_listing,
+    approval_params,
+    create_tables,
+    escalation_listing,
+    statements,
+)
 from ._store import (
     Lease,
     SessionError,
@@ -289,6 +305,7 @@ class PostgresSessionStore:
             "owner": owner,
             "lease_owner": None if lease_seconds is None else owner,
             "lease_seconds": lease_seconds,
+            **approval_params(observe(snapshot["interrupt_state"])),
         }
         what = f"save session {session_id!r}"
         explain: Callable[[Cursor[TupleRow]], None] | None = None
@@ -338,7 +355,8 @@ class PostgresSessionStore:
         self._write(session_id, what, self._sql.renew, params, version, owner)
 
     def delete(self, session_id: str) -> None:
-        """Forget *session_id* and its escalations; a session that does not exist is fine."""
+        """Forget *session_id*, its escalations and its approvals; a session that does not
+        exist is fine."""
         what = f"delete session {session_id!r}"
 
         def remove(cursor: Cursor[TupleRow]) -> object:
@@ -390,7 +408,12 @@ class PostgresSessionStore:
         after: str | None = None,
     ) -> EscalationPage:
         """One page of the escalations in *queue* with *status*, oldest first."""
-        raise NotImplementedError("escalation_page: being written on branch i21-ledger")
+        paging = escalation_query(
+            queue, status=status, created_before=created_before, limit=limit, after=after
+        )
+        page, count, params = escalation_listing(self._schema, paging)
+        rows, total = self._page("list escalations", page, count, params)
+        return paging.finish([from_row(row, self._where) for row in rows], total=total)
 
     def approvals(
         self,
@@ -404,11 +427,43 @@ class PostgresSessionStore:
         after: str | None = None,
     ) -> ApprovalPage:
         """One page of the approvals ledger."""
-        raise NotImplementedError("approvals: being written on branch i21-ledger")
+        listing = query(
+            status=status,
+            hook=hook,
+            middleware=middleware,
+            session_id=session_id,
+            asked_before=asked_before,
+            limit=limit,
+            after=after,
+        )
+        page, count, params = approval_listing(self._schema, listing)
+        rows, total = self._page("list approvals", page, count, params)
+        return listing.finish([entry_from_row(row, self._where) for row in rows], total=total)
 
     def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
         """The ledger's entry for one approval, or ``None``."""
-        raise NotImplementedError("approval: being written on branch i21-ledger")
+        what = f"look up approval {interrupt_id!r} of session {session_id!r}"
+        params = {"session_id": session_id, "interrupt_id": interrupt_id}
+
+        def read(cursor: Cursor[TupleRow]) -> TupleRow:
+            return self._one(cursor, self._sql.approval, params, 1 + len(APPROVAL_COLUMNS))
+
+        row = self._run_session(session_id, what, read)
+        self._check_format(row[0], what)
+        return None if row[1] is None else entry_from_row(row[1:], self._where)
+
+    def _page(
+        self, what: str, page: sql.Composed, count: sql.Composed, params: dict[str, object]
+    ) -> tuple[list[TupleRow], int]:
+        """The rows of a listing's page, and the count of all its matches."""
+
+        def read(cursor: Cursor[TupleRow]) -> tuple[TupleRow, list[TupleRow]]:
+            counted = self._one(cursor, count, params, 2)
+            self._check_format(counted[0], what)
+            return counted, cursor.execute(page, params).fetchall()
+
+        counted, rows = self._run(what, read)
+        return rows, int(counted[1])
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
         """Mark an open escalation as taken by *by*, in one statement."""

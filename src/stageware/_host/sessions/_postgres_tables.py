@@ -11,10 +11,14 @@ The store keeps to one Postgres schema of its own (``stageware`` unless configur
   positions and deletes the rows past the new end, so appending a turn writes the turn.
 * ``escalations``: one row per escalation (see ``_escalations``), inserted by the same
   statement as the session's save that recorded it.
+* ``approvals``: the approvals ledger (see ``_approval_rows``), written by the same
+  statement as the session's save, from the policy approvals its interrupt state holds;
+  ``sessions.approvals_pending`` says whether the session has a pending one, so that the
+  save after the last one leaves lapses those whose interrupts left the state.
 * ``store_format``: one row, the layout of the schema (``FORMAT``), so that a later
   stageware can migrate it and this one refuses a layout it does not know. Format 1 had
   no escalations; format 2 kept each session's whole snapshot, messages included, in its
-  one document. ``create_tables`` migrates both.
+  one document; format 3 had no approvals ledger. ``create_tables`` migrates them all.
 
 Every statement is one round trip that checks and writes at once, on the server's clock
 (``clock_timestamp()``, read once per statement): a conditional ``UPDATE`` or an ``INSERT
@@ -31,18 +35,30 @@ newer stageware migrated it writes nothing.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Final, LiteralString, final
 
 from psycopg import Cursor, sql
 from psycopg.rows import TupleRow
 
+from ._approval_rows import ANSWERED, APPROVAL_COLUMNS, Observed, Query, observe
 from ._encoding import split_document
-from ._escalation_rows import COLUMNS
+from ._escalation_rows import COLUMNS, EscalationQuery
 
-__all__ = ["FORMAT", "Setup", "Statements", "create_tables", "statements"]
+__all__ = [
+    "FORMAT",
+    "Setup",
+    "Statements",
+    "approval_listing",
+    "approval_params",
+    "create_tables",
+    "escalation_listing",
+    "statements",
+]
 
-FORMAT: Final = 3
+FORMAT: Final = 4
 """The layout this module writes, kept in ``store_format``."""
 
 _ESCALATION_TABLES: Final[tuple[LiteralString, ...]] = (
@@ -76,6 +92,39 @@ _ESCALATION_TABLES: Final[tuple[LiteralString, ...]] = (
     "ON {schema}.escalations (session_id) WHERE status <> 'resolved'",
 )
 
+_APPROVAL_TABLES: Final[tuple[LiteralString, ...]] = (
+    # COLLATE "C": the listings run in code point order, as in every store, and seek by
+    # the index in that order.
+    """
+    CREATE TABLE IF NOT EXISTS {schema}.approvals (
+        session_id text COLLATE "C" NOT NULL,
+        interrupt_id text COLLATE "C" NOT NULL,
+        hook text NOT NULL,
+        middleware text NOT NULL,
+        -- text, not jsonb, for the reasons the session document is text.
+        reason text NOT NULL,
+        asked_at timestamptz NOT NULL,
+        status text NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'lapsed')),
+        answered_by text,
+        roles text NOT NULL,
+        via text,
+        comment text,
+        answered_at timestamptz,
+        PRIMARY KEY (session_id, interrupt_id)
+    )
+    """,
+    # Each listing's order, so that a page is an index seek and a count an index scan:
+    # by status oldest asked first (pending), by answer newest first (answered), and
+    # newest asked first (any status).
+    "CREATE INDEX IF NOT EXISTS approvals_by_status "
+    "ON {schema}.approvals (status, asked_at, session_id, interrupt_id)",
+    "CREATE INDEX IF NOT EXISTS approvals_by_answer "
+    "ON {schema}.approvals (answered_at, session_id, interrupt_id) "
+    "WHERE answered_at IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS approvals_by_age "
+    "ON {schema}.approvals (asked_at, session_id, interrupt_id)",
+)
+
 _MESSAGE_TABLE: Final = """
     CREATE TABLE IF NOT EXISTS {schema}.messages (
         session_id text NOT NULL,
@@ -97,6 +146,12 @@ _MIGRATE_FROM_2: Final[tuple[LiteralString, ...]] = (
     _MESSAGE_TABLE,
 )
 
+# Then each session's approvals are entered in the ledger (_migrate_from_3).
+_MIGRATE_FROM_3: Final[tuple[LiteralString, ...]] = (
+    "ALTER TABLE {schema}.sessions ADD COLUMN approvals_pending boolean NOT NULL DEFAULT false",
+    *_APPROVAL_TABLES,
+)
+
 _CREATE: Final[tuple[LiteralString, ...]] = (
     "CREATE SCHEMA IF NOT EXISTS {schema}",
     """
@@ -109,11 +164,13 @@ _CREATE: Final[tuple[LiteralString, ...]] = (
         lease_owner text,
         lease_expires_at timestamptz,
         updated_at timestamptz NOT NULL,
-        message_count integer NOT NULL CHECK (message_count >= 0)
+        message_count integer NOT NULL CHECK (message_count >= 0),
+        approvals_pending boolean NOT NULL DEFAULT false
     )
     """,
     _MESSAGE_TABLE,
     *_ESCALATION_TABLES,
+    *_APPROVAL_TABLES,
     """
     CREATE TABLE IF NOT EXISTS {schema}.store_format (
         format integer NOT NULL,
@@ -135,10 +192,12 @@ _TABLE_COLUMNS: Final[dict[str, frozenset[str]]] = {
             "lease_expires_at",
             "updated_at",
             "message_count",
+            "approvals_pending",
         }
     ),
     "messages": frozenset({"session_id", "position", "document"}),
     "escalations": frozenset(COLUMNS),
+    "approvals": frozenset(APPROVAL_COLUMNS),
     "store_format": frozenset({"format", "one_row"}),
 }
 _FORMAT_COLUMNS: Final = _TABLE_COLUMNS["store_format"]
@@ -165,16 +224,17 @@ _VALUES: Final = ", ".join(f"%({column})s" for column in COLUMNS)
 # A new session keeps no messages; a save may keep at most the messages stored.
 _CREATE_SESSION: Final = f"""
     INSERT INTO {{schema}}.sessions AS s (session_id, version, document, message_count,
-        lease_owner, lease_expires_at, updated_at)
+        lease_owner, lease_expires_at, updated_at, approvals_pending)
     SELECT %(session_id)s, 1, %(document)s, %(message_count)s, %(lease_owner)s,
-        {_LEASE_UNTIL}, clock.now
+        {_LEASE_UNTIL}, clock.now, %(approvals_pending)s
     FROM clock, {{schema}}.store_format AS f
     WHERE f.format = {{format}} AND %(kept)s::integer = 0"""
 
 _UPDATE_SESSION: Final = f"""
     UPDATE {{schema}}.sessions AS s
     SET version = s.version + 1, document = %(document)s, message_count = %(message_count)s,
-        lease_owner = %(lease_owner)s, lease_expires_at = {_LEASE_UNTIL}, updated_at = clock.now
+        lease_owner = %(lease_owner)s, lease_expires_at = {_LEASE_UNTIL}, updated_at = clock.now,
+        approvals_pending = %(approvals_pending)s
     FROM clock, {{schema}}.store_format AS f
     WHERE s.session_id = %(session_id)s AND s.version = %(version)s
         AND s.message_count >= %(kept)s::integer
@@ -195,6 +255,39 @@ _WRITE_MESSAGES: Final = """
         SELECT %(session_id)s, %(kept)s::integer + t.n::integer - 1, t.document
         FROM written, unnest(%(messages)s::text[]) WITH ORDINALITY AS t(document, n)
         ON CONFLICT (session_id, position) DO UPDATE SET document = excluded.document
+    )"""
+
+# The ledger, from the session write's RETURNING rows too (see _approval_rows): the
+# approvals the save holds are upserted (an answer changes a pending entry only), and the
+# pending ones it no longer holds lapse, looked for only if the session, as it was before
+# this statement (every part of a WITH sees that snapshot), had a pending one.
+_A_COLUMNS: Final = ", ".join(APPROVAL_COLUMNS)
+_WRITE_LEDGER: Final = f"""
+    before AS (
+        SELECT approvals_pending FROM {{schema}}.sessions WHERE session_id = %(session_id)s
+    ),
+    lapsed AS (
+        UPDATE {{schema}}.approvals AS a SET status = 'lapsed', answered_at = clock.now
+        FROM written, clock, before
+        WHERE before.approvals_pending AND a.session_id = %(session_id)s
+            AND a.status = 'pending' AND NOT (a.interrupt_id = ANY(%(a_ids)s::text[]))
+    ),
+    entered AS (
+        INSERT INTO {{schema}}.approvals AS a ({_A_COLUMNS})
+        SELECT %(session_id)s, t.interrupt_id, t.hook, t.middleware, t.reason, clock.now,
+            t.status, t.answered_by, t.roles, t.via, t.comment,
+            coalesce(t.answered_at::timestamptz,
+                CASE WHEN t.status <> 'pending' THEN clock.now END)
+        FROM written, clock, unnest(%(a_ids)s::text[], %(a_hooks)s::text[],
+            %(a_middlewares)s::text[], %(a_reasons)s::text[], %(a_statuses)s::text[],
+            %(a_answered_by)s::text[], %(a_roles)s::text[], %(a_via)s::text[],
+            %(a_comments)s::text[], %(a_answered_at)s::text[])
+            AS t(interrupt_id, hook, middleware, reason, status, answered_by, roles, via,
+                comment, answered_at)
+        ON CONFLICT (session_id, interrupt_id) DO UPDATE SET status = excluded.status,
+            answered_by = excluded.answered_by, roles = excluded.roles, via = excluded.via,
+            comment = excluded.comment, answered_at = excluded.answered_at
+        WHERE a.status = 'pending' AND excluded.status <> 'pending'
     )"""
 
 # The escalation is inserted from the session write's RETURNING rows, like the messages.
@@ -229,7 +322,8 @@ def _save(write: LiteralString, *, escalated: bool) -> LiteralString:
     return f"""
         WITH clock AS (SELECT clock_timestamp() AS now),
         written AS ({write}),
-        {_WRITE_MESSAGES}{recorded}
+        {_WRITE_MESSAGES},
+        {_WRITE_LEDGER}{recorded}
         SELECT version FROM written
     """
 
@@ -289,6 +383,10 @@ _TEXT: Final[dict[str, LiteralString]] = {
         escalations_gone AS (
             DELETE FROM {schema}.escalations
             WHERE session_id = %(session_id)s AND (SELECT format FROM f) = {format}
+        ),
+        approvals_gone AS (
+            DELETE FROM {schema}.approvals
+            WHERE session_id = %(session_id)s AND (SELECT format FROM f) = {format}
         )
         SELECT format FROM f
     """,
@@ -317,6 +415,12 @@ _TEXT: Final[dict[str, LiteralString]] = {
             ON (%(queue)s::text IS NULL OR e.queue = %(queue)s)
             AND (%(status)s::text IS NULL OR e.status = %(status)s)
         ORDER BY e.created_at, e.escalation_id
+    """,
+    "approval": f"""
+        SELECT f.format, {", ".join(f"a.{column}" for column in APPROVAL_COLUMNS)}
+        FROM {{schema}}.store_format AS f
+        LEFT JOIN {{schema}}.approvals AS a
+            ON a.session_id = %(session_id)s AND a.interrupt_id = %(interrupt_id)s
     """,
     "claim": f"""
         WITH clock AS (SELECT clock_timestamp() AS now)
@@ -364,6 +468,11 @@ class Statements:
     ``session_ids`` return the format beside each match, or one row of format and
     ``NULL`` for none; ``claim`` and ``resolve`` return the changed escalation, or no row
     when the rule or the format refused it.
+
+    The approvals ledger: a save's statement keeps it, from ``approval_params``;
+    ``approval`` returns one row (format, then an entry's columns, ``NULL`` for none).
+    The paged listings are composed per call (``approval_listing``,
+    ``escalation_listing``).
     """
 
     load: sql.Composed
@@ -379,6 +488,7 @@ class Statements:
     pending: sql.Composed
     escalation: sql.Composed
     escalations: sql.Composed
+    approval: sql.Composed
     claim: sql.Composed
     resolve: sql.Composed
 
@@ -455,6 +565,9 @@ def create_tables(cursor: Cursor[TupleRow], schema: str) -> Setup:
         found = 2
     if found == 2:
         _migrate_from_2(cursor, schema)
+        found = 3
+    if found == 3:
+        _migrate_from_3(cursor, schema)
         found = FORMAT
     return Setup(format=found)
 
@@ -475,8 +588,14 @@ def _clash(tables: dict[str, frozenset[str]], found: object) -> tuple[str, str] 
             continue
         expected = _FORMAT_COLUMNS if name == "store_format" else columns
         if name == "sessions" and found in (1, 2):
-            expected = columns - {"message_count"}
-        if (name == "escalations" and found == 1) or (name == "messages" and found in (1, 2)):
+            expected = columns - {"message_count", "approvals_pending"}
+        elif name == "sessions" and found == 3:
+            expected = columns - {"approvals_pending"}
+        if (
+            (name == "escalations" and found == 1)
+            or (name == "messages" and found in (1, 2))
+            or (name == "approvals" and found in (1, 2, 3))
+        ):
             return name, f"the store's format {found} has no such table"
         if present != expected:
             return name, (
@@ -514,7 +633,160 @@ def _migrate_from_2(cursor: Cursor[TupleRow], schema: str) -> None:
                 [(session_id, position, text) for position, text in enumerate(pieces.messages)],
             )
         cursor.execute(update, (pieces.document, len(pieces.messages), session_id))
+    cursor.execute(_compose("UPDATE {schema}.store_format SET format = 3", schema), {})
+
+
+def _migrate_from_3(cursor: Cursor[TupleRow], schema: str) -> None:
+    """Add the approvals ledger, and enter each session's approvals in it.
+
+    What a format-3 schema knows of an approval is what its session's interrupt state
+    holds now: the approvals of open cycles, pending or answered. Their ``asked_at`` is
+    the session's last save. A document that is no JSON is left for a load to report.
+    """
+    for statement in _MIGRATE_FROM_3:
+        cursor.execute(_compose(statement, schema), {})
+    rows: list[tuple[str, object, datetime]] = cursor.execute(
+        _compose(
+            "SELECT session_id, document, updated_at FROM {schema}.sessions "
+            "WHERE document LIKE '%%v2:policy:%%'",
+            schema,
+        ),
+        {},
+    ).fetchall()
+    insert = _compose(
+        f"INSERT INTO {{schema}}.approvals ({_A_COLUMNS}) "
+        f"VALUES ({', '.join(['%s'] * len(APPROVAL_COLUMNS))})",
+        schema,
+    )
+    flag = _compose(
+        "UPDATE {schema}.sessions SET approvals_pending = %s WHERE session_id = %s", schema
+    )
+    for session_id, document, updated_at in rows:
+        try:
+            decoded: object = json.loads(str(document))
+        except ValueError:
+            continue
+        state = decoded.get("interrupt_state") if isinstance(decoded, dict) else None
+        observed = observe(state)
+        if not observed:
+            continue
+        saved_at = updated_at.astimezone(UTC)
+        cursor.executemany(insert, [o.row(session_id, saved_at, saved_at) for o in observed])
+        cursor.execute(flag, (any(o.status == "pending" for o in observed), session_id))
     cursor.execute(_compose("UPDATE {schema}.store_format SET format = {format}", schema), {})
+
+
+def approval_params(observed: list[Observed]) -> dict[str, object]:
+    """The parameters of a save's statement that keep the ledger (see ``_WRITE_LEDGER``)."""
+    return {
+        "approvals_pending": any(o.status == "pending" for o in observed),
+        "a_ids": [o.interrupt_id for o in observed],
+        "a_hooks": [o.hook for o in observed],
+        "a_middlewares": [o.middleware for o in observed],
+        "a_reasons": [o.reason for o in observed],
+        "a_statuses": [o.status for o in observed],
+        "a_answered_by": [o.answered_by for o in observed],
+        "a_roles": [o.roles for o in observed],
+        "a_via": [o.via for o in observed],
+        "a_comments": [o.comment for o in observed],
+        "a_answered_at": [
+            None if o.answered_at is None else o.answered_at.isoformat() for o in observed
+        ],
+    }
+
+
+def approval_listing(
+    schema: str, listing: Query
+) -> tuple[sql.Composed, sql.Composed, dict[str, object]]:
+    """The statements of one page of the ledger: the page (``limit + 1`` rows, in order),
+    then the format beside the count of every match; and their parameters."""
+    conditions: list[LiteralString] = []
+    params: dict[str, object] = {}
+    if listing.order == "answered":
+        # Answered entries, and only they, have an answer time: the partial index's
+        # condition, so that the planner seeks in it.
+        conditions.append("a.answered_at IS NOT NULL")
+    if listing.statuses is not None and listing.statuses != ANSWERED:
+        # One status is all a listing names (or all three): equality keeps the index's
+        # order, where = ANY(...) would need a sort.
+        [status] = listing.statuses
+        conditions.append("a.status = %(status)s")
+        params["status"] = status
+    if listing.hook is not None:
+        conditions.append("a.hook = %(hook)s")
+        params["hook"] = listing.hook
+    if listing.middleware is not None:
+        conditions.append("a.middleware = %(middleware)s")
+        params["middleware"] = listing.middleware
+    if listing.session_id is not None:
+        conditions.append("a.session_id = %(session_id)s")
+        params["session_id"] = listing.session_id
+    if listing.asked_before is not None:
+        conditions.append("a.asked_at < %(asked_before)s")
+        params["asked_before"] = listing.asked_before
+    where: LiteralString = " AND ".join(conditions) or "true"
+    column: LiteralString = "a.answered_at" if listing.order == "answered" else "a.asked_at"
+    direction: LiteralString = "DESC" if listing.descending else "ASC"
+    seek: LiteralString = where
+    if listing.after is not None:
+        comparison: LiteralString = "<" if listing.descending else ">"
+        seek = (
+            f"{where} AND ({column}, a.session_id, a.interrupt_id) {comparison} "
+            "(%(after_time)s, %(after_session)s, %(after_id)s)"
+        )
+        params.update(
+            after_time=listing.after[0],
+            after_session=listing.after[1],
+            after_id=listing.after[2],
+        )
+    params["limit"] = listing.limit + 1
+    columns: LiteralString = ", ".join(f"a.{name}" for name in APPROVAL_COLUMNS)
+    page = _compose(
+        f"SELECT {columns} FROM {{schema}}.approvals AS a WHERE {seek} "
+        f"ORDER BY {column} {direction}, a.session_id {direction}, a.interrupt_id {direction} "
+        "LIMIT %(limit)s",
+        schema,
+    )
+    count = _compose(
+        "SELECT (SELECT format FROM {schema}.store_format), "
+        f"(SELECT count(*) FROM {{schema}}.approvals AS a WHERE {where})",
+        schema,
+    )
+    return page, count, params
+
+
+def escalation_listing(
+    schema: str, listing: EscalationQuery
+) -> tuple[sql.Composed, sql.Composed, dict[str, object]]:
+    """The statements of one page of escalations, as ``approval_listing``."""
+    conditions: list[LiteralString] = []
+    params: dict[str, object] = {}
+    if listing.queue is not None:
+        conditions.append("e.queue = %(queue)s")
+        params["queue"] = listing.queue
+    if listing.status is not None:
+        conditions.append("e.status = %(status)s")
+        params["status"] = listing.status
+    if listing.created_before is not None:
+        conditions.append("e.created_at < %(created_before)s")
+        params["created_before"] = listing.created_before
+    where: LiteralString = " AND ".join(conditions) or "true"
+    seek: LiteralString = where
+    if listing.after is not None:
+        seek = f"{where} AND (e.created_at, e.escalation_id) > (%(after_time)s, %(after_id)s)"
+        params.update(after_time=listing.after[0], after_id=listing.after[1])
+    params["limit"] = listing.limit + 1
+    page = _compose(
+        f"SELECT {_E_COLUMNS} FROM {{schema}}.escalations AS e WHERE {seek} "
+        "ORDER BY e.created_at, e.escalation_id LIMIT %(limit)s",
+        schema,
+    )
+    count = _compose(
+        "SELECT (SELECT format FROM {schema}.store_format), "
+        f"(SELECT count(*) FROM {{schema}}.escalations AS e WHERE {where})",
+        schema,
+    )
+    return page, count, params
 
 
 def _compose(text: LiteralString, schema: str) -> sql.Composed:

@@ -56,6 +56,7 @@ from typing import Final, Literal, TypeVar, final
 
 from . import _lease_renewer
 from ._approval_rows import (
+    ANSWERED,
     APPROVAL_COLUMNS,
     ApprovalEntry,
     ApprovalListing,
@@ -95,7 +96,7 @@ from ._store import (
     check_write,
 )
 
-__all__ = ["SQLiteSessionStore"]
+__all__ = ["SQLiteSessionStore", "approval_statements"]
 
 _T = TypeVar("_T")
 
@@ -623,27 +624,11 @@ class SQLiteSessionStore:
             limit=limit,
             after=after,
         )
-        where, params = _approval_filters(listing)
-        seek, seek_params = where, list(params)
-        direction = "DESC" if listing.descending else "ASC"
-        column = listing.time_column
-        if listing.after is not None:
-            moment, after_session, after_id = listing.after
-            seek += (
-                f" AND ({column}, session_id, interrupt_id) "
-                f"{'<' if listing.descending else '>'} (?, ?, ?)"
-            )
-            seek_params += [_sqlite_time(moment), after_session, after_id]
-        order = f"{column} {direction}, session_id {direction}, interrupt_id {direction}"
+        page, page_params, count, params = approval_statements(listing)
 
         def read(connection: sqlite3.Connection) -> tuple[list[tuple[object, ...]], int]:
-            rows: list[tuple[object, ...]] = connection.execute(
-                f"{_SELECT_APPROVALS} WHERE {seek} ORDER BY {order} LIMIT ?",
-                (*seek_params, listing.limit + 1),
-            ).fetchall()
-            (total,) = connection.execute(
-                f"SELECT count(*) FROM stageware_approvals WHERE {where}", params
-            ).fetchone()
+            rows: list[tuple[object, ...]] = connection.execute(page, page_params).fetchall()
+            (total,) = connection.execute(count, params).fetchone()
             return rows, total
 
         rows, total = self._run("list approvals", read, write=False)
@@ -1049,16 +1034,19 @@ def _settle(
     )
 
 
-def _approval_filters(listing: Query) -> tuple[str, list[object]]:
-    """The ``WHERE`` of *listing*'s filters (no cursor), and its parameters."""
+def approval_statements(listing: Query) -> tuple[str, list[object], str, list[object]]:
+    """The statements of one page of the ledger, and their parameters: the page
+    (``limit + 1`` rows, in order), then the count of every match."""
     conditions: list[str] = []
     params: list[object] = []
-    if listing.statuses is not None:
-        conditions.append(f"status IN ({', '.join('?' * len(listing.statuses))})")
-        params += listing.statuses
     if listing.order == "answered":
-        # The partial index's condition, so that the planner may use it.
+        # Answered entries, and only they, have an answer time: the partial index's
+        # condition, so that the planner seeks in it.
         conditions.append("answered_at IS NOT NULL")
+    if listing.statuses is not None and listing.statuses != ANSWERED:
+        [status] = listing.statuses  # one status, or all three answered ones
+        conditions.append("status = ?")
+        params.append(status)
     for column, value in (
         ("hook", listing.hook),
         ("middleware", listing.middleware),
@@ -1070,7 +1058,24 @@ def _approval_filters(listing: Query) -> tuple[str, list[object]]:
     if listing.asked_before is not None:
         conditions.append("asked_at < ?")
         params.append(_sqlite_time(listing.asked_before))
-    return " AND ".join(conditions) or "1", params
+    where = " AND ".join(conditions) or "1"
+    seek, seek_params = where, list(params)
+    direction = "DESC" if listing.descending else "ASC"
+    column = listing.time_column
+    if listing.after is not None:
+        moment, after_session, after_id = listing.after
+        seek += (
+            f" AND ({column}, session_id, interrupt_id) "
+            f"{'<' if listing.descending else '>'} (?, ?, ?)"
+        )
+        seek_params += [_sqlite_time(moment), after_session, after_id]
+    order = f"{column} {direction}, session_id {direction}, interrupt_id {direction}"
+    return (
+        f"{_SELECT_APPROVALS} WHERE {seek} ORDER BY {order} LIMIT ?",
+        [*seek_params, listing.limit + 1],
+        f"SELECT count(*) FROM stageware_approvals WHERE {where}",
+        params,
+    )
 
 
 def _approval_values(row: ApprovalRow) -> tuple[object, ...]:
