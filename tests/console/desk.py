@@ -12,7 +12,7 @@ import re
 from html.parser import HTMLParser
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 from starlette.testclient import TestClient
 
 from stageware import Agent, ScriptedModel, SessionStore, tool
@@ -97,7 +97,13 @@ class _Forms(HTMLParser):
         if tag == "form":
             self._inside = given.get("id") == self._id
             self.found = self.found or self._inside
-        elif self._inside and tag == "input" and "name" in given:
+        # As a browser sends them: an unchecked box not at all.
+        elif (
+            self._inside
+            and tag == "input"
+            and "name" in given
+            and (given.get("type") != "checkbox" or "checked" in given)
+        ):
             self.fields[given["name"]] = given.get("value", "")
 
     def handle_endtag(self, tag: str) -> None:

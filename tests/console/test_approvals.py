@@ -251,7 +251,9 @@ def test_a_valid_token_without_its_cookie_is_refused(store: SessionStore) -> Non
     assert stored_record(store, "s1", interrupt_id) is None
 
 
-@pytest.mark.parametrize("path", ["/approvals/answer", "/escalations/claim", "/escalations/resolve"])
+@pytest.mark.parametrize(
+    "path", ["/approvals/answer", "/escalations/claim", "/escalations/resolve"]
+)
 def test_a_get_on_a_form_address_is_405(store: SessionStore, path: str) -> None:
     response = Browser(store).get(path)
     assert response.status_code == 405
@@ -325,7 +327,9 @@ def test_an_unknown_approval_is_404(store: SessionStore) -> None:
 
 def test_what_the_conversation_holds_is_shown_as_text_never_as_markup(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(
-        store, "s1", prompt='<script>alert("x")</script><img src=x onerror=alert(1)>',
+        store,
+        "s1",
+        prompt='<script>alert("x")</script><img src=x onerror=alert(1)>',
         customer="<b>bold</b>",
     )
 

@@ -184,9 +184,7 @@ def _authenticator(args: argparse.Namespace, err: TextIO) -> ConsoleAuthenticato
 def _custom(spec: str) -> ConsoleAuthenticator:
     module_name, colon, attribute = spec.partition(":")
     if not colon or not module_name or not attribute:
-        raise CommandError(
-            f"--auth {spec!r} is neither local, proxy nor package.module:callable"
-        )
+        raise CommandError(f"--auth {spec!r} is neither local, proxy nor package.module:callable")
     try:
         module = importlib.import_module(module_name)
     except Exception as error:

@@ -56,9 +56,7 @@ def wake_runs(args: argparse.Namespace, session_id: str, store: SessionStore) ->
     return wake_session(args.dbos, args.dbos_schema, session_id, store)
 
 
-def wake_session(
-    given: str | None, named: str | None, session_id: str, store: SessionStore
-) -> str:
+def wake_session(given: str | None, named: str | None, session_id: str, store: SessionStore) -> str:
     """Wake the runs waiting on *session_id*, if a DBOS database is named (*given*, else
     ``$STAGEWARE_DBOS_URL``) in schema *named* (else ``$STAGEWARE_DBOS_SCHEMA``, else
     ``dbos``); what was done, as the end of a sentence (empty when none is named).

@@ -25,6 +25,7 @@ import socket
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, final
 from urllib.parse import quote, unquote, urlencode
@@ -46,7 +47,7 @@ from ._csrf import COOKIE, FIELD, CsrfTokens, cross_site
 from ._views import approval_view, conversation, escalation_view, older_than, who_may
 
 if TYPE_CHECKING:
-    from stageware._host.sessions import Escalation, SessionStore
+    from stageware._host.sessions import Escalation, EscalationStatus, SessionStore
 
 _T = TypeVar("_T")
 
@@ -76,6 +77,14 @@ _OUTCOMES: Final = {
     "denied": "You denied this step; the run is blocked.",
     "claimed": "You claimed this escalation.",
     "resolved": "You resolved this escalation; its session takes prompts again.",
+}
+
+# The escalation listings by the page's status filter: "any" is every status.
+_ESCALATION_LISTINGS: Final[Mapping[str, EscalationStatus | None]] = {
+    "open": "open",
+    "claimed": "claimed",
+    "resolved": "resolved",
+    "any": None,
 }
 
 # HTTP status by why an answer was refused.
@@ -380,13 +389,15 @@ class _Pages:
             query = request.query_params
             queue = query.get("queue") or None
             status = query.get("status") or "open"
-            if status not in ("open", "claimed", "resolved", "any"):
-                raise _Refusal(400, f"No escalation status {status!r}: open, claimed, resolved, any.")
+            if status not in _ESCALATION_LISTINGS:
+                raise _Refusal(
+                    400, f"No escalation status {status!r}: open, claimed, resolved, any."
+                )
             minutes = _minutes(query.get("older_than"))
             page = _listing(
                 lambda: self._s.store.escalation_page(
                     queue,
-                    status=None if status == "any" else status,  # type: ignore[arg-type]
+                    status=_ESCALATION_LISTINGS[status],
                     created_before=older_than(minutes),
                     limit=self._s.page_size,
                     after=query.get("after") or None,
@@ -584,7 +595,7 @@ def _find_escalation(store: SessionStore, escalation_id: str) -> Escalation:
     """
     after: str | None = None
     while True:
-        page = _listing(lambda: store.escalation_page(limit=_MAX_PAGE, after=after))
+        page = _listing(partial(store.escalation_page, limit=_MAX_PAGE, after=after))
         for escalation in page.entries:
             if escalation.id == escalation_id:
                 return escalation

@@ -136,7 +136,7 @@ def approval_view(entry: ApprovalEntry, now: datetime | None = None) -> Approval
     return ApprovalView(
         entry=entry,
         question=question if isinstance(question, str) else pretty(dict(reason)),
-        step=pretty(step),
+        step=pretty(cast(object, step)),
         tool=tool,
         tool_input=tool_input,
         details=None if details is None else pretty(details),
@@ -171,7 +171,10 @@ def _blocks(content: object) -> list[Block]:
         return [Block("other", pretty(content))]
     blocks: list[Block] = []
     for item in cast(list[object], content):
-        block = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+        if not isinstance(item, dict):
+            blocks.append(Block("other", pretty(item)))
+            continue
+        block = cast(dict[str, Any], item)
         if isinstance(block.get("text"), str):
             blocks.append(Block("text", block["text"]))
         elif isinstance(block.get("toolUse"), dict):
@@ -188,7 +191,7 @@ def _blocks(content: object) -> list[Block]:
                 )
             )
         else:
-            blocks.append(Block("other", pretty(item)))
+            blocks.append(Block("other", pretty(block)))
     return blocks
 
 

@@ -1,0 +1,105 @@
+"""Who the console believes a request comes from: the shipped authenticators and one's own."""
+
+from __future__ import annotations
+
+from html import unescape
+from typing import cast
+
+import pytest
+
+from stageware import SessionStore
+from stageware.console import (
+    ConsoleRequest,
+    LocalAuthenticator,
+    ProxyHeaderAuthenticator,
+)
+from stageware.policy import ApprovalRefused, Approver
+
+from .desk import Browser, Desk, form_fields
+
+PROXY = ProxyHeaderAuthenticator(trusted_proxies=["10.0.0.5", "192.168.7.0/24"])
+
+
+def request(client_host: str | None, **headers: str) -> ConsoleRequest:
+    return ConsoleRequest(method="GET", path="/approvals", headers=headers, client_host=client_host)
+
+
+def test_the_proxy_is_believed_only_from_a_trusted_address() -> None:
+    sent = {"x-forwarded-user": "dana@example.com", "x-forwarded-groups": "finance, staff"}
+    for trusted in ["10.0.0.5", "192.168.7.20", "::ffff:10.0.0.5"]:
+        assert PROXY(request(trusted, **sent)) == Approver(
+            "dana@example.com", frozenset({"finance", "staff"}), "proxy-header"
+        )
+    for untrusted in ["10.0.0.6", "127.0.0.1", "evil", None]:
+        with pytest.raises(ApprovalRefused, match="not a trusted proxy"):
+            PROXY(request(untrusted, **sent))
+    with pytest.raises(ApprovalRefused, match="no user in the x-forwarded-user header"):
+        PROXY(request("10.0.0.5"))
+    with pytest.raises(ApprovalRefused, match="not a valid id"):
+        PROXY(request("10.0.0.5", **{"x-forwarded-user": "role:finance"}))
+
+
+def test_a_proxy_authenticator_needs_valid_trusted_addresses() -> None:
+    with pytest.raises(ValueError, match="at least one trusted proxy"):
+        ProxyHeaderAuthenticator(trusted_proxies=[])
+    with pytest.raises(ValueError, match=r"'proxy\.local' is not an IP address or network"):
+        ProxyHeaderAuthenticator(trusted_proxies=["proxy.local"])
+
+
+def test_headers_from_an_untrusted_address_get_401_and_no_data(store: SessionStore) -> None:
+    interrupt_id = Desk().suspend(store, "s1")
+    headers = {"X-Forwarded-User": "fiona", "X-Forwarded-Groups": "finance"}
+    outsider = Browser(store, authenticator=PROXY, client=("203.0.113.9", 4000))
+
+    for path in ["/approvals", "/audit", "/escalations"]:
+        response = outsider.get(path, headers=headers)
+        assert response.status_code == 401
+        assert "not a trusted proxy" in response.text
+        assert "s1" not in response.text
+    assert (
+        outsider.post("/approvals/answer", {"decision": "approve"}, headers=headers).status_code
+        == 401
+    )
+
+    proxied = Browser(store, authenticator=PROXY, client=("10.0.0.5", 4000))
+    page = proxied.get(f"/approvals/s1/{interrupt_id.replace('#', '%23')}", headers=headers)
+    assert page.status_code == 200
+    assert "verified via proxy-header" in unescape(page.text)
+    assert form_fields(page.text, "answer") is not None
+
+
+def test_local_mode_admits_only_this_machine(store: SessionStore) -> None:
+    local = LocalAuthenticator("fiona", roles=["finance"])
+    assert local(request("127.0.0.1")) == Approver("fiona", frozenset({"finance"}), "console-local")
+    assert local(request("::1")).id == "fiona"
+    with pytest.raises(ApprovalRefused, match="admits only this machine"):
+        local(request("192.168.1.4"))
+    remote = Browser(store, client=("192.168.1.4", 4000))
+    assert remote.get("/approvals").status_code == 401
+
+
+def test_a_deployments_own_authenticator_decides(store: SessionStore) -> None:
+    def by_cookie(seen: ConsoleRequest) -> Approver:
+        if seen.cookies.get("session") != "good":
+            raise ApprovalRefused("no session cookie")
+        return Approver("gina", frozenset({"finance"}), "sso-cookie")
+
+    browser = Browser(store, authenticator=by_cookie)
+    assert browser.get("/approvals").status_code == 401
+    browser.client.cookies.set("session", "good")
+    page = browser.get("/approvals")
+    assert page.status_code == 200
+    assert "verified via sso-cookie" in page.text
+
+
+def test_an_authenticator_that_returns_no_approver_is_a_500_not_a_login(
+    store: SessionStore,
+) -> None:
+    def broken(_request: ConsoleRequest) -> Approver:
+        # An untyped authenticator could return anything.
+        return cast(Approver, "admin")
+
+    browser = Browser(store, authenticator=broken)
+    response = browser.get("/approvals")
+    assert response.status_code == 500
+    assert "authenticator is broken" in response.text
