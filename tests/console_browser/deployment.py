@@ -1,8 +1,9 @@
 """A small deployment, as real processes: a worker whose refunds wait for finance's
 approval, and consoles answering them, each as the user it is started for.
 
-``Deployment`` starts the worker (``worker.py``) on SQLite files in a folder of its own,
-and ``console(user, roles)`` starts ``stageware console`` on the same store and DBOS
+``Deployment`` starts the worker (``worker.py``) on a session store and a DBOS system
+database (SQLite files in a folder of its own, or a PostgreSQL database), and
+``console(user, roles)`` starts ``stageware console`` on the same store and DBOS
 database, in local mode as that user, on a free loopback port. Readiness is awaited, not
 slept for: the worker's ``ready`` line, the console's first HTTP answer. Closing the
 deployment ends every process it started and waits for each.
@@ -92,11 +93,18 @@ class Deployment:
 
     @classmethod
     @contextlib.contextmanager
-    def started(cls, folder: Path) -> Generator[Deployment]:
-        """The worker started on *folder*'s files, and ready; everything ended after."""
+    def started(
+        cls, folder: Path, store: StoreSpec | None = None, dbos_url: str | None = None
+    ) -> Generator[Deployment]:
+        """The worker started, and ready; everything ended after.
+
+        Its sessions are in *store*, DBOS's tables in *dbos_url*; by default both in SQLite
+        files in *folder*, where the logs always are.
+        """
+        store = store or StoreSpec("sqlite", str(folder / "sessions.db"))
         config = WorkerConfig(
-            dbos_url=f"sqlite:///{folder / 'dbos.db'}",
-            store_path=str(folder / "sessions.db"),
+            dbos_url=dbos_url or f"sqlite:///{folder / 'dbos.db'}",
+            store=store.to_json(),
             tool_log=str(folder / "tools.log"),
         )
         log = folder / "worker.log"
@@ -139,7 +147,7 @@ class Deployment:
 
     @property
     def store(self) -> StoreSpec:
-        return StoreSpec("sqlite", self.config.store_path)
+        return StoreSpec.from_json(self.config.store)
 
     def request_refund(self, session_id: str) -> str:
         """Start *session_id*'s refund request; the id of the approval it then waits on."""
@@ -180,8 +188,7 @@ class Deployment:
         command = [
             STAGEWARE,
             "console",
-            "--store",
-            f"sqlite:///{self.config.store_path}",
+            *_store_arguments(self.store),
             "--dbos",
             self.config.dbos_url,
             "--auth",
@@ -229,6 +236,12 @@ class Deployment:
             self._reader.join(BOUND)  # it reads to the end of the worker's output
         if self.worker.stdout is not None:
             self.worker.stdout.close()
+
+
+def _store_arguments(store: StoreSpec) -> list[str]:
+    if store.kind == "sqlite":
+        return ["--store", f"sqlite:///{store.target}"]
+    return ["--store", store.target, "--schema", store.schema]
 
 
 def _without_console_settings() -> dict[str, str]:

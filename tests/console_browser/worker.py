@@ -3,8 +3,8 @@ that wait, suspended, for an approval only finance may give.
 
     python -m tests.console_browser.worker CONFIG_JSON
 
-It launches DBOS on the SQLite files ``CONFIG_JSON`` names (DBOS's system database, the
-session store, the tool's log), prints ``{"ready": true}``, then reads session ids from
+It launches DBOS on the system database ``CONFIG_JSON`` names, opens the session store
+it names (SQLite or PostgreSQL), prints ``{"ready": true}``, then reads session ids from
 its input, one a line, and starts each session's request: "Refund order <session id>".
 The model asks to refund 30 EUR for that order; the policy suspends the call for
 ``role:finance``; once answered the run goes on (approved: the refund runs, logged as a
@@ -25,10 +25,11 @@ from dbos import WorkflowHandle
 
 from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
 from stageware._host.models._scripted import ModelRequest
-from stageware._host.sessions import SQLiteSessionStore
+from stageware._host.sessions import SessionStore
 from stageware.dbos import DurableAgent, DurableResult, launch, shutdown
 from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent
 from stageware.policy import middleware as policy_middleware
+from tests.host.sessions.stores import StoreSpec, close_store, open_store
 
 KIND: Final = "console-refund"
 AMOUNT: Final = 30
@@ -40,13 +41,13 @@ class WorkerConfig:
     """Where the worker keeps its state; travels to the process as JSON.
 
     Attributes:
-        dbos_url: DBOS's system database (``sqlite:////absolute.db``).
-        store_path: The session store's SQLite file.
+        dbos_url: DBOS's system database (``sqlite:////absolute.db``, ``postgresql://...``).
+        store: The session store's ``StoreSpec``, as JSON.
         tool_log: The refund tool's log: one line ``<order> <amount>`` a run.
     """
 
     dbos_url: str
-    store_path: str
+    store: str
     tool_log: str
 
     def to_json(self) -> str:
@@ -59,7 +60,7 @@ def prompt_for(session_id: str) -> str:
 
 
 _config: WorkerConfig | None = None
-_store: SQLiteSessionStore | None = None
+_store: SessionStore | None = None
 
 
 @tool
@@ -126,7 +127,7 @@ def _report(handle: WorkflowHandle[DurableResult]) -> None:
 def main(config_json: str) -> None:
     global _config, _store
     _config = WorkerConfig(**json.loads(config_json))
-    _store = SQLiteSessionStore(_config.store_path)
+    _store = open_store(StoreSpec.from_json(_config.store))
     # The store makes its tables on first use; the console opens only a store that has them.
     _store.load("no-such-session")
     launch(
@@ -140,7 +141,7 @@ def main(config_json: str) -> None:
         handle = refunds.start(prompt_for(session_id), session_id=session_id)
         threading.Thread(target=_report, args=(handle,), daemon=True).start()
     shutdown()
-    _store.close()
+    close_store(_store)
 
 
 if __name__ == "__main__":
