@@ -159,6 +159,15 @@ def test_the_wheel_holds_the_runtime_and_the_generator_with_its_data(wheel: Path
     # The policy demo reads its spec and org profile from the package.
     assert {"stageware/_demo/policy/policy.yaml", "stageware/_demo/policy/org.yaml"} <= set(names)
     assert {"stageware/py.typed", "stageware_codegen/py.typed"} <= set(names)
+    # The console serves its pages and its style sheet from the package.
+    console = Path(stageware.__file__).parent / "_console"
+    assert {
+        f"stageware/_console/{path.relative_to(console).as_posix()}"
+        for folder in ("templates", "static")
+        for path in (console / folder).rglob("*")
+        if path.is_file()
+    } <= set(names)
+    assert "stageware/_console/templates/approval.html" in names
     assert wheel.name.startswith(f"stageware-{stageware.__version__}-")
 
 

@@ -35,6 +35,8 @@ def test_the_proxy_is_believed_only_from_a_trusted_address() -> None:
             PROXY(request(untrusted, **sent))
     with pytest.raises(ApprovalRefused, match="no user in the x-forwarded-user header"):
         PROXY(request("10.0.0.5"))
+    with pytest.raises(ApprovalRefused, match="names more than one user"):
+        PROXY(request("10.0.0.5", **{"x-forwarded-user": "mallory, dana"}))
     with pytest.raises(ApprovalRefused, match="not a valid id"):
         PROXY(request("10.0.0.5", **{"x-forwarded-user": "role:finance"}))
 
@@ -62,6 +64,9 @@ def test_headers_from_an_untrusted_address_get_401_and_no_data(store: SessionSto
     )
 
     proxied = Browser(store, authenticator=PROXY, client=("10.0.0.5", 4000))
+    # A proxy that adds its header to the one the browser sent: neither is believed.
+    doubled = [("X-Forwarded-User", "mallory"), ("X-Forwarded-User", "fiona")]
+    assert proxied.get("/approvals", headers=doubled).status_code == 401
     page = proxied.get(f"/approvals/s1/{interrupt_id.replace('#', '%23')}", headers=headers)
     assert page.status_code == 200
     assert "verified via proxy-header" in unescape(page.text)

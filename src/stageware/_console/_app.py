@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["build_app"]
+__all__ = ["create_app"]
 
 _LOG: Final = logging.getLogger("stageware.console")
 _HERE: Final = Path(__file__).parent
@@ -118,17 +118,52 @@ class _Settings:
     page_size: int
 
 
-def build_app(
+def create_app(
     store: SessionStore,
     *,
     authenticator: ConsoleAuthenticator,
-    secret: bytes | None,
-    dbos_url: str | None,
-    dbos_schema: str | None,
-    resolvers: Collection[str] | None,
-    page_size: int,
+    secret: bytes | None = None,
+    dbos_url: str | None = None,
+    dbos_schema: str | None = None,
+    resolvers: Collection[str] | None = None,
+    page_size: int = 50,
 ) -> Starlette:
-    """The console as a Starlette app; see ``stageware.console.create_app``."""
+    """The console over *store*, as an ASGI app to serve or to mount in one's own.
+
+    Example::
+
+        from stageware import SQLiteSessionStore
+        from stageware.console import LocalAuthenticator, create_app
+
+        app = create_app(
+            SQLiteSessionStore("sessions.db"),
+            authenticator=LocalAuthenticator("dana", roles=["finance"]),
+        )
+        # uvicorn.run(app, host="127.0.0.1", port=8400)
+
+    Args:
+        store: The session store whose approvals and escalations it serves.
+        authenticator: Who each request comes from (``LocalAuthenticator``,
+            ``ProxyHeaderAuthenticator`` or the deployment's own).
+        secret: The key the forms' anti-forgery tokens are signed with, at least 32 bytes;
+            ``None`` for a random one (forms then last as long as the process, and every
+            process behind one address must share the key).
+        dbos_url: The DBOS system database of durable runs, to wake the run an answer or
+            a resolution releases at once (default: ``$STAGEWARE_DBOS_URL``; without one,
+            the run finds the answer at its next re-check).
+        dbos_schema: The schema of DBOS's tables in that database (default:
+            ``$STAGEWARE_DBOS_SCHEMA``, else ``dbos``).
+        resolvers: Who may claim and resolve escalations: approver ids and
+            ``role:<name>`` entries; ``None`` (the default) for anyone admitted.
+        page_size: How many rows a listing shows per page, 1 to 500.
+
+    Returns:
+        A Starlette application.
+
+    Raises:
+        ValueError: *secret* is shorter than 32 bytes, or *page_size* is out of range.
+        TypeError: *authenticator* is not callable.
+    """
     if secret is None:
         secret = secrets.token_bytes(_MIN_SECRET_BYTES)
     elif len(secret) < _MIN_SECRET_BYTES:
@@ -209,7 +244,7 @@ class _Pages:
         view = ConsoleRequest(
             method=request.method,
             path=request.url.path,
-            headers={name: request.headers[name] for name in request.headers},
+            headers={name: ", ".join(request.headers.getlist(name)) for name in request.headers},
             client_host=None if request.client is None else request.client.host,
             cookies=dict(request.cookies),
         )

@@ -180,6 +180,13 @@ class ProxyHeaderAuthenticator:
         user = request.headers.get(self._user_header, "").strip()
         if not user:
             raise ApprovalRefused(f"the proxy sent no user in the {self._user_header} header")
+        if "," in user:
+            # Sent more than once (joined): a proxy that adds its header to the browser's
+            # instead of replacing it; which one is the proxy's cannot be told.
+            raise ApprovalRefused(
+                f"the {self._user_header} header names more than one user; the proxy must "
+                "replace the header a browser sends, not add to it"
+            )
         raw = "" if self._roles_header is None else request.headers.get(self._roles_header, "")
         roles = frozenset(role.strip() for role in raw.split(",") if role.strip())
         try:
