@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Final
+from collections.abc import Callable
+from typing import Final, TypeVar
 
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.ci import skip_or_fail
+
+from .deployment import BOUND
+
+_T = TypeVar("_T")
 
 WINDOW: Final = (1280, 800)
 """The page's viewport, fixed so that the screenshots come out the same size every time."""
@@ -62,3 +69,20 @@ def chromium() -> webdriver.Chrome:
         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
     )
     return started
+
+
+def loaded(browser: webdriver.Chrome) -> bool:
+    """Whether the document the browser shows has loaded."""
+    state: str = browser.execute_script("return document.readyState")
+    return state == "complete"
+
+
+def until(browser: webdriver.Chrome, condition: Callable[[webdriver.Chrome], _T]) -> _T:
+    """The first true value of *condition*, asked of each loaded page until ``BOUND``.
+
+    An element missing, or gone stale because a form's answer replaced its page while it
+    was read, counts as not yet.
+    """
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    wait = WebDriverWait(browser, BOUND, ignored_exceptions=ignored)
+    return wait.until(lambda b: loaded(b) and condition(b))

@@ -30,9 +30,9 @@ from typing import Final
 
 from stageware.dbos import DurableResult
 from tests.dbos.pending import pending_approval
-from tests.host.sessions.stores import StoreSpec
+from tests.host.sessions.stores import StoreSpec, close_store, open_store
 
-from .worker import WorkerConfig
+from .worker import DISPUTED, QUEUE, WorkerConfig
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 STAGEWARE: Final = str(Path(sys.executable).parent / "stageware")
@@ -149,12 +149,32 @@ class Deployment:
     def store(self) -> StoreSpec:
         return StoreSpec.from_json(self.config.store)
 
-    def request_refund(self, session_id: str) -> str:
-        """Start *session_id*'s refund request; the id of the approval it then waits on."""
+    def _start(self, session_id: str) -> None:
         assert self.worker.stdin is not None
         self.worker.stdin.write(f"{session_id}\n")
         self.worker.stdin.flush()
+
+    def request_refund(self, session_id: str) -> str:
+        """Start *session_id*'s refund request; the id of the approval it then waits on."""
+        self._start(session_id)
         return pending_approval(self.store, session_id, timeout=BOUND)
+
+    def request_disputed_refund(self, session_id: str) -> str:
+        """Start the refund request of *session_id* (a ``dispute-`` order); the id of the
+        escalation it then waits on."""
+        assert session_id.startswith(DISPUTED), session_id
+        self._start(session_id)
+        store = open_store(self.store)
+        try:
+            deadline = time.monotonic() + BOUND
+            while time.monotonic() < deadline:
+                found = [e.id for e in store.escalations(QUEUE) if e.session_id == session_id]
+                if found:
+                    return found[0]
+                time.sleep(0.05)
+        finally:
+            close_store(store)
+        raise AssertionError(f"the request of {session_id!r} was not escalated in {BOUND} s")
 
     def result(self, session_id: str, timeout: float = BOUND) -> DurableResult:
         """How *session_id*'s request ended, once the worker printed it."""
@@ -179,7 +199,8 @@ class Deployment:
     # -- consoles --------------------------------------------------------------------
 
     def console(self, user: str, roles: tuple[str, ...] = ()) -> Console:
-        """``stageware console`` on this store, in local mode as *user*, once it answers."""
+        """``stageware console`` on this store, in local mode as *user*, once it answers;
+        finance resolves the escalations, as it answers the approvals."""
         port = free_port()
         log = self.folder / f"console-{user}.log"
         secret = self.folder / f"console-{user}.key"
@@ -202,6 +223,8 @@ class Deployment:
             str(port),
             "--secret-file",
             str(secret),
+            "--resolvers",
+            "role:finance",
         ]
         with log.open("w", encoding="utf-8") as output:
             process = subprocess.Popen(

@@ -19,10 +19,9 @@ from typing import Final
 
 from selenium import webdriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.wait import WebDriverWait
 
-from .browser import chromium
-from .deployment import BOUND, ROOT, Console, Deployment
+from .browser import chromium, until
+from .deployment import ROOT, Console, Deployment
 
 NAMES: Final = ("console-approvals.png", "console-approval.png", "console-audit.png")
 DEFAULT_FOLDER: Final = ROOT / "docs" / "images"
@@ -37,7 +36,7 @@ def _answer(
     row.find_element(By.TAG_NAME, "a").click()
     browser.find_element(By.CSS_SELECTOR, "#answer textarea[name=comment]").send_keys(comment)
     browser.find_element(By.ID, button).click()
-    WebDriverWait(browser, BOUND).until(lambda b: b.find_element(By.ID, "outcome"))
+    until(browser, lambda b: b.find_element(By.ID, "outcome"))
 
 
 def take(folder: Path) -> list[Path]:
@@ -64,7 +63,7 @@ def take(folder: Path) -> list[Path]:
                 By.CSS_SELECTOR, f'tr.approval[data-session-id="{ORDERS[2]}"]'
             )
             row.find_element(By.TAG_NAME, "a").click()
-            WebDriverWait(browser, BOUND).until(lambda b: b.find_element(By.ID, "answer"))
+            until(browser, lambda b: b.find_element(By.ID, "answer"))
             browser.save_screenshot(shots[1])
             browser.get(f"{dana.url}/audit")
             browser.save_screenshot(shots[2])

@@ -5,7 +5,8 @@ approval only ``role:finance`` may give. Dana (finance) answers it in the page, 
 worker's run goes on in its own process: approved, the refund runs once and the run
 finishes; denied, the step is blocked and the refund never runs. Eve (support) sees the
 approval but no button. A POST forged from another site, or sent by a script without the
-form's token, is refused, and the run still waits.
+form's token, is refused, and the run still waits. An escalated run waits until dana,
+one of the escalations' resolvers, claims and resolves it in the page; eve may not.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.wait import WebDriverWait
 
 from stageware._console._csrf import COOKIE, CsrfTokens
 from tests.dbos.pending import pending_approval
 
-from .deployment import BOUND, Console, Deployment, free_port
-from .worker import AMOUNT, REASON, prompt_for
+from .browser import until
+from .deployment import Console, Deployment, free_port
+from .worker import AMOUNT, ESCALATION, REASON, prompt_for
 
 
 def open_approval(browser: webdriver.Chrome, console: Console, session_id: str) -> WebElement:
@@ -38,7 +39,7 @@ def open_approval(browser: webdriver.Chrome, console: Console, session_id: str) 
     browser.get(f"{console.url}/approvals")
     row = browser.find_element(By.CSS_SELECTOR, f'tr.approval[data-session-id="{session_id}"]')
     row.find_element(By.TAG_NAME, "a").click()
-    WebDriverWait(browser, BOUND).until(lambda b: "/approvals/" in b.current_url and loaded(b))
+    until(browser, lambda b: "/approvals/" in b.current_url)
     return browser.find_element(By.TAG_NAME, "body")
 
 
@@ -63,12 +64,6 @@ def audit_row(browser: webdriver.Chrome, console: Console, session_id: str) -> W
     rows = browser.find_elements(By.CSS_SELECTOR, f'tr.decision[data-session-id="{session_id}"]')
     assert len(rows) == 1, browser.find_element(By.TAG_NAME, "body").text
     return rows[0]
-
-
-def loaded(browser: webdriver.Chrome) -> bool:
-    """Whether the document the browser shows has loaded."""
-    state: str = browser.execute_script("return document.readyState")
-    return state == "complete"
 
 
 def status(browser: webdriver.Chrome) -> int:
@@ -110,7 +105,7 @@ def test_an_approval_given_in_the_page_releases_the_run_waiting_in_the_worker(
     )
     browser.find_element(By.ID, "approve").click()
 
-    outcome = WebDriverWait(browser, BOUND).until(lambda b: b.find_element(By.ID, "outcome"))
+    outcome = until(browser, lambda b: b.find_element(By.ID, "outcome"))
     assert "approved" in outcome.text.lower()
     result = deployment.result("order-1041")
     assert (result.stop_reason, result.text, result.error) == (
@@ -138,7 +133,7 @@ def test_a_denial_given_in_the_page_blocks_the_step(
     open_approval(browser, dana, "order-1042")
     browser.find_element(By.ID, "deny").click()
 
-    outcome = WebDriverWait(browser, BOUND).until(lambda b: b.find_element(By.ID, "outcome"))
+    outcome = until(browser, lambda b: b.find_element(By.ID, "outcome"))
     assert "denied" in outcome.text.lower()
     result = deployment.result("order-1042")
     assert (result.stop_reason, result.error) == ("blocked", None)
@@ -205,7 +200,7 @@ def test_a_post_forged_on_another_site_is_refused(
 
     browser.get(f"{url}/prize.html")
 
-    WebDriverWait(browser, BOUND).until(lambda b: b.current_url.startswith(dana.url) and loaded(b))
+    until(browser, lambda b: b.current_url.startswith(dana.url))
     assert status(browser) == 403
     still_waiting(deployment, "order-1044", approval)
 
@@ -239,7 +234,7 @@ def post_from_the_page(browser: webdriver.Chrome, console: Console, **fields: st
     """Submit *fields* to the answer URL from a form a script adds to the page; the status."""
     before = browser.current_url
     browser.execute_script(_POST_FORM, fields)
-    WebDriverWait(browser, BOUND).until(lambda b: b.current_url != before and loaded(b))
+    until(browser, lambda b: b.current_url != before)
     assert browser.current_url == f"{console.url}/approvals/answer"
     return status(browser)
 
@@ -287,3 +282,55 @@ def test_an_answer_from_a_user_without_the_role_is_refused_with_a_valid_token(
     assert answered == 403
     assert "role:finance" in browser.find_element(By.TAG_NAME, "body").text
     still_waiting(deployment, "order-1046", approval)
+
+
+def test_an_escalation_claimed_and_resolved_in_the_page_ends_the_run_waiting_on_it(
+    browser: webdriver.Chrome, deployment: Deployment, dana: Console
+) -> None:
+    escalation = deployment.request_disputed_refund("dispute-1047")
+
+    browser.get(f"{dana.url}/escalations")
+    row = browser.find_element(By.CSS_SELECTOR, f'tr.escalation[data-escalation-id="{escalation}"]')
+    row.find_element(By.TAG_NAME, "a").click()
+    until(browser, lambda b: "/escalations/" in b.current_url)
+    assert ESCALATION in browser.find_element(By.TAG_NAME, "h1").text
+    assert "dispute-1047" in shown(browser, "event")
+    browser.find_element(By.ID, "claim-button").click()
+    until(browser, lambda b: shown(b, "status") == "claimed")
+    assert shown(browser, "claimed-by") == "dana"
+    assert not deployment.finished("dispute-1047")
+    browser.find_element(By.CSS_SELECTOR, "#resolve input[name=resolution]").send_keys(
+        "refunded by bank transfer"
+    )
+    browser.find_element(By.ID, "resolve-button").click()
+
+    until(browser, lambda b: shown(b, "status") == "resolved")
+    assert shown(browser, "resolution") == "refunded by bank transfer"
+    result = deployment.result("dispute-1047")
+    assert (result.stop_reason, result.escalation_id, result.error) == (
+        "escalated",
+        escalation,
+        None,
+    )
+    assert not [r for r in deployment.refunds() if r.startswith("dispute-1047 ")]
+    browser.get(f"{dana.url}/audit")
+    row = browser.find_element(By.CSS_SELECTOR, f'tr.resolution[data-escalation-id="{escalation}"]')
+    assert cells(row, "resolved-by") == ["dana"]
+
+
+def test_a_user_who_may_not_resolve_sees_the_escalation_but_no_form(
+    browser: webdriver.Chrome, deployment: Deployment, eve: Console
+) -> None:
+    escalation = deployment.request_disputed_refund("dispute-1048")
+
+    browser.get(f"{eve.url}/escalations")
+    row = browser.find_element(By.CSS_SELECTOR, f'tr.escalation[data-escalation-id="{escalation}"]')
+    row.find_element(By.TAG_NAME, "a").click()
+    until(browser, lambda b: "/escalations/" in b.current_url)
+
+    for absent in ("#claim", "#resolve"):
+        with pytest.raises(NoSuchElementException):
+            browser.find_element(By.CSS_SELECTOR, absent)
+    assert "role:finance" in shown(browser, "may-not-resolve")
+    assert shown(browser, "status") == "open"
+    assert not deployment.finished("dispute-1048")

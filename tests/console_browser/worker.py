@@ -8,8 +8,10 @@ it names (SQLite or PostgreSQL), prints ``{"ready": true}``, then reads session 
 its input, one a line, and starts each session's request: "Refund order <session id>".
 The model asks to refund 30 EUR for that order; the policy suspends the call for
 ``role:finance``; once answered the run goes on (approved: the refund runs, logged as a
-line of the tool's log; denied: the step is blocked). Each request's end is printed as
-its ``DurableResult``, one JSON line. It shuts DBOS down when its input closes.
+line of the tool's log; denied: the step is blocked). An order whose id starts with
+``dispute-`` is escalated to the ``refunds`` queue instead, and its request waits until
+a human resolves it. Each request's end is printed as its ``DurableResult``, one JSON
+line. It shuts DBOS down when its input closes.
 """
 
 from __future__ import annotations
@@ -27,13 +29,16 @@ from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, tool
 from stageware._host.models._scripted import ModelRequest
 from stageware._host.sessions import SessionStore
 from stageware.dbos import DurableAgent, DurableResult, launch, shutdown
-from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent
+from stageware.policy import Escalate, PolicyEngine, PolicyEnv, Suspend, ToolCallEvent
 from stageware.policy import middleware as policy_middleware
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 
 KIND: Final = "console-refund"
 AMOUNT: Final = 30
 REASON: Final = "refunds need finance's approval"
+DISPUTED: Final = "dispute-"
+ESCALATION: Final = "a disputed order goes to the refunds desk"
+QUEUE: Final = "refunds"
 
 
 @dataclass(frozen=True)
@@ -98,8 +103,10 @@ def _respond(request: ModelRequest) -> ScriptedTurn | str:
 
 
 @policy_middleware(hooks=["tool.before"], fail_mode="closed", name="refund_approval")
-async def refund_approval(event: ToolCallEvent, env: PolicyEnv) -> Suspend:
-    """Every refund waits for finance."""
+async def refund_approval(event: ToolCallEvent, env: PolicyEnv) -> Suspend | Escalate:
+    """Every refund waits for finance; a disputed order's goes to a human's queue."""
+    if str(event.input["order"]).startswith(DISPUTED):
+        return Escalate(ESCALATION, queue=QUEUE)
     return Suspend(REASON, details={"input": event.input}, approvers=["role:finance"])
 
 
