@@ -88,6 +88,9 @@ class Deployment:
     worker_log: Path
     consoles: list[Console] = field(default_factory=list[Console])
     _reader: threading.Thread | None = None
+    # What the worker printed, as the reader thread finds it.
+    _ready: bool = False
+    _output_ended: bool = False
     _results: dict[str, DurableResult] = field(default_factory=dict[str, DurableResult])
     _arrived: threading.Condition = field(default_factory=threading.Condition)
 
@@ -119,9 +122,9 @@ class Deployment:
             )
         deployment = cls(folder, config, worker, log)
         try:
-            deployment._await_ready()
-            deployment._reader = threading.Thread(target=deployment._read_results, daemon=True)
+            deployment._reader = threading.Thread(target=deployment._read_output, daemon=True)
             deployment._reader.start()
+            deployment._await_ready()
             yield deployment
         finally:
             deployment.close()
@@ -132,18 +135,28 @@ class Deployment:
         return self.worker_log.read_text(encoding="utf-8", errors="replace")[-4000:]
 
     def _await_ready(self) -> None:
-        assert self.worker.stdout is not None
-        line = self.worker.stdout.readline()  # DBOS launched, or the process ended
-        assert line, f"the worker ended before it was ready:\n{self._worker_output()}"
-        assert json.loads(line) == {"ready": True}, line
+        """Wait for the worker's ``ready`` line: DBOS launched, its store open."""
+        with self._arrived:
+            self._arrived.wait_for(lambda: self._ready or self._output_ended, BOUND)
+            assert self._ready, (
+                f"the worker was not ready within {BOUND} s, or ended:\n{self._worker_output()}"
+            )
 
-    def _read_results(self) -> None:
+    def _read_output(self) -> None:
+        """Read the worker's lines to its end: first ``ready``, then the requests' ends."""
         assert self.worker.stdout is not None
         for line in self.worker.stdout:
-            result = DurableResult.from_dict(json.loads(line))
+            printed = json.loads(line)
             with self._arrived:
-                self._results[result.session_id] = result
+                if printed == {"ready": True}:
+                    self._ready = True
+                else:
+                    result = DurableResult.from_dict(printed)
+                    self._results[result.session_id] = result
                 self._arrived.notify_all()
+        with self._arrived:
+            self._output_ended = True
+            self._arrived.notify_all()
 
     @property
     def store(self) -> StoreSpec:
@@ -179,10 +192,12 @@ class Deployment:
     def result(self, session_id: str, timeout: float = BOUND) -> DurableResult:
         """How *session_id*'s request ended, once the worker printed it."""
         with self._arrived:
-            found = self._arrived.wait_for(lambda: session_id in self._results, timeout)
-            assert found, (
-                f"the request of {session_id!r} did not end within {timeout} s:\n"
-                f"{self._worker_output()}"
+            self._arrived.wait_for(
+                lambda: session_id in self._results or self._output_ended, timeout
+            )
+            assert session_id in self._results, (
+                f"the request of {session_id!r} did not end within {timeout} s, or the worker "
+                f"did:\n{self._worker_output()}"
             )
             return self._results[session_id]
 
