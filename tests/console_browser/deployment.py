@@ -206,10 +206,11 @@ class Deployment:
         with self._arrived:
             return session_id in self._results
 
-    def refunds(self) -> list[str]:
-        """The refunds the tool ran: ``<order> <amount>``, one a run."""
+    def refunds(self, order: str) -> list[str]:
+        """The amounts the tool refunded for *order*, one a run."""
         log = Path(self.config.tool_log)
-        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        return [amount for line in lines for o, amount in [line.split()] if o == order]
 
     # -- consoles --------------------------------------------------------------------
 
