@@ -5,10 +5,11 @@ arguments, so a new subcommand is one function and one entry.
 
 It lives in the generator's package, outside the ``stageware`` package, on purpose: the
 command that regenerates ``stageware._generated`` must work when that package is broken,
-so it must not depend on importing it. Only ``demo`` and ``policy`` import the agent (and
-with it the generated code), when they run; ``--version`` reads ``stageware.__version__``,
-which loads nothing else. The generator itself is imported on first use too: it needs the
-``codegen`` extra, and ``stageware demo`` must run with the runtime's dependencies alone.
+so it must not depend on importing it. Only ``demo``, ``policy`` and ``console`` import
+the agent (and with it the generated code), when they run; ``--version`` reads
+``stageware.__version__``, which loads nothing else. The generator itself is imported on
+first use too: it needs the ``codegen`` extra, and ``stageware demo`` must run with the
+runtime's dependencies alone.
 Importing this module loads none of the extra's packages.
 """
 

@@ -185,4 +185,8 @@ def test_postgres_lists_10000_pending_approvals_in_time(postgres_store: tuple[An
             assert "Index" in plan, (arguments, plan)
             assert "Sort" not in plan, (arguments, plan)
             assert "Seq Scan" not in plan, (arguments, plan)
-
+            counted = " | ".join(
+                str(row[0])
+                for row in connection.execute(psycopg.sql.SQL("EXPLAIN ") + count, params)
+            )
+            assert "Index" in counted, (arguments, counted)

@@ -12,6 +12,9 @@ from html import unescape
 from urllib.parse import quote
 
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
 
 from stageware import SessionStore
 from stageware._console._csrf import COOKIE, CsrfTokens
@@ -38,6 +41,13 @@ def total(html: str) -> int:
     match = re.search(r'<span id="total">(\d+)</span>', html)
     assert match is not None
     return int(match.group(1))
+
+
+def answer_form(browser: Browser, session_id: str, interrupt_id: str) -> dict[str, str]:
+    """The fields of the approval's answer form, as the page gives them."""
+    fields = form_fields(browser.get(detail(session_id, interrupt_id)).text, "answer")
+    assert fields is not None
+    return fields
 
 
 def stored_record(store: SessionStore, session_id: str, interrupt_id: str) -> object:
@@ -241,8 +251,7 @@ def test_a_post_without_the_forms_token_or_from_another_site_is_refused(
 def test_a_valid_token_without_its_cookie_is_refused(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(store, "s1")
     browser = Browser(store)
-    fields = form_fields(browser.get(detail("s1", interrupt_id)).text, "answer")
-    assert fields is not None
+    fields = answer_form(browser, "s1", interrupt_id)
     browser.client.cookies.clear()
 
     response = browser.post("/approvals/answer", {**fields, "decision": "approve"})
@@ -261,10 +270,8 @@ def test_a_get_on_a_form_address_is_405(store: SessionStore, path: str) -> None:
 
 def test_a_second_answer_is_refused_and_the_first_stands(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(store, "s1")
-    page = detail("s1", interrupt_id)
     first = Browser(store, "fiona")
-    fields = form_fields(first.get(page).text, "answer")
-    assert fields is not None
+    fields = answer_form(first, "s1", interrupt_id)
     assert first.post("/approvals/answer", {**fields, "decision": "approve"}).status_code == 303
     before = version(store, "s1")
 
@@ -285,8 +292,7 @@ def test_a_second_answer_is_refused_and_the_first_stands(store: SessionStore) ->
 def test_an_answer_for_another_fingerprint_is_refused(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(store, "s1")
     browser = Browser(store)
-    fields = form_fields(browser.get(detail("s1", interrupt_id)).text, "answer")
-    assert fields is not None
+    fields = answer_form(browser, "s1", interrupt_id)
     stale = interrupt_id[:-16] + "0123456789abcdef"
     before = version(store, "s1")
 
@@ -303,8 +309,7 @@ def test_an_answer_for_another_fingerprint_is_refused(store: SessionStore) -> No
 def test_an_answer_to_a_session_a_worker_runs_is_refused(store: SessionStore) -> None:
     interrupt_id = Desk().suspend(store, "s1")
     browser = Browser(store)
-    fields = form_fields(browser.get(detail("s1", interrupt_id)).text, "answer")
-    assert fields is not None
+    fields = answer_form(browser, "s1", interrupt_id)
     stored = store.load("s1")
     assert stored is not None
     store.save(
@@ -379,3 +384,26 @@ def test_answered_approvals_list_newest_first_in_the_audit(store: SessionStore) 
     assert sorted(found) == ["s1", "s2"]
     assert '<td class="verdict">approved</td>' in audit
     assert '<td class="verdict">denied</td>' in audit
+
+
+def test_mounted_in_another_app_its_links_and_forms_follow_the_mount(store: SessionStore) -> None:
+    interrupt_id = Desk().suspend(store, "s1")
+    console = create_app(store, authenticator=LocalAuthenticator("fiona", roles=["finance"]))
+    outer = Starlette(routes=[Mount("/ops/console", app=console)])
+    browser = TestClient(outer, client=("127.0.0.1", 50000), follow_redirects=False)
+
+    assert browser.get("/ops/console/").headers["location"] == "/ops/console/approvals"
+    listing = browser.get("/ops/console/approvals").text
+    page = f"/ops/console{detail('s1', interrupt_id)}"
+    assert f'href="{page}"' in listing
+    html = browser.get(page).text
+    assert '<form id="answer" method="post" action="/ops/console/approvals/answer">' in html
+    assert 'href="/ops/console/static/console.css"' in html
+    fields = form_fields(html, "answer")
+    assert fields is not None
+
+    answered = browser.post("/ops/console/approvals/answer", data={**fields, "decision": "deny"})
+
+    assert answered.status_code == 303
+    assert answered.headers["location"] == f"{page}?outcome=denied"
+    assert browser.get("/ops/console/static/console.css").status_code == 200

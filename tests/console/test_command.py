@@ -161,6 +161,10 @@ def test_the_command_serves_the_console_and_an_answer_over_http_is_recorded(
                     time.sleep(0.1)
             assert listing.status_code == 200
             assert f'data-interrupt-id="{interrupt_id}"' in listing.text
+            # The client the authenticator sees is the peer, not what a header claims (a
+            # server believing X-Forwarded-For would make this request come from afar).
+            claimed = client.get("/approvals", headers={"X-Forwarded-For": "203.0.113.9"})
+            assert claimed.status_code == 200
             page = f"/approvals/s1/{quote(interrupt_id, safe='')}"
             fields = form_fields(client.get(page).text, "answer")
             assert fields is not None

@@ -125,7 +125,17 @@ def _run(args: argparse.Namespace, err: TextIO) -> None:
         )
         err.write(f"{_COMMAND}: serving on http://{_shown_host(args.host)}:{args.port}/\n")
         err.flush()
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        # proxy_headers off: the client address the authenticators check is the peer that
+        # connected, never one an X-Forwarded-For header claims (uvicorn would otherwise
+        # believe that header from 127.0.0.1, letting a local user pose as the proxy).
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            proxy_headers=False,
+            log_level="warning",
+            access_log=False,
+        )
 
 
 def _authenticator(args: argparse.Namespace, err: TextIO) -> ConsoleAuthenticator:

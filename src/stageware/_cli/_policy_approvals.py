@@ -107,7 +107,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             dbos="--dbos",
             dbos_schema="--dbos-schema",
         )
-        refuse_without(args, "--approve, --deny or --show", session="--session")
+        if show_id is None:
+            refuse_without(args, "--approve, --deny or --show", session="--session")
     if interrupt_id is None:
         refuse_without(
             args,

@@ -32,6 +32,7 @@ __all__ = [
     "approval_view",
     "conversation",
     "escalation_view",
+    "older_than",
     "pretty",
     "who_may",
 ]

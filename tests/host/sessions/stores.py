@@ -18,12 +18,17 @@ import threading
 import uuid
 from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Final, Literal
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from stageware._host.sessions import (
     SNAPSHOT_VERSION,
+    ApprovalEntry,
+    ApprovalPage,
+    ApprovalStatus,
     Escalation,
+    EscalationPage,
     EscalationStatus,
     MemorySessionStore,
     SessionSnapshot,
@@ -259,6 +264,43 @@ class DelegatingStore:
         self, queue: str | None = None, *, status: EscalationStatus | None = None
     ) -> list[Escalation]:
         return self.inner.escalations(queue, status=status)
+
+    def escalation_page(
+        self,
+        queue: str | None = None,
+        *,
+        status: EscalationStatus | None = None,
+        created_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> EscalationPage:
+        return self.inner.escalation_page(
+            queue, status=status, created_before=created_before, limit=limit, after=after
+        )
+
+    def approvals(
+        self,
+        *,
+        status: ApprovalStatus | Literal["answered"] | None = "pending",
+        hook: str | None = None,
+        middleware: str | None = None,
+        session_id: str | None = None,
+        asked_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> ApprovalPage:
+        return self.inner.approvals(
+            status=status,
+            hook=hook,
+            middleware=middleware,
+            session_id=session_id,
+            asked_before=asked_before,
+            limit=limit,
+            after=after,
+        )
+
+    def approval(self, session_id: str, interrupt_id: str) -> ApprovalEntry | None:
+        return self.inner.approval(session_id, interrupt_id)
 
     def claim_escalation(self, escalation_id: str, *, by: str) -> Escalation:
         return self.inner.claim_escalation(escalation_id, by=by)

@@ -8,11 +8,15 @@ and an abandoned cycle are kept too.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from stageware import SessionStore
+import pytest
+
+from stageware import SessionStore, SQLiteSessionStore
 from stageware.policy import PolicyEnv, Suspend, ToolCallEvent, middleware
 from tests.host.agent_helpers import calls
 from tests.policy.approvers import credential
@@ -104,3 +108,25 @@ def test_an_approval_nobody_answered_in_time_lapses(store: SessionStore) -> None
     assert (entry.status, entry.answered_by) == ("lapsed", None)
     assert entry.answered_at is not None
     assert entry.answered_at >= deadline.replace(microsecond=0)
+
+
+def test_a_ledger_edited_by_hand_answers_nothing(tmp_path: Path) -> None:
+    """The ledger is derived from the sessions: it is read, never trusted as an answer."""
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    agent, ledger, interrupt = suspend(store)
+    connection = sqlite3.connect(tmp_path / "sessions.db")
+    with connection:
+        connection.execute(
+            "UPDATE stageware_approvals SET status = 'approved', answered_by = 'mallory'"
+        )
+    connection.close()
+
+    with pytest.raises(TypeError, match="must be resumed"):
+        agent()
+
+    assert ledger.payouts == []
+    stored = store.load(SESSION)
+    assert stored is not None
+    [waiting] = stored.snapshot["interrupt_state"]["interrupts"]
+    assert (waiting["id"], waiting["response"]) == (interrupt.id, None)
+    store.close()

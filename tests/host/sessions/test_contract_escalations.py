@@ -27,6 +27,7 @@ from stageware import (
     StoredSession,
 )
 
+from .approvals import approval_id, asked, with_interrupts
 from .stores import make_snapshot, run_threads
 
 EVENT: dict[str, Any] = {
@@ -548,3 +549,53 @@ def test_new_checks_its_values_where_the_escalation_is_made() -> None:
         }
         with pytest.raises(ValueError, match=expected):
             Escalation.new("s1", **arguments)
+
+
+def test_escalations_come_in_pages_oldest_first(store: SessionStore) -> None:
+    start = datetime(2024, 5, 1, tzinfo=UTC)
+    # Recorded out of order, and two at the same time (then by id).
+    recorded = [
+        escalate(store, f"s{number}", created_at=start + timedelta(minutes=minutes))
+        for number, minutes in enumerate([5, 0, 3, 3, 1, 4, 2])
+    ]
+    expected = sorted(recorded, key=lambda e: (e.created_at, e.id))
+    elsewhere = escalate(store, "elsewhere", queue="fraud", created_at=start)
+
+    first = store.escalation_page("refunds", limit=3)
+    assert (first.entries, first.total) == (expected[:3], 7)
+    # An escalation recorded between two pages, later than the ones listed, comes last.
+    added = escalate(store, "s9", created_at=start + timedelta(minutes=9))
+    second = store.escalation_page("refunds", limit=3, after=first.next_cursor)
+    assert second.entries == expected[3:6]
+    last = store.escalation_page("refunds", limit=3, after=second.next_cursor)
+    assert (last.entries, last.next_cursor, last.total) == ([expected[6], added], None, 8)
+
+    assert store.escalation_page(limit=500).total == 9
+    before = store.escalation_page(created_before=start + timedelta(minutes=2))
+    assert before.entries == sorted([elsewhere, *expected[:2]], key=lambda e: (e.created_at, e.id))
+    store.claim_escalation(expected[0].id, by="ana")
+    claimed = store.escalation_page(status="claimed")
+    assert [e.id for e in claimed.entries] == [expected[0].id]
+    assert claimed.total == 1
+
+
+def test_a_bad_escalation_page_is_refused_with_what_is_wrong(store: SessionStore) -> None:
+    with pytest.raises(SessionError, match="limit must be an int from 1 to 500, got 0"):
+        store.escalation_page(limit=0)
+    with pytest.raises(SessionError, match="status must be one of open, claimed, resolved"):
+        store.escalation_page(status="pending")  # type: ignore[arg-type]
+    with pytest.raises(SessionError, match="created_before must be a timezone-aware datetime"):
+        store.escalation_page(created_before=datetime(2024, 1, 1))
+    with pytest.raises(SessionError, match="is not a cursor of this listing"):
+        store.escalation_page(after="garbage")
+    for number in range(2):
+        store.save(
+            f"a{number}",
+            with_interrupts(asked(approval_id("t1"))),
+            expected_version=0,
+            owner="w",
+            lease_seconds=None,
+        )
+    cursor = store.approvals(limit=1).next_cursor
+    with pytest.raises(SessionError, match="ordered by 'asked', this one is ordered by 'created'"):
+        store.escalation_page(after=cursor)

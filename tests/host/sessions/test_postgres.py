@@ -32,6 +32,8 @@ from stageware._host.sessions import (
 )
 from stageware.postgres import PostgresSessionStore
 
+from .approvals import answered, approval_id, asked, utc
+from .approvals import save as save_interrupts
 from .stores import StoreSpec, make_snapshot, run_threads
 
 SECRET = "hunter2-s3cr3t"
@@ -132,8 +134,14 @@ def test_creates_its_schema_tables_and_format_on_first_use(
 
     save(store, "s1", 0)
 
-    assert table_names(postgres_spec) == ["escalations", "messages", "sessions", "store_format"]
-    assert formats(postgres_spec) == [(3,)]
+    assert table_names(postgres_spec) == [
+        "approvals",
+        "escalations",
+        "messages",
+        "sessions",
+        "store_format",
+    ]
+    assert formats(postgres_spec) == [(4,)]
     assert index_names(postgres_spec, "escalations") == [
         "escalations_by_queue",
         "escalations_by_session",
@@ -194,7 +202,7 @@ def test_stores_that_start_together_create_the_schema_once(
 
     for index, store in enumerate(stores):
         assert store.load(f"s{index}") == StoredSession(make_snapshot(index), 1, None)
-    assert formats(postgres_spec) == [(3,)]
+    assert formats(postgres_spec) == [(4,)]
 
 
 def test_a_role_that_may_not_create_schemas_uses_tables_set_up_for_it(
@@ -234,17 +242,17 @@ def test_refuses_a_newer_store_format(
     postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
 ) -> None:
     save(open_postgres(postgres_spec), "s1", 0)
-    set_format(postgres_spec, "4")
+    set_format(postgres_spec, "5")
 
     store = open_postgres(postgres_spec)
     for call in every_call(store):
         with pytest.raises(
-            SessionError, match=r"store format 4, written by a newer stageware.*Upgrade"
+            SessionError, match=r"store format 5, written by a newer stageware.*Upgrade"
         ) as caught:
             call()
         assert f"(schema {postgres_spec.schema})" in str(caught.value)
 
-    set_format(postgres_spec, "3")
+    set_format(postgres_spec, "4")
     assert open_postgres(postgres_spec).load("s1") == StoredSession(make_snapshot(), 1, None)
 
 
@@ -262,7 +270,7 @@ def test_an_open_store_notices_a_newer_format_and_writes_nothing(
         lease_seconds=None,
         escalation=escalation("s2"),
     )
-    set_format(postgres_spec, "4")
+    set_format(postgres_spec, "5")
 
     calls: list[Callable[[], object]] = [
         *every_call(store),
@@ -277,10 +285,10 @@ def test_an_open_store_notices_a_newer_format_and_writes_nothing(
         ),
     ]
     for call in calls:
-        with pytest.raises(SessionError, match="store format 4"):
+        with pytest.raises(SessionError, match="store format 5"):
             call()
 
-    set_format(postgres_spec, "3")
+    set_format(postgres_spec, "4")
     assert store.load("s1") == StoredSession(make_snapshot(), 1, None)
     assert store.load("s3") is None
     assert [e.session_id for e in store.escalations()] == ["s2"]
@@ -319,9 +327,15 @@ def test_a_format_1_schema_gets_its_escalations_table(
 
     run_threads(len(stores), open_)
 
-    # On to format 3 in the same step.
-    assert formats(postgres_spec) == [(3,)]
-    assert table_names(postgres_spec) == ["escalations", "messages", "sessions", "store_format"]
+    # On to format 4 in the same step.
+    assert formats(postgres_spec) == [(4,)]
+    assert table_names(postgres_spec) == [
+        "approvals",
+        "escalations",
+        "messages",
+        "sessions",
+        "store_format",
+    ]
     store = stores[0]
     assert store.load("old") == StoredSession(make_snapshot(5), 3, None)
     recorded = escalation("old")
@@ -373,7 +387,7 @@ def test_a_format_2_schema_is_split_into_message_rows_and_reads_back_the_same(
 
     run_threads(len(stores), open_)
 
-    assert formats(postgres_spec) == [(3,)]
+    assert formats(postgres_spec) == [(4,)]
     store = stores[0]
     loaded = store.load("old")
     assert loaded is not None
@@ -662,3 +676,40 @@ def test_without_the_extra_the_import_says_what_to_install(missing: str) -> None
         "ImportError: stageware.postgres needs the 'psycopg' and 'psycopg_pool' packages: "
         "pip install 'stageware[postgres]'"
     )
+
+
+def test_a_format_3_schema_gets_the_approvals_ledger_with_its_pending_approvals(
+    postgres_spec: StoreSpec, open_postgres: Callable[[StoreSpec], PostgresSessionStore]
+) -> None:
+    waiting, given = approval_id("t1"), approval_id("t2")
+    store = open_postgres(postgres_spec)
+    save_interrupts(store, "asked", asked(waiting), answered(given))
+    save_interrupts(store, "plain")
+    # Back to format 3's layout, as the stageware before the ledger left the schema.
+    for statement in (
+        "DROP TABLE {schema}.approvals",
+        "ALTER TABLE {schema}.sessions DROP COLUMN approvals_pending",
+        "UPDATE {schema}.sessions SET updated_at = '2026-04-01T09:00:00+00:00'",
+        "UPDATE {schema}.store_format SET format = 3",
+    ):
+        execute(postgres_spec, in_schema(postgres_spec, statement))
+
+    stores = [open_postgres(postgres_spec) for _ in range(4)]
+
+    def open_(index: int) -> None:
+        stores[index].session_ids()
+
+    run_threads(len(stores), open_)
+
+    assert formats(postgres_spec) == [(4,)]
+    migrated = stores[0]
+    [pending] = migrated.approvals().entries
+    assert (pending.session_id, pending.interrupt_id) == ("asked", waiting)
+    assert pending.asked_at == utc("2026-04-01T09:00:00+00:00")
+    approved = migrated.approval("asked", given)
+    assert approved is not None
+    assert (approved.status, approved.answered_by) == ("approved", "ana")
+    save_interrupts(migrated, "asked")
+    lapsed = migrated.approval("asked", waiting)
+    assert lapsed is not None
+    assert lapsed.status == "lapsed"

@@ -75,6 +75,7 @@ def test_a_hostile_schema_name_is_the_schema_used(postgres_server: str, schema: 
         # Exactly one schema more, named as given, holding the store's tables.
         assert _schemas(postgres_server) - schemas_before == {schema}
         assert _tables(postgres_server, schema) == [
+            "approvals",
             "escalations",
             "messages",
             "sessions",
@@ -146,6 +147,8 @@ def test_a_messages_table_in_a_format_2_schema_is_not_adopted(postgres_server: s
         with psycopg.connect(postgres_server, autocommit=True) as connection:
             # Back to format 2's layout, with the application's own messages table.
             for text in (
+                "DROP TABLE {s}.approvals",
+                "ALTER TABLE {s}.sessions DROP COLUMN approvals_pending",
                 "DROP TABLE {s}.messages",
                 "ALTER TABLE {s}.sessions DROP COLUMN message_count",
                 "UPDATE {s}.store_format SET format = 2",

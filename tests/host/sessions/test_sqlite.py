@@ -13,6 +13,8 @@ import pytest
 
 from stageware._host.sessions import Escalation, SessionError, SQLiteSessionStore, StoredSession
 
+from .approvals import answered, approval_id, asked, utc
+from .approvals import save as save_interrupts
 from .stores import make_snapshot, run_threads
 
 
@@ -88,6 +90,7 @@ def test_a_new_file_gets_the_store_tables_in_wal_mode(path: Path) -> None:
     save(SQLiteSessionStore(path), "s1", 0)
 
     assert sql(path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == [
+        ("stageware_approvals",),
         ("stageware_escalations",),
         ("stageware_messages",),
         ("stageware_sessions",),
@@ -95,7 +98,7 @@ def test_a_new_file_gets_the_store_tables_in_wal_mode(path: Path) -> None:
     ]
     assert sql(path, "PRAGMA journal_mode") == [("wal",)]
     assert sql(path, "PRAGMA user_version") == [(0,)]  # the file owner's, left alone
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(5,)]
     [(version, document, owner, updated_at, count)] = sql(
         path,
         "SELECT version, document, lease_owner, updated_at, message_count FROM stageware_sessions",
@@ -217,6 +220,8 @@ def test_a_messages_table_in_a_format_3_file_is_not_adopted(path: Path) -> None:
     save(SQLiteSessionStore(path), "s1", 0)
     sql(
         path,
+        "DROP TABLE stageware_approvals",
+        "ALTER TABLE stageware_sessions DROP COLUMN approvals_pending",
         "DROP TABLE stageware_messages",
         "ALTER TABLE stageware_sessions DROP COLUMN message_count",
         "UPDATE stageware_store_format SET format = 3",
@@ -249,9 +254,9 @@ def test_a_format_1_file_is_migrated(path: Path) -> None:
     assert store.load("old") == StoredSession(make_snapshot(5), 1, None)
     assert save(store, "old", 1, 6) == 2
     assert store.load("old") == StoredSession(make_snapshot(6), 2, None)
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(5,)]
     assert sql(path, "PRAGMA user_version") == [(0,)]
-    # On to format 4 in the same step: escalations work.
+    # On to format 5 in the same step: escalations work.
     recorded = escalation("old")
     store.save(
         "old",
@@ -288,7 +293,7 @@ def test_a_format_2_file_gets_its_escalations_table(path: Path) -> None:
     loaded = store.load("old")
     assert loaded is not None
     assert (loaded.snapshot, loaded.version) == (make_snapshot(5), 4)
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(5,)]
     assert sql(
         path,
         "SELECT name FROM sqlite_master WHERE tbl_name = 'stageware_escalations' ORDER BY name",
@@ -320,7 +325,7 @@ def test_stores_opening_a_format_2_file_together_migrate_it_once(path: Path) -> 
 
     run_threads(len(stores), open_)
 
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(5,)]
     assert stores[0].escalations() == []
 
 
@@ -362,7 +367,7 @@ def test_a_format_3_file_is_split_into_message_rows_and_reads_back_the_same(
 
     run_threads(len(stores), open_)
 
-    assert sql(path, "SELECT format FROM stageware_store_format") == [(4,)]
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(5,)]
     store = stores[0]
     loaded = store.load("old")
     assert loaded is not None
@@ -387,27 +392,27 @@ def test_a_format_3_file_is_split_into_message_rows_and_reads_back_the_same(
 
 def test_refuses_a_newer_store_format(path: Path) -> None:
     save(SQLiteSessionStore(path), "s1", 0)
-    sql(path, "UPDATE stageware_store_format SET format = 5")
+    sql(path, "UPDATE stageware_store_format SET format = 6")
 
     store = SQLiteSessionStore(path)
     for call in every_call(store):
-        with pytest.raises(SessionError, match="store format 5, written by a newer stageware"):
+        with pytest.raises(SessionError, match="store format 6, written by a newer stageware"):
             call()
 
-    sql(path, "UPDATE stageware_store_format SET format = 4")
+    sql(path, "UPDATE stageware_store_format SET format = 5")
     assert SQLiteSessionStore(path).load("s1") == StoredSession(make_snapshot(), 1, None)
 
 
 def test_an_open_store_notices_a_newer_format(path: Path) -> None:
     store = SQLiteSessionStore(path)
     save(store, "s1", 0)
-    sql(path, "UPDATE stageware_store_format SET format = 5")
+    sql(path, "UPDATE stageware_store_format SET format = 6")
 
     for call in every_call(store):
-        with pytest.raises(SessionError, match=r"store format 5.*Upgrade stageware"):
+        with pytest.raises(SessionError, match=r"store format 6.*Upgrade stageware"):
             call()
 
-    sql(path, "UPDATE stageware_store_format SET format = 4")
+    sql(path, "UPDATE stageware_store_format SET format = 5")
     assert store.load("s1") == StoredSession(make_snapshot(), 1, None)
 
 
@@ -714,3 +719,37 @@ def test_switching_to_wal_gives_up_at_the_timeout_or_on_another_error(path: Path
     with pytest.raises(sqlite3.OperationalError):
         SQLiteSessionStore(path, timeout=5)._use_wal(cast("sqlite3.Connection", failing))
     assert failing.switches == 1
+
+
+def test_a_format_4_file_gets_the_approvals_ledger_with_its_pending_approvals(
+    path: Path,
+) -> None:
+    waiting, given = approval_id("t1"), approval_id("t2")
+    store = SQLiteSessionStore(path)
+    save_interrupts(store, "asked", asked(waiting), answered(given))
+    save_interrupts(store, "plain")
+    store.close()
+    # Back to format 4's layout, as the stageware before the ledger left the file.
+    sql(
+        path,
+        "DROP TABLE stageware_approvals",
+        "ALTER TABLE stageware_sessions DROP COLUMN approvals_pending",
+        "UPDATE stageware_sessions SET updated_at = '2026-04-01T09:00:00.000+00:00'",
+        "UPDATE stageware_store_format SET format = 4",
+    )
+
+    migrated = SQLiteSessionStore(path)
+
+    [pending] = migrated.approvals().entries
+    assert (pending.session_id, pending.interrupt_id) == ("asked", waiting)
+    # The migration knows of it only that its session was last saved then.
+    assert pending.asked_at == utc("2026-04-01T09:00:00+00:00")
+    approved = migrated.approval("asked", given)
+    assert approved is not None
+    assert (approved.status, approved.answered_by) == ("approved", "ana")
+    assert sql(path, "SELECT format FROM stageware_store_format") == [(5,)]
+    # The session's flag came with it: its next save, without the interrupt, lapses it.
+    save_interrupts(migrated, "asked")
+    lapsed = migrated.approval("asked", waiting)
+    assert lapsed is not None
+    assert lapsed.status == "lapsed"

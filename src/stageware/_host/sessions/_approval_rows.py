@@ -59,6 +59,7 @@ __all__ = [
     "entry_from_row",
     "lapse",
     "observe",
+    "observe_document",
     "parse_policy_id",
     "query",
     "settle",
@@ -265,6 +266,18 @@ def observe(interrupt_state: object) -> list[Observed]:
             interrupt.get("response"),
         )
     return list(found.values())
+
+
+def observe_document(document: object) -> list[Observed]:
+    """The policy approvals in a stored session document (the snapshot without its
+    messages, as JSON text), for the stores' migrations; none if it is no JSON."""
+    try:
+        decoded: object = json.loads(str(document))
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(decoded, dict):
+        return []
+    return observe(cast(dict[str, object], decoded).get("interrupt_state"))
 
 
 def _answer(interrupt_id: str, parsed: tuple[str, str], reason: str, response: object) -> Observed:

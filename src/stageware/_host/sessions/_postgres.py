@@ -800,8 +800,8 @@ class PostgresSessionStore:
                 raise SessionError(
                     f"cannot {what}: schema {self._schema!r} of {self._location.description} "
                     f"has a table named {table} that is not the session store's ({problem}). "
-                    "The store keeps sessions, messages, escalations and store_format in a "
-                    'schema of its own: give it one, PostgresSessionStore(..., schema="...")'
+                    "The store keeps sessions, messages, escalations, approvals and store_format "
+                    'in a schema of its own: give it one, PostgresSessionStore(..., schema="...")'
                 )
             self._check_format(setup.format, what)
             self._ready = True

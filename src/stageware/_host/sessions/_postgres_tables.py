@@ -35,7 +35,6 @@ newer stageware migrated it writes nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, LiteralString, final
@@ -43,7 +42,7 @@ from typing import Final, LiteralString, final
 from psycopg import Cursor, sql
 from psycopg.rows import TupleRow
 
-from ._approval_rows import ANSWERED, APPROVAL_COLUMNS, Observed, Query, observe
+from ._approval_rows import ANSWERED, APPROVAL_COLUMNS, Observed, Query, observe_document
 from ._encoding import split_document
 from ._escalation_rows import COLUMNS, EscalationQuery
 
@@ -655,23 +654,24 @@ def _migrate_from_3(cursor: Cursor[TupleRow], schema: str) -> None:
     ).fetchall()
     insert = _compose(
         f"INSERT INTO {{schema}}.approvals ({_A_COLUMNS}) "
-        f"VALUES ({', '.join(['%s'] * len(APPROVAL_COLUMNS))})",
+        f"VALUES ({', '.join(f'%({column})s' for column in APPROVAL_COLUMNS)})",
         schema,
     )
     flag = _compose(
         "UPDATE {schema}.sessions SET approvals_pending = %s WHERE session_id = %s", schema
     )
     for session_id, document, updated_at in rows:
-        try:
-            decoded: object = json.loads(str(document))
-        except ValueError:
-            continue
-        state = decoded.get("interrupt_state") if isinstance(decoded, dict) else None
-        observed = observe(state)
+        observed = observe_document(document)
         if not observed:
             continue
         saved_at = updated_at.astimezone(UTC)
-        cursor.executemany(insert, [o.row(session_id, saved_at, saved_at) for o in observed])
+        cursor.executemany(
+            insert,
+            [
+                dict(zip(APPROVAL_COLUMNS, o.row(session_id, saved_at, saved_at), strict=True))
+                for o in observed
+            ],
+        )
         cursor.execute(flag, (any(o.status == "pending" for o in observed), session_id))
     cursor.execute(_compose("UPDATE {schema}.store_format SET format = {format}", schema), {})
 

@@ -45,7 +45,6 @@ A process forked from one that used the store does not use the parent's connecti
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -66,6 +65,7 @@ from ._approval_rows import (
     Query,
     entry_from_row,
     observe,
+    observe_document,
     query,
 )
 from ._encoding import decode_snapshot, encode_snapshot, split_document
@@ -999,13 +999,11 @@ def _migrate_from_4(connection: sqlite3.Connection) -> None:
         "WHERE document LIKE '%v2:policy:%'"
     ).fetchall()
     for session_id, document, updated_at in rows:
+        observed = observe_document(document)
         try:
-            decoded: object = json.loads(str(document))
-            saved_at = datetime.fromisoformat(updated_at).astimezone(UTC)
-        except ValueError:
-            continue
-        state = decoded.get("interrupt_state") if isinstance(decoded, dict) else None
-        observed = observe(state)
+            saved_at = datetime.fromisoformat(updated_at)
+        except ValueError:  # a hand edit: the migration's own time stands in
+            saved_at = datetime.now(UTC)
         if observed:
             _settle(connection, session_id, observed, saved_at)
             connection.execute(
