@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from stageware import ApprovalPage, SessionStore, SQLiteSessionStore
-from stageware._host.sessions._approval_rows import query
+from stageware._host.sessions._approval_listing import query
 from tests.ci import skip_or_fail
 from tests.host.sessions.approvals import approval_id, asked, with_interrupts
 from tests.host.sessions.stores import HOW_TO_RUN_POSTGRES, fresh_schema_name, postgres_url

@@ -6,7 +6,9 @@
 - ``_encoding``: snapshots as the JSON documents the stores keep (the snapshot without its
   messages, and one document per message), checked both ways; shared by the stores.
 - ``_approval_rows``: the approvals ledger (``ApprovalEntry``, ``ApprovalPage``): what a
-  store keeps of every policy approval, derived from the interrupt state it saves.
+  store keeps of every policy approval, derived from the interrupt state it saves;
+  ``_approval_listing``: its paged listing, checked and ordered alike by every store;
+  ``_paging``: the cursors of the paged listings (approvals, escalations).
 - ``_escalations``: ``Escalation`` (a run handed to a human queue), its errors and the
   rule of a claim and a resolution; ``_escalation_rows``: escalations as table rows,
   shared by the stores.

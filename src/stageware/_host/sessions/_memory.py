@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final, final
 
+from ._approval_listing import query
 from ._approval_rows import (
     ApprovalEntry,
     ApprovalListing,
@@ -19,7 +20,6 @@ from ._approval_rows import (
     ApprovalRow,
     entry_from_row,
     observe,
-    query,
     settle,
 )
 from ._encoding import decode_snapshot, encode_snapshot

@@ -44,6 +44,7 @@ from tenacity import (
 from tenacity.stop import stop_base
 
 from . import _lease_renewer
+from ._approval_listing import query
 from ._approval_rows import (
     APPROVAL_COLUMNS,
     ApprovalEntry,
@@ -51,7 +52,6 @@ from ._approval_rows import (
     ApprovalPage,
     entry_from_row,
     observe,
-    query,
 )
 from ._encoding import EncodedSnapshot, decode_snapshot, encode_snapshot
 from ._escalation_rows import COLUMNS, escalation_query, from_row, to_row

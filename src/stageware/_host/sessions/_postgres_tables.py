@@ -42,7 +42,8 @@ from typing import Final, LiteralString, final
 from psycopg import Cursor, sql
 from psycopg.rows import TupleRow
 
-from ._approval_rows import ANSWERED, APPROVAL_COLUMNS, Observed, Query, observe_document
+from ._approval_listing import Query
+from ._approval_rows import ANSWERED, APPROVAL_COLUMNS, Observed, observe_document
 from ._encoding import split_document
 from ._escalation_rows import COLUMNS, EscalationQuery
 

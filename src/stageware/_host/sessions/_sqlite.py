@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Final, Literal, TypeVar, final
 
 from . import _lease_renewer
+from ._approval_listing import Query, query
 from ._approval_rows import (
     ANSWERED,
     APPROVAL_COLUMNS,
@@ -62,11 +63,9 @@ from ._approval_rows import (
     ApprovalPage,
     ApprovalRow,
     Observed,
-    Query,
     entry_from_row,
     observe,
     observe_document,
-    query,
 )
 from ._encoding import decode_snapshot, encode_snapshot, split_document
 from ._escalation_rows import COLUMNS, EscalationRow, escalation_query, from_row, to_row
