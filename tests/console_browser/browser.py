@@ -57,6 +57,8 @@ def chromium() -> webdriver.Chrome:
         "--hide-scrollbars",
     ):
         options.add_argument(argument)
+    # The page's console messages, where Chromium reports what a page's policy blocked.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     if os.geteuid() == 0:
         # Chromium refuses to start its sandbox as root (CI's containers run as root).
         options.add_argument("--no-sandbox")
@@ -86,3 +88,11 @@ def until(browser: webdriver.Chrome, condition: Callable[[webdriver.Chrome], _T]
     ignored = (NoSuchElementException, StaleElementReferenceException)
     wait = WebDriverWait(browser, BOUND, ignored_exceptions=ignored)
     return wait.until(lambda b: loaded(b) and condition(b))
+
+
+def policy_violations(browser: webdriver.Chrome) -> list[str]:
+    """What the pages' Content-Security-Policy blocked since the last call, as Chromium
+    reported it to the page's console."""
+    logged = browser.get_log("browser")  # type: ignore[no-untyped-call]  # selenium leaves it untyped
+    messages: list[str] = [entry["message"] for entry in logged]
+    return [message for message in messages if "Content Security Policy" in message]

@@ -5,8 +5,10 @@ approval only ``role:finance`` may give. Dana (finance) answers it in the page, 
 worker's run goes on in its own process: approved, the refund runs once and the run
 finishes; denied, the step is blocked and the refund never runs. Eve (support) sees the
 approval but no button. A POST forged from another site, or sent by a script without the
-form's token, is refused, and the run still waits. An escalated run waits until dana,
-one of the escalations' resolvers, claims and resolves it in the page; eve may not.
+form's token, is refused, and the run still waits; another site cannot frame the page
+either, and the pages break nothing of their own Content-Security-Policy. An escalated run
+waits until dana, one of the escalations' resolvers, claims and resolves it in the page;
+eve may not.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from stageware._console._csrf import COOKIE, CsrfTokens
 from tests.dbos.pending import pending_approval
 
-from .browser import until
+from .browser import policy_violations, until
 from .deployment import Console, Deployment, free_port
 from .worker import AMOUNT, ESCALATION, REASON, prompt_for
 
@@ -179,6 +181,47 @@ def _form_page(console: Console, **fields: str) -> str:
         f'<form id="forged" method="post" action="{console.url}/approvals/answer">{inputs}</form>'
         "<script>document.getElementById('forged').submit()</script>"
     )
+
+
+def test_the_pages_keep_to_their_own_policy(
+    browser: webdriver.Chrome, deployment: Deployment, dana: Console
+) -> None:
+    deployment.request_refund("order-1049")
+    policy_violations(browser)  # forget what earlier tests' pages did
+
+    open_approval(browser, dana, "order-1049")
+    # The console's one style sheet, from its own origin, is applied.
+    header = browser.find_element(By.TAG_NAME, "header")
+    assert header.value_of_css_property("background-color") == "rgba(32, 35, 42, 1)"
+    for page in ("/escalations", "/audit", "/approvals"):
+        browser.get(f"{dana.url}{page}")
+
+    assert policy_violations(browser) == []
+
+
+def test_another_site_cannot_frame_the_console(
+    browser: webdriver.Chrome, deployment: Deployment, dana: Console, other_site: tuple[str, Path]
+) -> None:
+    # Clickjacking: a page that shows the approval in a frame under a decoy, so that the
+    # approver's click lands on the console's Approve button.
+    deployment.request_refund("order-1050")
+    detail = open_approval(browser, dana, "order-1050")
+    url, folder = other_site
+    (folder / "framed.html").write_text(
+        f'<!doctype html><title>Win</title><iframe src="{browser.current_url}"></iframe>',
+        encoding="utf-8",
+    )
+    detail.find_element(By.ID, "approve")  # there, unframed
+
+    browser.get(f"{url}/framed.html")
+    browser.switch_to.frame(browser.find_element(By.TAG_NAME, "iframe"))
+    try:
+        assert not browser.find_elements(By.ID, "approve")
+        framed: str = browser.execute_script("return location.href")
+    finally:
+        browser.switch_to.default_content()
+
+    assert framed.startswith("chrome-error://"), framed
 
 
 def test_a_post_forged_on_another_site_is_refused(
