@@ -31,7 +31,7 @@ from stageware._console._csrf import COOKIE, CsrfTokens
 from tests.dbos.pending import pending_approval
 
 from .browser import policy_violations, until
-from .deployment import Console, Deployment, free_port
+from .deployment import Console, Deployment
 from .worker import AMOUNT, ESCALATION, REASON, prompt_for
 
 
@@ -159,15 +159,18 @@ def test_a_user_without_the_role_sees_the_approval_but_no_button(
 
 @pytest.fixture(scope="module")
 def other_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A web server of another origin (``localhost``, another port), serving a folder;
-    its URL and the folder."""
+    """A web server of another site, serving a folder; its URL and the folder.
+
+    On 127.0.0.2, a loopback address of its own (Linux routes all of 127/8 to the loopback
+    device): a host other than the consoles' 127.0.0.1, so another site to the browser.
+    """
     folder = tmp_path_factory.mktemp("other-site")
     handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://localhost:{server.server_address[1]}", folder
+        yield f"http://127.0.0.2:{server.server_address[1]}", folder
     finally:
         server.shutdown()
         server.server_close()
