@@ -4,7 +4,8 @@ Each test starts a refund request in the worker; the run suspends, durably, on a
 approval only ``role:finance`` may give. Dana (finance) answers it in the page, and the
 worker's run goes on in its own process: approved, the refund runs once and the run
 finishes; denied, the step is blocked and the refund never runs. Eve (support) sees the
-approval but no button. A POST forged from another site, or sent by a script without the
+approval but no button. The list's filter form narrows it by middleware, hook point
+and age. A POST forged from another site, or sent by a script without the
 form's token, is refused, and the run still waits; another site cannot frame the page
 either, and the pages break nothing of their own Content-Security-Policy. An escalated run
 waits until dana, one of the escalations' resolvers, claims and resolves it in the page;
@@ -155,6 +156,31 @@ def test_a_user_without_the_role_sees_the_approval_but_no_button(
             browser.find_element(By.CSS_SELECTOR, absent)
     assert "role:finance" in browser.find_element(By.ID, "may-not-answer").text
     still_waiting(deployment, "order-1043", approval)
+
+
+def filter_approvals(browser: webdriver.Chrome, console: Console, **filters: str) -> list[str]:
+    """Fill in the list's filter form with *filters* and send it; the sessions listed."""
+    browser.get(f"{console.url}/approvals")
+    for name, value in filters.items():
+        browser.find_element(By.CSS_SELECTOR, f"#filters input[name={name}]").send_keys(value)
+    browser.find_element(By.CSS_SELECTOR, "#filters button").click()
+    until(browser, lambda b: "?" in b.current_url)
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr.approval")
+    sessions = [str(row.get_attribute("data-session-id")) for row in rows]
+    assert shown(browser, "total") == str(len(sessions))
+    return sessions
+
+
+def test_the_filters_narrow_the_list(
+    browser: webdriver.Chrome, deployment: Deployment, dana: Console
+) -> None:
+    deployment.request_refund("order-1051")
+
+    assert "order-1051" in filter_approvals(browser, dana, middleware="refund_approval")
+    assert "order-1051" in filter_approvals(browser, dana, hook="tool.before", older_than="0")
+    assert filter_approvals(browser, dana, middleware="another_guard") == []
+    assert shown(browser, "empty") == "Nothing waits for an answer."
+    assert filter_approvals(browser, dana, older_than="60") == []
 
 
 @pytest.fixture(scope="module")
