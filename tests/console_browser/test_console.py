@@ -4,12 +4,11 @@ Each test starts a refund request in the worker; the run suspends, durably, on a
 approval only ``role:finance`` may give. Dana (finance) answers it in the page, and the
 worker's run goes on in its own process: approved, the refund runs once and the run
 finishes; denied, the step is blocked and the refund never runs. Eve (support) sees the
-approval but no button. The list's filter form narrows it by middleware, hook point
-and age. A POST forged from another site, or sent by a script without the
-form's token, is refused, and the run still waits; another site cannot frame the page
-either, and the pages break nothing of their own Content-Security-Policy. An escalated run
-waits until dana, one of the escalations' resolvers, claims and resolves it in the page;
-eve may not.
+approval but no button. The list's filter form narrows it by middleware, hook point and
+age. A POST forged from another site, or sent by a script without the form's token, is
+refused, and the run still waits; another site cannot frame the page either, and the
+pages break nothing of their own Content-Security-Policy. An escalated run waits until
+dana, one of the escalations' resolvers, claims and resolves it in the page; eve may not.
 """
 
 from __future__ import annotations
