@@ -22,6 +22,7 @@ from selenium.webdriver.common.by import By
 
 from .browser import chromium, until
 from .deployment import ROOT, Console, Deployment
+from .pages import open_approval
 
 NAMES: Final = ("console-approvals.png", "console-approval.png", "console-audit.png")
 DEFAULT_FOLDER: Final = ROOT / "docs" / "images"
@@ -31,9 +32,7 @@ ORDERS: Final = ("order-2001", "order-2002", "order-2003", "order-2004", "order-
 def _answer(
     browser: webdriver.Chrome, console: Console, order: str, button: str, comment: str
 ) -> None:
-    browser.get(f"{console.url}/approvals")
-    row = browser.find_element(By.CSS_SELECTOR, f'tr.approval[data-session-id="{order}"]')
-    row.find_element(By.TAG_NAME, "a").click()
+    open_approval(browser, console, order)
     browser.find_element(By.CSS_SELECTOR, "#answer textarea[name=comment]").send_keys(comment)
     browser.find_element(By.ID, button).click()
     until(browser, lambda b: b.find_element(By.ID, "outcome"))
@@ -59,11 +58,7 @@ def take(folder: Path) -> list[Path]:
 
             browser.get(f"{dana.url}/approvals")
             browser.save_screenshot(shots[0])
-            row = browser.find_element(
-                By.CSS_SELECTOR, f'tr.approval[data-session-id="{ORDERS[2]}"]'
-            )
-            row.find_element(By.TAG_NAME, "a").click()
-            until(browser, lambda b: b.find_element(By.ID, "answer"))
+            open_approval(browser, dana, ORDERS[2])
             browser.save_screenshot(shots[1])
             browser.get(f"{dana.url}/audit")
             browser.save_screenshot(shots[2])

@@ -32,22 +32,8 @@ from tests.dbos.pending import pending_approval
 
 from .browser import policy_violations, until
 from .deployment import Console, Deployment
+from .pages import open_approval, open_escalation, shown
 from .worker import AMOUNT, ESCALATION, REASON, prompt_for
-
-
-def open_approval(browser: webdriver.Chrome, console: Console, session_id: str) -> WebElement:
-    """Open *console*'s list of approvals, then the approval *session_id* waits on, by
-    its link in the list; the detail page's body."""
-    browser.get(f"{console.url}/approvals")
-    row = browser.find_element(By.CSS_SELECTOR, f'tr.approval[data-session-id="{session_id}"]')
-    row.find_element(By.TAG_NAME, "a").click()
-    until(browser, lambda b: "/approvals/" in b.current_url)
-    return browser.find_element(By.TAG_NAME, "body")
-
-
-def shown(browser: webdriver.Chrome, element_id: str) -> str:
-    """The text of the element *element_id* of the page."""
-    return browser.find_element(By.ID, element_id).text
 
 
 def field(browser: webdriver.Chrome, name: str) -> str | None:
@@ -358,10 +344,7 @@ def test_an_escalation_claimed_and_resolved_in_the_page_ends_the_run_waiting_on_
 ) -> None:
     escalation = deployment.request_disputed_refund("dispute-1047")
 
-    browser.get(f"{dana.url}/escalations")
-    row = browser.find_element(By.CSS_SELECTOR, f'tr.escalation[data-escalation-id="{escalation}"]')
-    row.find_element(By.TAG_NAME, "a").click()
-    until(browser, lambda b: "/escalations/" in b.current_url)
+    open_escalation(browser, dana, escalation)
     assert ESCALATION in browser.find_element(By.TAG_NAME, "h1").text
     assert "dispute-1047" in shown(browser, "event")
     browser.find_element(By.ID, "claim-button").click()
@@ -392,10 +375,7 @@ def test_a_user_who_may_not_resolve_sees_the_escalation_but_no_form(
 ) -> None:
     escalation = deployment.request_disputed_refund("dispute-1048")
 
-    browser.get(f"{eve.url}/escalations")
-    row = browser.find_element(By.CSS_SELECTOR, f'tr.escalation[data-escalation-id="{escalation}"]')
-    row.find_element(By.TAG_NAME, "a").click()
-    until(browser, lambda b: "/escalations/" in b.current_url)
+    open_escalation(browser, eve, escalation)
 
     for absent in ("#claim", "#resolve"):
         with pytest.raises(NoSuchElementException):
