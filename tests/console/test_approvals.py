@@ -8,6 +8,7 @@ posts them).
 from __future__ import annotations
 
 import re
+import time
 from html import unescape
 from urllib.parse import quote
 
@@ -16,11 +17,12 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from stageware import SessionStore
+from stageware import Agent, ScriptedModel, SessionStore
 from stageware._console._csrf import COOKIE, CsrfTokens
 from stageware._host._interrupt_state import InterruptState
 from stageware._policy._approval import read_record
 from stageware.console import LocalAuthenticator, create_app
+from stageware.policy import InputEvent, PolicyEngine, PolicyEnv, Suspend, middleware
 
 from .desk import SECRET, Browser, Desk, form_fields
 
@@ -98,6 +100,9 @@ def test_the_listing_shows_the_pending_approvals_filtered_and_paged(store: Sessi
     bad = browser.get("/approvals?older_than=soon")
     assert bad.status_code == 400
     assert "older_than must be a whole number of minutes" in bad.text
+    forged = browser.get("/approvals?after=not-a-cursor")
+    assert forged.status_code == 400
+    assert "The store refused the listing" in forged.text
 
 
 def test_an_approval_shows_what_runs_the_conversation_and_who_may_answer(
@@ -407,3 +412,95 @@ def test_mounted_in_another_app_its_links_and_forms_follow_the_mount(store: Sess
     assert answered.status_code == 303
     assert answered.headers["location"] == f"{page}?outcome=denied"
     assert browser.get("/ops/console/static/console.css").status_code == 200
+
+
+@middleware(hooks=["input.received"], fail_mode="closed", timeout="2s")
+async def wire_guard(event: InputEvent, env: PolicyEnv) -> Suspend | None:
+    """Prompts that ask for a wire transfer wait for finance."""
+    texts = [block.get("text", "") for message in event.messages for block in message["content"]]
+    if any("wire" in text for text in texts):
+        return Suspend("a wire transfer needs finance", approvers=["role:finance"])
+    return None
+
+
+def test_an_input_approval_shows_the_input_that_waits(store: SessionStore) -> None:
+    agent = Agent(
+        ScriptedModel(["done"]),
+        policy=PolicyEngine([wire_guard]),
+        session_store=store,
+        session_id="s1",
+    )
+    result = agent("please wire 5,000 to <acct 42>")
+    assert result.stop_reason == "interrupt"
+    [interrupt] = result.interrupts
+
+    html = Browser(store).get(detail("s1", interrupt.id)).text
+
+    assert 'id="tool"' not in html
+    assert "The input the user sent" in html
+    request = html.split('<ol id="request">', 1)[1].split("</ol>", 1)[0]
+    assert '<div class="text">please wire 5,000 to &lt;acct 42&gt;</div>' in request
+    assert form_fields(html, "answer") is not None
+
+
+@middleware(hooks=["input.received"], fail_mode="closed", timeout="2s")
+async def hasty_guard(event: InputEvent, env: PolicyEnv) -> Suspend:
+    """Every input waits for an answer, for half a second."""
+    return Suspend("answer quickly", timeout=0.5)
+
+
+def test_an_answer_after_the_deadline_is_refused(store: SessionStore) -> None:
+    agent = Agent(
+        ScriptedModel(["done"]),
+        policy=PolicyEngine([hasty_guard]),
+        session_store=store,
+        session_id="s1",
+    )
+    [interrupt] = agent("hello").interrupts
+    browser = Browser(store)
+    fields = answer_form(browser, "s1", interrupt.id)
+    assert '<dd id="deadline">' in browser.get(detail("s1", interrupt.id)).text
+    time.sleep(0.6)
+    before = version(store, "s1")
+
+    response = browser.post("/approvals/answer", {**fields, "decision": "approve"})
+
+    assert response.status_code == 409
+    assert "could be answered until" in response.text
+    assert version(store, "s1") == before
+    assert stored_record(store, "s1", interrupt.id) is None
+
+
+def test_ids_with_slashes_spaces_and_hashes_reach_their_approval(store: SessionStore) -> None:
+    session_id = "team/a b#1?x=%2F"
+    interrupt_id = Desk().suspend(store, session_id)
+    browser = Browser(store)
+    listing = browser.get("/approvals").text
+    link = re.search(r'<a href="(/approvals/[^"]+)">', listing)
+    assert link is not None
+    assert link.group(1) == detail(session_id, interrupt_id)
+
+    response = browser.submit(link.group(1), "answer", {"decision": "approve"})
+
+    assert response.status_code == 303
+    assert browser.get(response.headers["location"]).status_code == 200
+    record = read_record(stored_record(store, session_id, interrupt_id))
+    assert record is not None
+    assert record.approved
+
+
+def test_a_post_with_files_or_too_many_fields_is_refused_before_it_is_read(
+    store: SessionStore,
+) -> None:
+    interrupt_id = Desk().suspend(store, "s1")
+    browser = Browser(store)
+    fields = {**answer_form(browser, "s1", interrupt_id), "decision": "approve"}
+    before = version(store, "s1")
+
+    padded = browser.post("/approvals/answer", {**fields, **{f"pad{n}": "x" for n in range(40)}})
+    with_file = browser.client.post(
+        "/approvals/answer", data=fields, files={"upload": ("a.txt", b"x")}
+    )
+
+    assert (padded.status_code, with_file.status_code) == (400, 400)
+    assert version(store, "s1") == before

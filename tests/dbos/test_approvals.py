@@ -8,6 +8,7 @@ continues the run in a second invocation, and the refund runs once.
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 import time
@@ -56,6 +57,9 @@ def test_a_request_waits_for_its_approval_and_goes_on_once_it_is_given(durable: 
     time.sleep(0.3)
     assert DBOS.get_workflow_status(handle.workflow_id).status == "PENDING"  # type: ignore[union-attr]  # pyright: ignore[reportOptionalMemberAccess]
     assert durable.tool_runs() == []
+    # The store's approvals ledger lists it, as a console reads it.
+    [waiting] = durable.store.approvals(session_id="a1").entries
+    assert (waiting.interrupt_id, waiting.status) == (approval, "pending")
 
     approving = _approve(durable, approval)
 
@@ -72,6 +76,10 @@ def test_a_request_waits_for_its_approval_and_goes_on_once_it_is_given(durable: 
     ]
     assert steps[0] == "stageware.test-approved.invocation"
     assert steps[-2:] == ["stageware:continue", "stageware.test-approved.invocation"]
+    # The ledger keeps the answer, and who gave it, after the interrupt left the session.
+    entry = durable.store.approval("a1", approval)
+    assert entry is not None
+    assert (entry.status, entry.answered_by) == ("approved", pwd.getpwuid(os.geteuid()).pw_name)
 
 
 def test_without_waiting_a_request_ends_on_the_interrupt(durable: Setup) -> None:

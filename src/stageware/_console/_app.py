@@ -57,6 +57,7 @@ _LOG: Final = logging.getLogger("stageware.console")
 _HERE: Final = Path(__file__).parent
 _MIN_SECRET_BYTES: Final = 32
 _MAX_PAGE: Final = 500
+_MAX_FIELDS: Final = 16
 
 _HEADERS: Final = (
     (
@@ -306,7 +307,8 @@ class _Pages:
             why = cross_site(request.headers, request.headers.get("host"))
             if why is not None:
                 raise _Refusal(403, f"Refused: {why}; nothing was written.")
-            form = await request.form()
+            # The console's forms have a handful of text fields and no file.
+            form = await request.form(max_files=0, max_fields=_MAX_FIELDS)
             fields = {key: value for key, value in form.items() if isinstance(value, str)}
             if not self._s.tokens.valid(user.id, request.cookies.get(COOKIE), fields.get(FIELD)):
                 raise _Refusal(

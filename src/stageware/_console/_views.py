@@ -51,6 +51,8 @@ class ApprovalView:
     step: str
     tool: str | None
     tool_input: str | None
+    request: str | None
+    request_turns: tuple[Turn, ...]
     details: str | None
     approvers: tuple[str, ...] | None
     deadline: str | None
@@ -121,11 +123,21 @@ def approval_view(entry: ApprovalEntry, now: datetime | None = None) -> Approval
     reason: Mapping[str, Any] = entry.reason
     question = reason.get("reason")
     step = reason.get("step")
-    tool = tool_input = None
+    tool = tool_input = request = None
+    turns: list[Turn] = []
     if isinstance(step, dict):
         fields = cast(dict[str, Any], step)
         if isinstance(fields.get("tool"), str) and "input" in fields:
             tool, tool_input = cast(str, fields["tool"]), pretty(fields["input"])
+        elif isinstance(fields.get("input"), list):
+            # An input hook's step: the messages the user sent.
+            request = "The input the user sent"
+            turns, _ = conversation(cast(list[Mapping[str, Any]], fields["input"]))
+        elif isinstance(fields.get("messages"), list):
+            # A model hook's step: the request about to go to the model.
+            model = fields.get("model_id")
+            request = f"The request to the model {model}" if model else "The request"
+            turns, _ = conversation(cast(list[Mapping[str, Any]], fields["messages"]))
     approvers = reason.get("approvers")
     deadline = reason.get("deadline")
     then = reason.get("on_timeout")
@@ -140,6 +152,8 @@ def approval_view(entry: ApprovalEntry, now: datetime | None = None) -> Approval
         step=pretty(cast(object, step)),
         tool=tool,
         tool_input=tool_input,
+        request=request,
+        request_turns=tuple(turns),
         details=None if details is None else pretty(details),
         approvers=(
             None

@@ -713,3 +713,34 @@ def test_a_format_3_schema_gets_the_approvals_ledger_with_its_pending_approvals(
     lapsed = migrated.approval("asked", waiting)
     assert lapsed is not None
     assert lapsed.status == "lapsed"
+
+
+def test_a_save_keeps_the_ledger_in_its_one_statement(
+    postgres_spec: StoreSpec,
+    open_postgres: Callable[[StoreSpec], PostgresSessionStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ledger costs a save no statement more, with approvals or without."""
+    store = open_postgres(postgres_spec)
+    store.session_ids()  # the tables
+    sent: list[str] = []
+    execute_ = psycopg.Cursor.execute
+
+    def counted(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute_(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    waiting = approval_id("t1")
+    counts: list[int] = []
+    for interrupts in ([], [], [asked(waiting)], [answered(waiting)], [], []):
+        sent.clear()
+        save_interrupts(store, "s1", *interrupts)
+        counts.append(len(sent))
+
+    # Each round loads the session and saves it: per call, the pool's check of its
+    # connection, then the call's one statement, whether the ledger is kept or not.
+    assert counts == [4] * 6, counts
+    entry = store.approval("s1", waiting)
+    assert entry is not None
+    assert entry.status == "approved"

@@ -753,3 +753,35 @@ def test_a_format_4_file_gets_the_approvals_ledger_with_its_pending_approvals(
     lapsed = migrated.approval("asked", waiting)
     assert lapsed is not None
     assert lapsed.status == "lapsed"
+
+
+def test_a_save_without_approvals_does_not_touch_the_ledger(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger costs a save nothing unless its session has, or had, a pending approval."""
+    statements: list[str] = []
+    connect = SQLiteSessionStore._connect  # pyright: ignore[reportPrivateUsage]
+
+    def traced(self: SQLiteSessionStore, what: str) -> sqlite3.Connection:
+        connection = connect(self, what)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    monkeypatch.setattr(SQLiteSessionStore, "_connect", traced)
+    store = SQLiteSessionStore(path)
+    store.session_ids()  # the tables
+    waiting = approval_id("t1")
+
+    def ledger_statements(*interrupts: dict[str, Any]) -> list[str]:
+        statements.clear()
+        save_interrupts(store, "s1", *interrupts)
+        return [s for s in statements if "stageware_approvals" in s]
+
+    assert ledger_statements() == []  # created without approvals
+    assert ledger_statements() == []
+    assert len(ledger_statements(asked(waiting))) == 2  # the pending ones, the upsert
+    assert len(ledger_statements(answered(waiting))) == 2
+    # Answered: nothing pending any more, so the saves after the cycle touch nothing.
+    assert ledger_statements() == []
+    assert ledger_statements() == []
+    store.close()

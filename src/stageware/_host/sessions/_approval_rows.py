@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, LiteralString, NoReturn, cast, final
 
+from ._escalation_rows import read_time
 from ._store import SessionError
 
 __all__ = [
@@ -400,17 +401,7 @@ def entry_from_row(row: Sequence[object], where: str) -> ApprovalEntry:
         return None if values[column] is None else text(column)
 
     def time(column: str) -> datetime | None:
-        value = values[column]
-        if value is None:
-            return None
-        if isinstance(value, str):
-            try:
-                value = datetime.fromisoformat(value)
-            except ValueError:
-                fail(f"column {column} holds {value!r}, not an ISO 8601 time")
-        if not isinstance(value, datetime) or value.tzinfo is None:
-            fail(f"column {column} holds {value!r}, not a time with its time zone")
-        return value.astimezone(UTC)
+        return read_time(values[column], column, fail)
 
     def json_of(column: str, kind: type) -> Any:
         try:

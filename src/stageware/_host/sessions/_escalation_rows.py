@@ -32,6 +32,7 @@ __all__ = [
     "EscalationRow",
     "escalation_query",
     "from_row",
+    "read_time",
     "to_row",
 ]
 
@@ -161,7 +162,7 @@ def from_row(row: Sequence[object], where: str) -> Escalation:
         fail(
             f"column status holds {values['status']!r}, not one of {', '.join(ESCALATION_STATUSES)}"
         )
-    created_at = _read_time(values["created_at"], "created_at", fail)
+    created_at = read_time(values["created_at"], "created_at", fail)
     if created_at is None:
         fail("column created_at is empty")
     return Escalation(
@@ -175,9 +176,9 @@ def from_row(row: Sequence[object], where: str) -> Escalation:
         created_at=created_at,
         status=status,
         claimed_by=optional_text("claimed_by"),
-        claimed_at=_read_time(values["claimed_at"], "claimed_at", fail),
+        claimed_at=read_time(values["claimed_at"], "claimed_at", fail),
         resolved_by=optional_text("resolved_by"),
-        resolved_at=_read_time(values["resolved_at"], "resolved_at", fail),
+        resolved_at=read_time(values["resolved_at"], "resolved_at", fail),
         resolution=optional_text("resolution"),
         comment=optional_text("comment"),
     )
@@ -195,7 +196,9 @@ def _read_event(value: object, fail: _Fail) -> dict[str, Any]:
     return cast(dict[str, Any], event)
 
 
-def _read_time(value: object, column: str, fail: _Fail) -> datetime | None:
+def read_time(value: object, column: str, fail: _Fail) -> datetime | None:
+    """A time column read back, in UTC; ``None`` for ``NULL``. *fail* raises, naming
+    the row, for a value that is no time with its zone."""
     if value is None:
         return None
     if isinstance(value, str):

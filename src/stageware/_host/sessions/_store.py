@@ -357,9 +357,10 @@ class SessionStore(Protocol):
         """One page of the approvals ledger (see ``_approval_rows``).
 
         Pending entries come oldest first (by ``asked_at``, then session, then interrupt
-        id); any other listing newest answer first (by ``answered_at``, pending ones
-        last). Entries added between two pages never make the next one repeat or skip
-        an entry that was there before.
+        id); approved, denied, lapsed and ``"answered"`` ones newest answer first (by
+        ``answered_at``); a listing of any status newest asked first. Pages are cut by
+        position, not offset: entries added between two pages never make the next one
+        repeat or skip an entry that was there before.
 
         Args:
             status: A status, ``"answered"`` (approved, denied or lapsed), or ``None``
