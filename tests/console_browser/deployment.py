@@ -162,14 +162,16 @@ class Deployment:
     def store(self) -> StoreSpec:
         return StoreSpec.from_json(self.config.store)
 
-    def _start(self, session_id: str) -> None:
+    def _start(self, session_id: str, more: str = "") -> None:
         assert self.worker.stdin is not None
-        self.worker.stdin.write(f"{session_id}\n")
+        assert "\n" not in more, more
+        self.worker.stdin.write(f"{session_id} {more}\n")
         self.worker.stdin.flush()
 
-    def request_refund(self, session_id: str) -> str:
-        """Start *session_id*'s refund request; the id of the approval it then waits on."""
-        self._start(session_id)
+    def request_refund(self, session_id: str, more: str = "") -> str:
+        """Start *session_id*'s refund request, its prompt followed by *more* (one line);
+        the id of the approval it then waits on."""
+        self._start(session_id, more)
         return pending_approval(self.store, session_id, timeout=BOUND)
 
     def request_disputed_refund(self, session_id: str) -> str:

@@ -7,8 +7,9 @@ finishes; denied, the step is blocked and the refund never runs. Eve (support) s
 approval but no button. The list's filter form narrows it by middleware, hook point and
 age. A POST forged from another site, or sent by a script without the form's token, is
 refused, and the run still waits; another site cannot frame the page either, and the
-pages break nothing of their own Content-Security-Policy. An escalated run waits until
-dana, one of the escalations' resolvers, claims and resolves it in the page; eve may not.
+pages break nothing of their own Content-Security-Policy; markup a customer writes shows
+as text. An escalated run waits until dana, one of the escalations' resolvers, claims and
+resolves it in the page; eve may not.
 """
 
 from __future__ import annotations
@@ -141,6 +142,25 @@ def test_a_user_without_the_role_sees_the_approval_but_no_button(
             browser.find_element(By.CSS_SELECTOR, absent)
     assert "role:finance" in browser.find_element(By.ID, "may-not-answer").text
     still_waiting(deployment, "order-1043", approval)
+
+
+# What a customer could write, to run script in the approver's page.
+_MARKUP = (
+    "<img src=x onerror=\"document.title='owned'\">"
+    "<script>document.title='owned'</script><b id=injected>bold</b>"
+)
+
+
+def test_markup_in_the_conversation_is_shown_as_text(
+    browser: webdriver.Chrome, deployment: Deployment, dana: Console
+) -> None:
+    deployment.request_refund("order-1052", _MARKUP)
+
+    open_approval(browser, dana, "order-1052")
+
+    assert f"{prompt_for('order-1052')} {_MARKUP}" in shown(browser, "conversation")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#conversation img, #injected, main script")
+    assert browser.title != "owned"
 
 
 def filter_approvals(browser: webdriver.Chrome, console: Console, **filters: str) -> list[str]:

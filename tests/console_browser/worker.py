@@ -5,7 +5,8 @@ that wait, suspended, for an approval only finance may give.
 
 It launches DBOS on the system database ``CONFIG_JSON`` names, opens the session store
 it names (SQLite or PostgreSQL), prints ``{"ready": true}``, then reads session ids from
-its input, one a line, and starts each session's request: "Refund order <session id>".
+its input, one a line, and starts each session's request: "Refund order <session id>:
+it arrived broken." and what follows the id on the line.
 The model asks to refund 30 EUR for that order; the policy suspends the call for
 ``role:finance``; once answered the run goes on (approved: the refund runs, logged as a
 line of the tool's log; denied: the step is blocked). An order whose id starts with
@@ -60,7 +61,7 @@ class WorkerConfig:
 
 
 def prompt_for(session_id: str) -> str:
-    """The prompt the worker sends on *session_id*."""
+    """The prompt the worker sends on *session_id* (and what its input line adds)."""
     return f"Refund order {session_id}: it arrived broken."
 
 
@@ -144,8 +145,9 @@ def main(config_json: str) -> None:
     )
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
-        session_id = line.strip()
-        handle = refunds.start(prompt_for(session_id), session_id=session_id)
+        session_id, _, more = line.rstrip("\n").partition(" ")
+        prompt = f"{prompt_for(session_id)} {more}".rstrip()
+        handle = refunds.start(prompt, session_id=session_id)
         threading.Thread(target=_report, args=(handle,), daemon=True).start()
     shutdown()
     close_store(_store)
