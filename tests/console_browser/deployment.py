@@ -32,6 +32,7 @@ from stageware.dbos import DurableResult
 from tests.dbos.pending import pending_approval
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
 
+from .sso_proxy import SOURCE, SsoProxy
 from .worker import DISPUTED, QUEUE, WorkerConfig
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -64,12 +65,15 @@ class Console:
     """A running ``stageware console`` process and the user it serves.
 
     Attributes:
+        url: Where the browser goes: the console, or the proxy in front of it.
+        direct_url: The console itself.
         secret: The key it signs its forms' tokens with (``--secret-file``).
     """
 
     user: str
     roles: tuple[str, ...]
     url: str
+    direct_url: str
     secret: bytes
     process: subprocess.Popen[str]
     log: Path
@@ -87,6 +91,7 @@ class Deployment:
     worker: subprocess.Popen[str]
     worker_log: Path
     consoles: list[Console] = field(default_factory=list[Console])
+    _proxies: list[SsoProxy] = field(default_factory=list[SsoProxy])
     _reader: threading.Thread | None = None
     # What the worker printed, as the reader thread finds it.
     _ready: bool = False
@@ -217,11 +222,29 @@ class Deployment:
     # -- consoles --------------------------------------------------------------------
 
     def console(self, user: str, roles: tuple[str, ...] = ()) -> Console:
-        """``stageware console`` on this store, in local mode as *user*, once it answers;
-        finance resolves the escalations, as it answers the approvals."""
+        """``stageware console`` on this store, in local mode as *user*, once it answers."""
+        local = ["--auth", "local", "--user", user]
+        return self._console(user, roles, local + (["--roles", ",".join(roles)] if roles else []))
+
+    def console_behind_proxy(self, user: str, roles: tuple[str, ...]) -> Console:
+        """``stageware console --auth proxy``, trusting only the single-sign-on proxy
+        started in front of it (``SsoProxy``), which signs every request in as *user*.
+
+        The ``Console``'s ``url`` is the proxy's; its ``direct_url`` the console's own.
+        """
+        proxy = ["--auth", "proxy", "--trusted-proxy", SOURCE]
+        console = self._console(user, roles, proxy)
+        sso = SsoProxy(int(console.direct_url.rsplit(":", 1)[1]), user, roles)
+        self._proxies.append(sso)
+        console.url = sso.url
+        return console
+
+    def _console(self, user: str, roles: tuple[str, ...], auth: list[str]) -> Console:
+        # Finance resolves the escalations, as it answers the approvals.
         port = free_port()
-        log = self.folder / f"console-{user}.log"
-        secret = self.folder / f"console-{user}.key"
+        name = f"console-{len(self.consoles)}-{user}"
+        log = self.folder / f"{name}.log"
+        secret = self.folder / f"{name}.key"
         secret.write_text(secrets.token_hex(32), encoding="ascii")
         secret.chmod(0o600)
         command = [
@@ -230,11 +253,7 @@ class Deployment:
             *_store_arguments(self.store),
             "--dbos",
             self.config.dbos_url,
-            "--auth",
-            "local",
-            "--user",
-            user,
-            *(["--roles", ",".join(roles)] if roles else []),
+            *auth,
             "--host",
             "127.0.0.1",
             "--port",
@@ -254,15 +273,17 @@ class Deployment:
                 text=True,
                 env=_without_console_settings(),
             )
-        console = Console(
-            user, roles, f"http://127.0.0.1:{port}", secret.read_bytes(), process, log
-        )
+        url = f"http://127.0.0.1:{port}"
+        console = Console(user, roles, url, url, secret.read_bytes(), process, log)
         self.consoles.append(console)
         _await_http(console)
         return console
 
     def close(self) -> None:
-        """End every console, then the worker (its input closed: it shuts DBOS down)."""
+        """End every proxy and console, then the worker (its input closed: it shuts DBOS
+        down)."""
+        for proxy in self._proxies:
+            proxy.close()
         for console in self.consoles:
             _end(console.process)
         if self.worker.poll() is None:
@@ -295,7 +316,8 @@ def _without_console_settings() -> dict[str, str]:
 
 
 def _await_http(console: Console) -> None:
-    """Poll the console until it answers over HTTP; fail with its output if it ends first."""
+    """Poll the console until it answers over HTTP (whatever its status: behind a proxy,
+    it refuses a request from anywhere else); fail with its output if it ends first."""
     deadline = time.monotonic() + BOUND
     while True:
         if console.process.poll() is not None:
@@ -304,9 +326,10 @@ def _await_http(console: Console) -> None:
                 f"before it answered:\n{console.output()}"
             )
         try:
-            with urllib.request.urlopen(f"{console.url}/approvals", timeout=5) as answer:
-                if answer.status == 200:
-                    return
+            with urllib.request.urlopen(f"{console.direct_url}/approvals", timeout=5):
+                return
+        except urllib.error.HTTPError:
+            return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         if time.monotonic() > deadline:

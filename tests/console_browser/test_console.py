@@ -8,8 +8,9 @@ approval but no button. The list's filter form narrows it by middleware, hook po
 age. A POST forged from another site, or sent by a script without the form's token, is
 refused, and the run still waits; another site cannot frame the page either, and the
 pages break nothing of their own Content-Security-Policy; markup a customer writes shows
-as text. An escalated run waits until dana, one of the escalations' resolvers, claims and
-resolves it in the page; eve may not.
+as text. Behind a single-sign-on proxy, the answer is the proxy's user's, and around it
+nobody is signed in. An escalated run waits until dana, one of the escalations'
+resolvers, claims and resolves it in the page; eve may not.
 """
 
 from __future__ import annotations
@@ -357,6 +358,35 @@ def test_an_answer_from_a_user_without_the_role_is_refused_with_a_valid_token(
     assert answered == 403
     assert "role:finance" in browser.find_element(By.TAG_NAME, "body").text
     still_waiting(deployment, "order-1046", approval)
+
+
+def test_behind_a_single_sign_on_proxy_the_answer_is_the_proxys_user(
+    browser: webdriver.Chrome, deployment: Deployment
+) -> None:
+    console = deployment.console_behind_proxy("dana@example.com", ("finance", "staff"))
+    deployment.request_refund("order-1053")
+    # The browser's user would be mallory, of finance: it names her in the proxy's
+    # headers on every request it sends.
+    forged = {"X-Forwarded-User": "mallory", "X-Forwarded-Groups": "finance"}
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": forged})
+    try:
+        open_approval(browser, console, "order-1053")
+        assert "dana@example.com" in shown(browser, "current-user")
+        browser.find_element(By.ID, "approve").click()
+
+        until(browser, lambda b: b.find_element(By.ID, "outcome"))
+        assert deployment.result("order-1053").stop_reason == "end_turn"
+        assert deployment.refunds("order-1053") == [str(AMOUNT)]
+        row = audit_row(browser, console, "order-1053")
+        assert cells(row, "answered-by", "via") == ["dana@example.com", "proxy-header"]
+        # Around the proxy, from an address the console does not trust, nobody is
+        # signed in, whatever the headers say.
+        browser.get(f"{console.direct_url}/approvals")
+        assert status(browser) == 401
+        assert not browser.find_elements(By.CSS_SELECTOR, "tr.approval")
+    finally:
+        browser.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {}})
 
 
 def test_an_escalation_claimed_and_resolved_in_the_page_ends_the_run_waiting_on_it(
