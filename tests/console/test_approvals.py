@@ -100,9 +100,11 @@ def test_the_listing_shows_the_pending_approvals_filtered_and_paged(store: Sessi
     bad = browser.get("/approvals?older_than=soon")
     assert bad.status_code == 400
     assert "older_than must be a whole number of minutes" in bad.text
+    for minutes in ["-1", "99999999999999"]:
+        assert browser.get(f"/approvals?older_than={minutes}").status_code == 400
     forged = browser.get("/approvals?after=not-a-cursor")
     assert forged.status_code == 400
-    assert "The store refused the listing" in forged.text
+    assert "The store refused the request" in forged.text
 
 
 def test_an_approval_shows_what_runs_the_conversation_and_who_may_answer(
@@ -329,10 +331,12 @@ def test_an_answer_to_a_session_a_worker_runs_is_refused(store: SessionStore) ->
     assert stored_record(store, "s1", interrupt_id) is None
 
 
-def test_an_unknown_approval_is_404(store: SessionStore) -> None:
+def test_an_unknown_approval_is_404_and_a_malformed_id_400(store: SessionStore) -> None:
     Desk().suspend(store, "s1")
-    response = Browser(store).get(detail("s1", "v2:policy:tool.before:x:t1#0123456789abcdef"))
+    browser = Browser(store)
+    response = browser.get(detail("s1", "v2:policy:tool.before:x:t1#0123456789abcdef"))
     assert response.status_code == 404
+    assert browser.get(detail("bad\x00id", "x")).status_code == 400
 
 
 def test_what_the_conversation_holds_is_shown_as_text_never_as_markup(store: SessionStore) -> None:

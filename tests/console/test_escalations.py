@@ -136,3 +136,18 @@ def test_an_unknown_escalation_is_404(store: SessionStore) -> None:
     escalate(store, "s1")
     browser = Browser(store)
     assert browser.get("/escalations/0123456789abcdef0123456789abcdef").status_code == 404
+
+
+def test_a_malformed_id_is_a_400_naming_the_problem(store: SessionStore) -> None:
+    escalation = escalate(store, "s1")
+    browser = Browser(store)
+    fields = form_fields(browser.get(f"/escalations/{escalation.id}").text, "claim")
+    assert fields is not None
+
+    response = browser.post("/escalations/claim", {**fields, "escalation_id": "bad\x00id"})
+
+    assert response.status_code == 400
+    assert "NUL character" in response.text
+    found = store.open_escalation("s1")
+    assert found is not None
+    assert found.status == "open"

@@ -3,14 +3,15 @@
 A policy middleware that returns ``Suspend`` stops the run on an interrupt whose id starts
 with ``v2:policy:``; the session keeps it, unanswered, in its interrupt state, and the
 store's approvals ledger lists it. Listing reads the ledger (no session is loaded) and
-shows each step as the fingerprint binds it;
-answering records the verified answer (approved or not, the operator as ``_operator``
-identifies them, a comment) through ``InterruptState.resume`` and the policy layer's
-``ApprovalCheck``, the same rule a resume in a prompt goes through (an answer is final,
-bound to its step, and given by someone the ``Suspend`` allowed), then one conditional
-save: a session a worker is running (a live lease) or that changed in between is refused,
-and nothing is written. The application then continues the run with ``agent()`` and no
-prompt, as after any resume whose answers are all in. Exit status 0, or 2 with one line on stderr.
+shows each step as the fingerprint binds it. Answering loads only the sessions the ledger
+says hold the step, and records the verified answer (approved or not, the operator as
+``_operator`` identifies them, a comment) through the policy layer's ``_answering``, the
+path the web console takes too: ``InterruptState.resume`` and the ``ApprovalCheck``, the
+same rule a resume in a prompt goes through (an answer is final, bound to its step, and
+given by someone the ``Suspend`` allowed), then one conditional save: a session a worker
+is running (a live lease) or that changed in between is refused, and nothing is written.
+The application then continues the run with ``agent()`` and no prompt, as after any
+resume whose answers are all in. Exit status 0, or 2 with one line on stderr.
 Importing this module loads nothing of the host or the policy layer: the command line
 builds its parser from :func:`configure` on every run.
 """
@@ -172,6 +173,21 @@ def _pending(
             return found
 
 
+def _asked_in(store: SessionStore, hook: str, middleware: str, key: str) -> list[str]:
+    """The sessions whose ledger holds the step *key* (any fingerprint, any status): the
+    only ones an answer to it may be for, found without loading a session."""
+    found: set[str] = set()
+    after: str | None = None
+    while True:
+        page = store.approvals(
+            status=None, hook=hook, middleware=middleware, limit=_PAGE, after=after
+        )
+        found.update(e.session_id for e in page.entries if _key(e.interrupt_id) == key)
+        after = page.next_cursor
+        if after is None:
+            return sorted(found)
+
+
 def _answer(
     store: SessionStore,
     args: argparse.Namespace,
@@ -205,7 +221,11 @@ def _answer(
             f"{INTERRUPT_PREFIX}<hook>:<middleware>:<step>#<fingerprint>); answer it through "
             "the application that asked"
         )
-    candidates = store.session_ids() if session_id is None else [session_id]
+    candidates = (
+        _asked_in(store, parsed.hook, parsed.middleware, parsed.key)
+        if session_id is None
+        else [session_id]
+    )
     # The sessions that hold this id, or (stale) the same step under another: the answer
     # goes through the same check there, which says which.
     waiting = sorted(

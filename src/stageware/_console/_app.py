@@ -25,7 +25,6 @@ import socket
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, final
 from urllib.parse import quote, unquote, urlencode
@@ -58,6 +57,8 @@ _HERE: Final = Path(__file__).parent
 _MIN_SECRET_BYTES: Final = 32
 _MAX_PAGE: Final = 500
 _MAX_FIELDS: Final = 16
+# Ten years: an age filter any older would overflow a datetime, and means "all" anyway.
+_MAX_MINUTES: Final = 10 * 366 * 24 * 60
 
 _HEADERS: Final = (
     (
@@ -294,7 +295,7 @@ class _Pages:
         user: Approver | None = None
         try:
             user = await run_in_threadpool(self._identify, request)
-            return await run_in_threadpool(build, user)
+            return await run_in_threadpool(_store_refusals, build, user)
         except _Refusal as refusal:
             return self._error(request, refusal, user)
 
@@ -316,7 +317,7 @@ class _Pages:
                     "Refused: the form's security token is missing or not valid (reload the "
                     "page and try again); nothing was written.",
                 )
-            return await run_in_threadpool(act, user, fields)
+            return await run_in_threadpool(_store_refusals, act, user, fields)
         except _Refusal as refusal:
             return self._error(request, refusal, user)
 
@@ -335,15 +336,13 @@ class _Pages:
             middleware = query.get("middleware") or None
             minutes = _minutes(query.get("older_than"))
             after = query.get("after") or None
-            page = _listing(
-                lambda: self._s.store.approvals(
-                    status="pending",
-                    hook=hook,
-                    middleware=middleware,
-                    asked_before=older_than(minutes),
-                    limit=self._s.page_size,
-                    after=after,
-                )
+            page = self._s.store.approvals(
+                status="pending",
+                hook=hook,
+                middleware=middleware,
+                asked_before=older_than(minutes),
+                limit=self._s.page_size,
+                after=after,
             )
             now = datetime.now(UTC)
             filters = {"hook": hook, "middleware": middleware, "older_than": minutes}
@@ -431,14 +430,12 @@ class _Pages:
                     400, f"No escalation status {status!r}: open, claimed, resolved, any."
                 )
             minutes = _minutes(query.get("older_than"))
-            page = _listing(
-                lambda: self._s.store.escalation_page(
-                    queue,
-                    status=_ESCALATION_LISTINGS[status],
-                    created_before=older_than(minutes),
-                    limit=self._s.page_size,
-                    after=query.get("after") or None,
-                )
+            page = self._s.store.escalation_page(
+                queue,
+                status=_ESCALATION_LISTINGS[status],
+                created_before=older_than(minutes),
+                limit=self._s.page_size,
+                after=query.get("after") or None,
             )
             now = datetime.now(UTC)
             filters = {"queue": queue, "status": status, "older_than": minutes}
@@ -522,17 +519,13 @@ class _Pages:
     async def audit(self, request: Request) -> Response:
         def build(user: Approver) -> Response:
             query = request.query_params
-            answered = _listing(
-                lambda: self._s.store.approvals(
-                    status="answered", limit=self._s.page_size, after=query.get("after") or None
-                )
+            answered = self._s.store.approvals(
+                status="answered", limit=self._s.page_size, after=query.get("after") or None
             )
-            resolved = _listing(
-                lambda: self._s.store.escalation_page(
-                    status="resolved",
-                    limit=self._s.page_size,
-                    after=query.get("escalations_after") or None,
-                )
+            resolved = self._s.store.escalation_page(
+                status="resolved",
+                limit=self._s.page_size,
+                after=query.get("escalations_after") or None,
             )
             now = datetime.now(UTC)
             return self._render(
@@ -582,8 +575,8 @@ def _minutes(text: str | None) -> int | None:
         minutes = int(text)
     except ValueError:
         raise _Refusal(400, f"older_than must be a whole number of minutes, got {text!r}") from None
-    if minutes < 0:
-        raise _Refusal(400, f"older_than must not be negative, got {minutes}")
+    if not 0 <= minutes <= _MAX_MINUTES:
+        raise _Refusal(400, f"older_than must be 0 to {_MAX_MINUTES} minutes, got {minutes}")
     return minutes
 
 
@@ -604,13 +597,17 @@ def _ids(request: Request) -> tuple[str, str]:
     return unquote(parts[1]), unquote(parts[2])
 
 
-def _listing(call: Callable[[], _T]) -> _T:
-    from stageware._host.sessions import SessionError
+def _store_refusals(call: Callable[..., _T], *arguments: Any) -> _T:
+    """*call*'s result; a store's refusal of what the request asked (a malformed id, filter
+    or cursor) is a 400 that says why, and a store that did not answer in time a 503."""
+    from stageware._host.sessions import SessionError, SessionTimeoutError
 
     try:
-        return call()
+        return call(*arguments)
+    except SessionTimeoutError as error:
+        raise _Refusal(503, f"The store did not answer in time: {error}") from None
     except SessionError as error:
-        raise _Refusal(400, f"The store refused the listing: {error}") from None
+        raise _Refusal(400, f"The store refused the request: {error}") from None
 
 
 def _escalation_call(call: Callable[[], _T]) -> _T:
@@ -632,7 +629,7 @@ def _find_escalation(store: SessionStore, escalation_id: str) -> Escalation:
     """
     after: str | None = None
     while True:
-        page = _listing(partial(store.escalation_page, limit=_MAX_PAGE, after=after))
+        page = store.escalation_page(limit=_MAX_PAGE, after=after)
         for escalation in page.entries:
             if escalation.id == escalation_id:
                 return escalation

@@ -499,6 +499,29 @@ def test_an_answer_to_a_session_a_worker_runs_is_refused(store: SessionStore, ru
     assert "a refund over 500" in run("approvals")[1]
 
 
+def test_an_answer_loads_only_the_session_the_ledger_says_holds_the_step(
+    store: SessionStore, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = Desk()
+    suspend(store, desk, "holder")
+    for number in range(3):
+        Agent(ScriptedModel(["hi"]), session_store=store, session_id=f"other-{number}")("hello")
+    loaded: list[str] = []
+    load = type(store).load
+
+    def recording(self: SessionStore, session_id: str) -> object:
+        loaded.append(session_id)
+        return load(self, session_id)
+
+    # The command opens a store of its own: record loads on every store of the kind.
+    monkeypatch.setattr(type(store), "load", recording)
+    status, out, err = run("approvals", "--approve", POLICY_ID, by="ana")
+
+    assert (status, err) == (0, "")
+    assert out.startswith(f"approved {POLICY_ID} in session 'holder'")
+    assert set(loaded) == {"holder"}
+
+
 def test_approvals_needs_one_policy_interrupt_in_one_session(store: SessionStore, run: Run) -> None:
     desk = Desk()
     suspend(store, desk, "first")
