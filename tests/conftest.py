@@ -76,11 +76,16 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 _GROUPS: dict[str, str] = {
     "tests/host/test_openai_litellm.py": "litellm",
     "tests/host/test_anthropic_litellm.py": "litellm",
+    # A Chromium, a worker and consoles a module: one at a time, so that two browsers do
+    # not share two cores with the other tests.
+    "tests/console_browser/test_console.py": "console-browser",
+    "tests/console_browser/test_screenshots.py": "console-browser",
 }
 
 # Groups handed out first, longest first: mypy and pyright over a dozen copies of the
 # package, then the LiteLLM proxy and the tests that run the checkers or start worker
-# processes again and again. Started late, any of them would leave the other workers idle.
+# processes (and browsers) again and again. Started late, any of them would leave the
+# other workers idle.
 _FIRST: tuple[str, ...] = (
     "tests/typing/test_cases_bite.py",
     "tests/dbos/test_kill_anywhere.py",
@@ -92,6 +97,7 @@ _FIRST: tuple[str, ...] = (
     "tests/host/sessions/test_crash_points.py",
     "tests/host/sessions/test_processes.py",
     "tests/dbos/test_waits.py",
+    "console-browser",
     "tests/dbos/test_local_sqlite.py",
     "tests/dbos/test_replay.py",
     "tests/dbos/test_liveness.py",
