@@ -8,11 +8,13 @@ first run, with the file, line and column.
 
 At each step it decides, Cedar's answer is the outcome: ``Allow`` -> continue; ``Deny``
 (a ``forbid`` matched, or no ``permit`` did) -> ``Block`` naming the policies, or, with
-``on_deny="guide"`` at ``tool.before``, a ``Guide`` whose feedback the model reads. Data
-that does not fit the schema, or a request Cedar cannot build, is a middleware error that
-the declared fail mode decides (closed: blocked). A run the application passed no
-principal for is refused unless ``anonymous="agent"`` lets the agent itself be the
-principal.
+``on_deny="guide"`` at ``tool.before``, a ``Guide`` whose feedback the model reads. A
+tool call of a tool the schema lacks, or with input that does not fit the tool's schema,
+is refused the same way: Cedar cannot permit what it cannot type. The deployment's own
+data not fitting (a principal's attributes), or a request Cedar cannot decide, is a
+middleware error that the declared fail mode decides (closed: blocked). A run the
+application passed no principal for is refused unless ``anonymous="agent"`` lets the
+agent itself be the principal.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from stageware.policy import Block, Guide, HookPoint, Outcome, PolicyEnv, middle
 
 from ._cedarpy import is_authorized
 from ._policies import CedarPolicyError, PolicySource, read_policies, validate
-from ._requests import UnknownTool, build_request
+from ._requests import UnfitInput, UnknownTool, build_request
 from ._schema import HOOKS, PolicySchema
 
 __all__ = ["CedarEvaluationError", "CedarSettings", "cedar_policy", "tool_specs"]
@@ -150,6 +152,9 @@ class _CedarPolicy:
                 f"Cedar policy refused the call of tool {str(unknown)!r}: it is not in the "
                 "Cedar schema, so no policy can permit it",
             )
+        except UnfitInput as unfit:
+            # The model's input, not the deployment's data: refused, as the tool would.
+            return self._refuse(env, f"Cedar policy refused {unfit}")
         decide = partial(
             is_authorized,
             built.request,

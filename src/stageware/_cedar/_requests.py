@@ -7,6 +7,7 @@ fail mode decides on, never a request Cedar would refuse to build half-way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast, final
 
@@ -24,11 +25,15 @@ from stageware.policy import (
 from ._schema import PolicySchema, tool_action
 from ._types import CedarDataError, Record, cedar_value
 
-__all__ = ["CedarRequest", "UnknownTool", "build_request"]
+__all__ = ["CedarRequest", "UnfitInput", "UnknownTool", "build_request"]
 
 
 class UnknownTool(LookupError):
     """A tool call whose tool is not in the schema: no policy can name it."""
+
+
+class UnfitInput(ValueError):
+    """A tool call whose input does not fit the tool's input schema (the model's doing)."""
 
 
 @final
@@ -53,7 +58,8 @@ def build_request(
 
     Raises:
         UnknownTool: A tool call of a tool the schema does not list.
-        CedarDataError: Data that does not fit its Cedar type.
+        UnfitInput: A tool call whose input does not fit the tool's input schema.
+        CedarDataError: The principal's attributes do not fit their schema.
     """
     run: dict[str, object] = {"id": env.run_id, "agent": env.agent_name, "attempt": env.attempt}
     if env.session_id is not None:
@@ -64,17 +70,21 @@ def build_request(
             raise UnknownTool(event.tool_name)
         action = tool_action(event.tool_name)
         resource = _uid("Tool", event.tool_name)
-        given: dict[str, object] = {
-            "input": event.input if event.input is not None else {},
-            "tool_use_id": event.tool_use_id,
-            "run": run,
-        }
+        try:
+            tool_input = cedar_value(typed.attributes["input"][0], event.input, "input")
+        except CedarDataError as error:
+            raise UnfitInput(
+                f"the call of tool {event.tool_name!r}: its input does not fit the tool's "
+                f"schema: {error}"
+            ) from None
+        context = {"input": tool_input, "tool_use_id": event.tool_use_id, "run": run}
         subject = f"the call of tool {event.tool_name!r}"
     elif isinstance(event, RouteEvent):
         typed = schema.route
         action = HookPoint.ROUTE_SELECT.value
         resource = _uid("Model", event.model_id)
         given = {**event.model_dump(exclude={"hook", "run_id"}), "run": run}
+        context = _context(typed, given)
         subject = f"model {event.model_id!r}"
     elif isinstance(event, InputEvent):
         typed = schema.input
@@ -92,10 +102,10 @@ def build_request(
             "message_count": len(event.messages),
             "run": run,
         }
+        context = _context(typed, given)
         subject = "the input"
     else:
         raise TypeError(f"a Cedar policy does not decide at {env.hook.value}")
-    context = cast(dict[str, Any], cedar_value(typed, given, "context"))
     entities: list[dict[str, Any]] = [{"uid": resource, "attrs": {}, "parents": []}]
     if principal is None:
         who = _uid("Agent", env.agent_name)
@@ -116,6 +126,10 @@ def build_request(
         "context": context,
     }
     return CedarRequest(request, entities, subject, named)
+
+
+def _context(typed: Record, given: Mapping[str, object]) -> dict[str, Any]:
+    return cast(dict[str, Any], cedar_value(typed, given, "context"))
 
 
 def _attributes(typed: Record, principal: Principal) -> dict[str, Any]:
