@@ -119,7 +119,8 @@ async def test_each_hook_permits_refuses_and_forbids(
     outcome = await handler(event, called)
     if reason is None:
         assert outcome is None
-        assert called.notes and "permitted by" in called.notes[0]
+        assert called.notes
+        assert "permitted by" in called.notes[0]
     else:
         assert outcome == Block(reason)
 
@@ -188,7 +189,7 @@ async def test_attributes_the_schema_does_not_declare_are_a_middleware_error() -
     with pytest.raises(ValueError, match=r"attributes \['clearance'\] are not declared"):
         await handler(_route("small"), env(HookPoint.ROUTE_SELECT, stranger))
     wrong_type = Principal("zoe", frozenset(), {"employment": 3})
-    with pytest.raises(ValueError, match="principal.employment should be a string, got int"):
+    with pytest.raises(ValueError, match=r"principal\.employment should be a string, got int"):
         await handler(_route("small"), env(HookPoint.ROUTE_SELECT, wrong_type))
 
 
