@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-import stageware._cedar._middleware as cedar_middleware
+import stageware._cedar._cedarpy as cedar_calls
 from stageware import Agent, ScriptedModel, ScriptedToolCall, ScriptedTurn, ToolContext, tool
 from stageware.cedar import cedar_policy
 from stageware.policy import (
@@ -185,13 +185,13 @@ async def test_an_error_follows_the_fail_mode(fail_mode: str, stop: str) -> None
 async def test_a_slow_decision_times_out_under_the_fail_mode(
     fail_mode: str, stop: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = cedar_middleware.is_authorized
+    real = cedar_calls.is_authorized
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         time.sleep(0.5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cedar_middleware, "is_authorized", slow)
+    monkeypatch.setattr(cedar_calls, "is_authorized", slow)
     definition = cedar_policy if fail_mode == "closed" else _open()
     # A spec may shorten the declared timeout (2 s): here to a tenth of a second.
     entry = PolicyEntry(definition, settings=settings(), timeout=timedelta(seconds=0.1))

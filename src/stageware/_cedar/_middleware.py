@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from stageware import AgentTool, ToolSpec
 from stageware.policy import Block, Guide, HookPoint, Outcome, PolicyEnv, middleware
 
-from ._cedarpy import is_authorized
+from . import _cedarpy
 from ._policies import CedarPolicyError, PolicySource, read_policies, validate
 from ._requests import UnfitInput, UnknownTool, build_request
 from ._schema import HOOKS, PolicySchema
@@ -156,7 +156,7 @@ class _CedarPolicy:
             # The model's input, not the deployment's data: refused, as the tool would.
             return self._refuse(env, f"Cedar policy refused {unfit}")
         decide = partial(
-            is_authorized,
+            _cedarpy.is_authorized,
             built.request,
             self._source.policies,
             built.entities,
