@@ -54,7 +54,10 @@ def test_validation_errors_name_the_file_line_and_policy_across_files(tmp_path: 
     with pytest.raises(CedarPolicyError) as raised:
         cedar_policy.build(settings(policy_text=None, policies=[first, second]))
     problems = raised.value.problems
-    assert f"{first}:3:1: 'typo': unrecognized action `Action::\"tool:refnd\"`" in problems
+    assert (
+        f"{first}:3:1: 'typo': unrecognized action `Action::\"tool:refnd\"` "
+        '(did you mean Action::"tool:refund"?)'
+    ) in problems
     assert any(p.startswith(f"{second}:1:1: policy2: ") and "input.amont" in p for p in problems), (
         problems
     )

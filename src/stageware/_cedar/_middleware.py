@@ -19,26 +19,23 @@ agent itself be the principal.
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import anyio.to_thread
 import cedarpy
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from stageware import AgentTool, ToolSpec
 from stageware.policy import Block, Guide, HookPoint, Outcome, PolicyEnv, middleware
 
 from . import _cedarpy
 from ._policies import CedarPolicyError, PolicySource, read_policies, validate
 from ._requests import UnfitInput, UnknownTool, build_request
-from ._schema import HOOKS, PolicySchema
+from ._schema import HOOKS, PolicySchema, tool_specs
 
-__all__ = ["CedarEvaluationError", "CedarSettings", "cedar_policy", "tool_specs"]
+__all__ = ["CedarEvaluationError", "CedarSettings", "cedar_policy"]
 
 
 class CedarEvaluationError(RuntimeError):
@@ -77,44 +74,6 @@ class CedarSettings(BaseModel):
         if not self.policies and self.policy_text is None:
             raise ValueError("give Cedar policies: 'policies' (files) or 'policy_text'")
         return self
-
-
-def tool_specs(tools: str | Iterable[object]) -> list[ToolSpec]:
-    """The tool specifications of *tools*: tools, specs, or ``module:attribute`` of them.
-
-    Raises:
-        TypeError: For something that is neither a tool nor a tool specification.
-        ValueError: For a reference that names nothing.
-    """
-    if isinstance(tools, str):
-        tools = _imported(tools)
-    specs: list[ToolSpec] = []
-    for index, item in enumerate(tools):
-        if isinstance(item, AgentTool):
-            specs.append(item.tool_spec)
-        elif isinstance(item, Mapping) and "name" in item and "inputSchema" in item:
-            specs.append(cast(ToolSpec, item))
-        else:
-            raise TypeError(
-                f"tools[{index}] is {item!r}: give tools (@tool functions, AgentTool) or "
-                "their tool_spec dictionaries"
-            )
-    return specs
-
-
-def _imported(reference: str) -> Iterable[object]:
-    module_name, colon, attribute = reference.partition(":")
-    if not colon or not module_name or not attribute:
-        raise ValueError(f"tools: {reference!r} is not 'package.module:attribute'")
-    try:
-        found: object = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"tools: {reference!r} names nothing: {error}") from None
-    if isinstance(found, str) or not isinstance(found, Iterable):
-        raise TypeError(f"tools: {reference!r} is {found!r}, not a list of tools")
-    return cast(Iterable[object], found)
 
 
 def _read(path: Path) -> tuple[str, str]:

@@ -10,6 +10,7 @@ missing ``;`` is reported in its own file and does not join the next file's firs
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from ._cedarpy import validate_policies
 __all__ = ["CedarPolicyError", "Located", "PolicySource", "read_policies"]
 
 _GENERATED_ID: Final = re.compile(r"^for policy `[^`]*`, ")
+_UNKNOWN_ACTION: Final = re.compile(r'unrecognized action `Action::"((?:[^"\\]|\\.)*)"`')
 
 
 class CedarPolicyError(ValueError):
@@ -115,14 +117,24 @@ def validate(source: PolicySource, schema: dict[str, Any]) -> None:
     if result.validation_passed:
         return
     problems: list[str] = []
+    actions = sorted(schema[""]["actions"])
     for error in result.errors:
-        message = _GENERATED_ID.sub("", error.error)
+        message = _GENERATED_ID.sub("", error.error) + _near_action(error.error, actions)
         found = source.located.get(error.policy_id)
         if found is None:
             problems.append(f"{error.policy_id}: {message}")
         else:
             problems.append(f"{found.where()}: {found.name(error.policy_id)}: {message}")
     raise CedarPolicyError(problems)
+
+
+def _near_action(message: str, actions: list[str]) -> str:
+    """`` (did you mean Action::"tool:refund"?)`` for an action misspelt in *message*."""
+    found = _UNKNOWN_ACTION.search(message)
+    if found is None:
+        return ""
+    close = difflib.get_close_matches(found.group(1), actions, n=1)
+    return f' (did you mean Action::"{close[0]}"?)' if close else ""
 
 
 def _parse_problem(name: str, text: str, starts: list[tuple[int, int, str]], message: str) -> str:

@@ -23,12 +23,13 @@ a context per action.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, cast
 
 from pydantic import BaseModel
 
-from stageware import ToolSpec
+from stageware import AgentTool, ToolSpec
 from stageware.policy import HookPoint, RouteEvent
 
 from ._types import LONG, STRING, CedarType, Record, from_json_schema, type_json
@@ -37,7 +38,9 @@ __all__ = [
     "HOOKS",
     "TOOL_GROUP",
     "PolicySchema",
+    "schema_for",
     "tool_action",
+    "tool_specs",
 ]
 
 HOOKS: Final = (HookPoint.TOOL_BEFORE, HookPoint.ROUTE_SELECT, HookPoint.INPUT_RECEIVED)
@@ -162,3 +165,67 @@ class PolicySchema:
                 "actions": actions,
             }
         }
+
+
+def tool_specs(tools: str | Iterable[object]) -> list[ToolSpec]:
+    """The tool specifications of *tools*: tools, specs, or ``module:attribute`` of them.
+
+    Raises:
+        TypeError: For something that is neither a tool nor a tool specification.
+        ValueError: For a reference that names nothing.
+    """
+    if isinstance(tools, str):
+        tools = _imported(tools)
+    specs: list[ToolSpec] = []
+    for index, item in enumerate(tools):
+        if isinstance(item, AgentTool):
+            specs.append(item.tool_spec)
+        elif isinstance(item, Mapping) and "name" in item and "inputSchema" in item:
+            specs.append(cast(ToolSpec, item))
+        else:
+            raise TypeError(
+                f"tools[{index}] is {item!r}: give tools (@tool functions, AgentTool) or "
+                "their tool_spec dictionaries"
+            )
+    return specs
+
+
+def _imported(reference: str) -> Iterable[object]:
+    module_name, colon, attribute = reference.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ValueError(f"tools: {reference!r} is not 'package.module:attribute'")
+    try:
+        found: object = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"tools: {reference!r} names nothing: {error}") from None
+    if isinstance(found, str) or not isinstance(found, Iterable):
+        raise TypeError(f"tools: {reference!r} is {found!r}, not a list of tools")
+    return cast(Iterable[object], found)
+
+
+def schema_for(
+    tools: str | Iterable[object] = (),
+    *,
+    principal_attributes: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The Cedar schema (JSON format) that ``cedar_policy`` validates policies against.
+
+    Args:
+        tools: The tools whose calls policies may name: tools (``@tool`` functions, any
+            ``AgentTool``), their ``tool_spec`` dictionaries, or
+            ``"package.module:attribute"`` naming such a list.
+        principal_attributes: JSON Schema of the ``Principal``'s attributes (an object
+            with ``properties``), as in ``CedarSettings``.
+
+    Returns:
+        The schema as Cedar's JSON schema format, ready for ``json.dumps`` and for Cedar's
+        own tools (``cedar validate --schema-format json``).
+
+    Raises:
+        TypeError: A tool that is neither a tool nor a tool specification.
+        ValueError: A reference that names nothing, two tools with one name, or
+            attributes that are not an object schema.
+    """
+    return PolicySchema(tool_specs(tools), principal_attributes).json()
