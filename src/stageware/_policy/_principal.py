@@ -66,6 +66,10 @@ class Principal:
             raise ValueError(f"Principal.attributes must be JSON data: {error}") from None
         object.__setattr__(self, "attributes", MappingProxyType(copy.deepcopy(plain)))
 
+    def __reduce__(self) -> tuple[type[Principal], tuple[str, frozenset[str], dict[str, Any]]]:
+        # A mapping proxy does not pickle; the principal does, as its plain parts.
+        return (Principal, (self.id, self.roles, dict(self.attributes)))
+
 
 def principal_of(invocation_state: Mapping[str, Any] | None) -> Principal | None:
     """The ``Principal`` under ``PRINCIPAL_KEY`` in *invocation_state*, or ``None``.
@@ -77,8 +81,12 @@ def principal_of(invocation_state: Mapping[str, Any] | None) -> Principal | None
     if invocation_state is None:
         return None
     given = invocation_state.get(PRINCIPAL_KEY)
-    if given is None or isinstance(given, Principal):
-        return given
+    if given is None:
+        return None
+    if isinstance(given, Principal):
+        # The run's own copy: the caller's object (nested attributes included) may change
+        # after the run starts, and the run must not see it.
+        return Principal(given.id, given.roles, given.attributes)
     raise TypeError(
         f"invocation_state[{PRINCIPAL_KEY!r}] must be a stageware.policy.Principal, "
         f"got {type(given).__name__}"
