@@ -22,12 +22,12 @@ def test_a_principal_checks_and_freezes_what_it_is_given() -> None:
     given["team"]["name"] = "ops"
     assert principal.attributes == {"team": {"name": "finance"}}
     with pytest.raises(TypeError):
-        principal.attributes["team"] = "ops"  # type: ignore[index]
+        principal.attributes["team"] = "ops"  # type: ignore[index]  # pyright: ignore[reportIndexIssue]
     assert pickle.loads(pickle.dumps(principal)) == principal
     with pytest.raises(ValueError, match="non-empty id"):
         Principal(" ")
     with pytest.raises(TypeError, match="set of role names"):
-        Principal("dana", "finance")  # type: ignore[arg-type]
+        Principal("dana", "finance")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     with pytest.raises(ValueError, match="JSON data"):
         Principal("dana", attributes={"since": object()})
 
@@ -41,7 +41,7 @@ async def test_every_middleware_of_the_run_sees_the_principal_given_at_the_start
         context.invocation_state[PRINCIPAL_KEY] = Principal("mallory", frozenset({"admin"}))
         return "refunded"
 
-    script = [
+    script: list[Any] = [
         ScriptedTurn(tool_calls=[ScriptedToolCall("refund", {"amount": 5}, id="t1")]),
         ScriptedTurn(tool_calls=[ScriptedToolCall("refund", {"amount": 6}, id="t2")]),
         "Done.",
