@@ -11,11 +11,11 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 from stageware.policy import SignedCredentials
 
-__all__ = ["FACTORY", "SECRET", "authenticator", "credential", "signed"]
+__all__ = ["FACTORY", "SECRET", "answer", "authenticator", "credential", "signed"]
 
 SECRET: Final = b"stageware tests: not a secret anywhere else"
 FACTORY: Final = "tests.policy.approvers:authenticator"
@@ -29,6 +29,12 @@ def authenticator() -> SignedCredentials:
 def credential(approver_id: str, roles: Iterable[str] = ()) -> str:
     """A credential for *approver_id*, good for an hour (longer than any test run)."""
     return authenticator().issue(approver_id, roles=roles, ttl=3600)
+
+
+def answer(interrupt_id: str, approved: bool = True, by: str = "ana") -> list[dict[str, Any]]:
+    """The prompt that answers policy approval *interrupt_id* as *by*, with a credential."""
+    response = {"approved": approved, "credential": credential(by)}
+    return [{"interruptResponse": {"interruptId": interrupt_id, "response": response}}]
 
 
 def signed(body: bytes, secret: bytes = SECRET) -> str:

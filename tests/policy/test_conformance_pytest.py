@@ -285,10 +285,11 @@ def test_the_demo_policies_pass(pytester: pytest.Pytester) -> None:
 
     result = pytester.runpytest("-v", "-p", "no:cacheprovider")
 
-    result.assert_outcomes(passed=14)
+    result.assert_outcomes(passed=16)
     result.stdout.fnmatch_lines(
         [
             "*test_demo[[]csat_survey-input.received-trio[]] PASSED*",
+            "*test_demo[[]no_promises-model.response-trio[]] PASSED*",
             "*test_demo[[]redact_pii-input.received[]] PASSED*",
             "*test_demo[[]stream_guard-stream.chunk-trio[]] PASSED*",
         ]

@@ -4,7 +4,8 @@ Each case installs one middleware that decides once, at one hook point, and runs
 refund agent (a tool call, then an answer) on asyncio and trio. What each outcome must do
 is asserted the same way everywhere: Continue lets the run finish, Block and Escalate end
 it with their stop reason and a valid history, Suspend pauses it on a deterministic
-interrupt that an approval resumes, and Retry redoes the step.
+interrupt that an approval resumes, Retry redoes the step, and Guide tells the model why
+its step was refused and lets the run go on.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from stageware.policy import (
     Block,
     Continue,
     Escalate,
+    Guide,
     HookPoint,
     Outcome,
     PolicyEnv,
@@ -42,6 +44,7 @@ _OUTCOMES: dict[type[Any], Outcome] = {
     Suspend: Suspend("a person must approve"),
     Escalate: Escalate("needs a human", queue="refunds"),
     Retry: Retry("try again"),
+    Guide: Guide("ask the customer for the order number first"),
 }
 
 
@@ -74,7 +77,7 @@ async def test_each_allowed_outcome_does_what_it_says(point: HookPoint, kind: ty
     outcome = _OUTCOMES[kind]
     seen: list[Any] = []
     script = refund_script()
-    if kind is Retry and point is not HookPoint.TOOL_AFTER:
+    if kind in (Retry, Guide) and point not in (HookPoint.TOOL_AFTER, HookPoint.TOOL_BEFORE):
         script = [script[0], *script]  # the redone model call gets the same answer again
     agent, ledger, model = refund_agent(deciding(point, _once(outcome), seen=seen), script=script)
     result = await agent.invoke_async("Please refund my order")
@@ -132,6 +135,31 @@ async def test_each_allowed_outcome_does_what_it_says(point: HookPoint, kind: ty
         assert resumed.stop_reason == "end_turn"
         assert ledger.payouts == [50]
         assert_valid_converse(agent.messages, for_request=False)
+    elif kind is Guide:
+        assert result.stop_reason == "end_turn"
+        assert first.reason == "ask the customer for the order number first"
+        told = "ask the customer for the order number first"
+        if point is HookPoint.TOOL_BEFORE:
+            # The call never ran: its result is an error the model reads, and the run went on.
+            assert ledger.payouts == []
+            [result_block] = model.requests[1].messages[-1]["content"]
+            tool_result = result_block["toolResult"]
+            assert tool_result["status"] == "error"
+            assert tool_result["content"] == [
+                {"text": f"The tool call was refused by policy decider and did not run: {told}"}
+            ]
+            assert agent.messages[2] == model.requests[1].messages[-1]
+        else:
+            # The first model call was made again, with the feedback in its request only.
+            assert len(model.requests) == 3
+            assert model.requests[1].messages[-1]["content"][-1] == {
+                "text": f"Your previous response was refused by policy decider and "
+                f"discarded: {told}"
+            }
+            assert model.requests[0].messages == agent.messages[:1]
+            assert ledger.payouts == [50]
+            assert all(told not in str(message) for message in agent.messages)
+            assert [d.attempt for d in result.decisions if d.hook == point.value][:2] == [1, 2]
     else:
         assert kind is Retry
         assert result.stop_reason == "end_turn"

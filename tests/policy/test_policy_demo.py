@@ -34,6 +34,8 @@ KEY_LINES = (
     "-> stop_reason=escalated",
     "model.response  plain_answers     platform   retry",
     "model.response  plain_answers     platform   continue (attempt 2)",
+    "model.response  no_promises       platform   guide",
+    "checked: the model was told why, at the end of the request that asked again",
     "stream.chunk    stream_guard      guardrail  block",
     'the caller received: "One moment, Jane. Let me check. "',
     "error: raised ConnectionError: survey service https://surveys.example.com/v1 is unreachable",

@@ -14,13 +14,14 @@ from stageware.policy import (
     Block,
     Continue,
     Escalate,
+    Guide,
     HookPoint,
     Retry,
     Suspend,
 )
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-_COLUMNS = (Continue, Block, Suspend, Escalate, Retry)
+_COLUMNS = (Continue, Block, Suspend, Escalate, Retry, Guide)
 
 
 def _section(title: str) -> str:
@@ -42,9 +43,9 @@ def test_the_outcome_table_is_the_enforced_one() -> None:
         spec = HOOK_POINTS[point]
         assert row[1].endswith(f"{spec.stage.name} {spec.phase.value}"), row
         assert row[2] == spec.direction.value
-        allowed = [kind for kind, cell in zip(_COLUMNS, row[3:8], strict=True) if cell == "✓"]
+        allowed = [kind for kind, cell in zip(_COLUMNS, row[3:9], strict=True) if cell == "✓"]
         assert set(allowed) == ALLOWED[point], point
-        named = set(re.findall(r"`(\w+)`", row[8].split("(")[0]))
+        named = set(re.findall(r"`(\w+)`", row[9].split("(")[0]))
         assert named == MODIFIABLE[point], point
 
 

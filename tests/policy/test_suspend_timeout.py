@@ -28,7 +28,7 @@ from stageware.policy import (
 from stageware_codegen.cli import main
 from tests.host.agent_helpers import calls
 from tests.host.sessions.stores import StoreSpec, close_store, open_store
-from tests.policy.approvers import credential
+from tests.policy.approvers import answer
 from tests.policy.policy_helpers import Ledger, refund_agent
 
 SESSION = "late-refund"
@@ -74,11 +74,6 @@ def where(spec: StoreSpec) -> list[str]:
     if spec.kind == "sqlite":
         return ["--store", f"sqlite:///{spec.target}"]
     return ["--store", spec.target, "--schema", spec.schema]
-
-
-def answer(interrupt_id: str, approved: bool, by: str = "ana") -> list[dict[str, Any]]:
-    response = {"approved": approved, "credential": credential(by)}
-    return [{"interruptResponse": {"interruptId": interrupt_id, "response": response}}]
 
 
 def test_the_timeout_is_read_as_the_policy_layer_reads_durations() -> None:

@@ -10,13 +10,16 @@ from pydantic import BaseModel
 from stageware._generated.policy_decorator import MiddlewareDeclaration
 from stageware.policy import (
     Block,
+    Guide,
     HookEvent,
     HookPoint,
     MiddlewareDef,
     ModelRequestEvent,
+    ModelResponseEvent,
     Outcome,
     PolicyEngine,
     PolicyEnv,
+    StreamChunkEvent,
     ToolCallEvent,
     ToolResultEvent,
     middleware,
@@ -33,6 +36,13 @@ async def no_weekend_refunds(event: ToolCallEvent, env: PolicyEnv) -> Outcome | 
 @middleware(hooks=[HookPoint.TOOL_BEFORE], fail_mode="closed")
 async def no_deletes(event: ToolCallEvent, env: PolicyEnv) -> Block | None:
     return Block("no deletes") if event.tool_name == "delete" else None
+
+
+@middleware(hooks=["model.response", "stream.chunk"], fail_mode="closed")
+async def plain_answers(
+    event: ModelResponseEvent | StreamChunkEvent, env: PolicyEnv
+) -> Guide | None:
+    return Guide("answer in sentences, not JSON") if env.attempt == 1 else None
 
 
 @middleware(hooks=("model.request",), fail_mode="open", band="platform")
@@ -106,6 +116,7 @@ def declarations_are_middleware_defs() -> None:
     assert_type(middleware, MiddlewareDeclaration[MiddlewareDef, PolicyEnv, Outcome | None])
     assert_type(no_weekend_refunds, MiddlewareDef)
     assert_type(no_deletes, MiddlewareDef)
+    assert_type(plain_answers, MiddlewareDef)
     assert_type(count_requests, MiddlewareDef)
     assert_type(audit_tools, MiddlewareDef)
     assert_type(audit_everything, MiddlewareDef)
@@ -147,6 +158,14 @@ async def not_an_outcome(event: ToolCallEvent, env: PolicyEnv) -> str:
 class WrongEventClass:
     async def __call__(self, event: ToolResultEvent, env: PolicyEnv) -> None:
         return None
+
+
+def guide_feedback_is_text() -> None:
+    assert_type(Guide("say why").feedback, str)
+    Guide(feedback=["say why"])  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    Guide()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    # A Guide refuses the step; it changes nothing: that is Continue(modified=...).
+    Guide("say why", modified={"input": {}})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
 
 
 def the_hooks_are_a_collection() -> None:

@@ -155,6 +155,9 @@ LOOSENINGS = {
         "approvers: Collection[str] | None = None",
         "approvers: Any = None",
     ),
+    "guide feedback": Loosening(
+        "_policy/_outcomes.py", "    feedback: str\n", "    feedback: Any\n"
+    ),
     "structured output": Loosening(
         "_host/_agent_result.py", "def output(self) -> OutputT:", "def output(self) -> Any:"
     ),

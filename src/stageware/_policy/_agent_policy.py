@@ -212,22 +212,7 @@ class AgentPolicy:
                 f"The tool call was refused by policy {name} and did not run: {outcome.feedback}"
             )
         if isinstance(outcome, Retry | Guide):
-            budget = self._engine.retry_budget(point)
-            key = (point, step_key)
-            taken = self.run.retries.get(key, 0)
-            if isinstance(outcome, Retry):
-                reason, feedback, asked = outcome.reason, None, "the last retry asked"
-            else:
-                reason = outcome.feedback
-                feedback = (
-                    f"Your previous response was refused by policy {name} and discarded: "
-                    f"{outcome.feedback}"
-                )
-                asked = "the last guide said"
-            if taken < budget:
-                self.run.retries[key] = taken + 1
-                raise RedoStep(reason, feedback)
-            outcome = Block(f"retry budget of {budget} at {point.value} spent; {asked}: {reason}")
+            outcome = self._redo(point, step_key, name, outcome)
         if isinstance(outcome, Suspend):
             bound = fingerprint(
                 point.value,
@@ -274,6 +259,24 @@ class AgentPolicy:
                 message=_assistant(self._engine.blocked_message),
             )
         )
+
+    def _redo(self, point: HookPoint, step_key: str, name: str, outcome: Retry | Guide) -> Block:
+        """Have the step redone (``RedoStep``) within its retry budget; once it is spent,
+        the ``Block`` it becomes. A ``Guide``'s feedback goes with the redo, for the model."""
+        if isinstance(outcome, Guide):
+            reason, said = outcome.feedback, "the last guide said"
+            feedback: str | None = (
+                f"Your previous response was refused by policy {name} and discarded: {reason}"
+            )
+        else:
+            reason, said, feedback = outcome.reason, "the last retry asked", None
+        budget = self._engine.retry_budget(point)
+        key = (point, step_key)
+        taken = self.run.retries.get(key, 0)
+        if taken < budget:
+            self.run.retries[key] = taken + 1
+            raise RedoStep(reason, feedback)
+        return Block(f"retry budget of {budget} at {point.value} spent; {said}: {reason}")
 
     def _escalate(self, point: HookPoint, name: str, outcome: Escalate, event: BaseModel) -> Halt:
         """The halt of an escalated run; with a session, its record for the final save."""

@@ -352,8 +352,8 @@ def test_a_retry_budget_only_where_retry_is_allowed(write: WriteFile) -> None:
 
     assert problems(path) == [
         "policy.yaml:3: retry_budgets['tool.before']: tool.before allows Continue, Block, "
-        "Suspend, Escalate, not Retry, so it has no retry budget (hook points with one: "
-        "stream.chunk, model.response, tool.after)"
+        "Suspend, Escalate, Guide, not Retry, so it has no retry budget (hook points with "
+        "one: stream.chunk, model.response, tool.after)"
     ]
 
 
@@ -931,8 +931,8 @@ def test_every_problem_of_both_files_is_reported_at_once(write: WriteFile) -> No
         "policy.yaml:10: middleware[3].use: no module named 'house_rules' (searched sys.path: "
         "is the package installed, or its directory the current one?)",
         "policy.yaml:11: retry_budgets['tool.before']: tool.before allows Continue, Block, "
-        "Suspend, Escalate, not Retry, so it has no retry budget (hook points with one: "
-        "stream.chunk, model.response, tool.after)",
+        "Suspend, Escalate, Guide, not Retry, so it has no retry budget (hook points with "
+        "one: stream.chunk, model.response, tool.after)",
     ]
 
 

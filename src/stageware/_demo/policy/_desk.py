@@ -23,6 +23,7 @@ __all__ = [
     "LEAK_PREFIX",
     "MALFORMED_ANSWER",
     "ORDERS",
+    "PROMISE",
     "Refund",
     "RefundDesk",
     "scripted_model",
@@ -39,7 +40,10 @@ ORDERS: Final = {
 MALFORMED_ANSWER: Final = '{"eta_days": 5, "channel": "card"}'
 """Scene 5: an answer a customer must never read, which the format policy retries."""
 
-# Scene 6: text streams in CHUNK_SIZE-character deltas. The stream guard judges each delta
+PROMISE: Final = "Yes, it's guaranteed to be back on your card by Friday!"
+"""Scene 6: a promise the desk cannot keep, which the model is told to write again."""
+
+# Scene 7: text streams in CHUNK_SIZE-character deltas. The stream guard judges each delta
 # on its own, so the leak starts a delta (LEAK_PREFIX is two deltas long): the story
 # checks that the caller got the prefix and nothing from the leak on.
 CHUNK_SIZE: Final = 16
@@ -99,9 +103,13 @@ def scripted_model() -> ScriptedModel:
             # 5. retry: a malformed answer, then a good one
             MALFORMED_ANSWER,
             "Refunds reach your card within 5 business days.",
-            # 6. stream block: the model starts leaking a staff-only note
+            # 6. guide: a promise, then, told why not, an answer without one
+            PROMISE,
+            "I can't name a day, as your card issuer sets it: refunds reach your card "
+            "within 5 business days.",
+            # 7. stream block: the model starts leaking a staff-only note
             LEAK_PREFIX + LEAK,
-            # 7. an open middleware crashes; the run does not notice
+            # 8. an open middleware crashes; the run does not notice
             "You're welcome, Jane. Have a good day!",
         ],
         model_id="refund-desk-scripted",

@@ -13,6 +13,8 @@ None of them says where it runs: the bands and settings come from the demo's pol
   (``Escalate``), and the session waits for a person.
 - ``plain_answers`` (``model.response``): an answer that is raw JSON is asked for again
   (``Retry``).
+- ``no_promises`` (``model.response``): an answer that promises a date is refused, and the
+  model, told why, writes it again (``Guide``).
 - ``stream_guard`` (``stream.chunk``): a staff-only note stops the stream (``Block``).
 - ``csat_survey`` (``input.received``, open): sends a satisfaction survey when the
   customer says thanks; when the survey service is down, the run carries on.
@@ -41,6 +43,7 @@ from stageware.policy import (
     Block,
     Continue,
     Escalate,
+    Guide,
     InputEvent,
     ModelResponseEvent,
     PolicyEnv,
@@ -53,6 +56,7 @@ from stageware.policy import (
 
 __all__ = [
     "DEMO_MIDDLEWARE",
+    "NO_PROMISES",
     "STAFF_ONLY",
     "ApprovalSettings",
     "CsatSurvey",
@@ -64,6 +68,7 @@ __all__ = [
     "SurveySettings",
     "csat_survey",
     "legal_escalation",
+    "no_promises",
     "plain_answers",
     "redact_pii",
     "refund_approval",
@@ -78,6 +83,12 @@ _PATTERNS: Final = {
 }
 _LEGAL: Final = re.compile(r"\b(lawyers?|attorneys?|sue|suing|lawsuit|court)\b", re.IGNORECASE)
 _THANKS: Final = re.compile(r"\b(thanks|thank you)\b", re.IGNORECASE)
+_PROMISE: Final = re.compile(r"\b(guarantee[ds]?|promise[ds]?)\b", re.IGNORECASE)
+NO_PROMISES: Final = (
+    "the desk cannot promise a date, the card issuer sets it: say that refunds reach the "
+    "card within 5 business days"
+)
+"""What ``no_promises`` tells the model."""
 STAFF_ONLY: Final = "STAFF-ONLY"
 """The marker of notes the model may read and the customer must not."""
 
@@ -245,6 +256,16 @@ async def plain_answers(event: ModelResponseEvent, env: PolicyEnv) -> Retry | No
     return None
 
 
+@middleware(hooks=["model.response"], fail_mode="closed", timeout="1s")
+async def no_promises(event: ModelResponseEvent, env: PolicyEnv) -> Guide | None:
+    """The desk cannot promise when a refund arrives: such an answer is written again."""
+    if event.stop_reason != "end_turn":
+        return None
+    if _PROMISE.search(" ".join(_texts([event.message]))) is None:
+        return None
+    return Guide(NO_PROMISES)
+
+
 @middleware(hooks=["stream.chunk"], fail_mode="closed", timeout="250ms")
 async def stream_guard(event: StreamChunkEvent, env: PolicyEnv) -> Block | None:
     """A staff-only note never reaches the customer: the stream stops at its first chunk."""
@@ -297,6 +318,7 @@ DEMO_MIDDLEWARE: Final = (
     refund_approval,
     legal_escalation,
     plain_answers,
+    no_promises,
     stream_guard,
     csat_survey,
 )

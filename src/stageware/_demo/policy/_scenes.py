@@ -10,8 +10,10 @@ the model was sent, what the refund tool did and what the SQLite session holds.
 4. escalate: a legal threat goes to the legal queue; the session refuses prompts until a
    person resolves it;
 5. retry: a malformed model answer is asked for again;
-6. stream block: a staff-only note stops the stream; the caller gets nothing of it;
-7. an ``open`` middleware crashes and the run carries on.
+6. guide: an answer that promises a date is refused, and the model, told why, writes it
+   again; neither the promise nor what the model was told stays in the history;
+7. stream block: a staff-only note stops the stream; the caller gets nothing of it;
+8. an ``open`` middleware crashes and the run carries on.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from stageware import Escalation, SessionEscalatedError
 from stageware.policy import Approval, ApprovalRefused
 
 from ._cast import SESSION_ID, Cast
-from ._desk import LEAK, LEAK_PREFIX, MALFORMED_ANSWER, ORDERS, Refund
-from ._middleware import STAFF_ONLY
+from ._desk import LEAK, LEAK_PREFIX, MALFORMED_ANSWER, ORDERS, PROMISE, Refund
+from ._middleware import NO_PROMISES, STAFF_ONLY
 
 __all__ = ["SCENES"]
 
@@ -286,9 +288,40 @@ def retry(cast: Cast) -> None:
     )
 
 
+def guide(cast: Cast) -> None:
+    """A promise is refused with feedback; the model writes the answer again."""
+    cast.trace.heading("6. guide: the model promises a date; told why not, it writes again")
+    before = len(cast.model.requests)
+    result = cast.ask("Can you guarantee it's back by Friday?")
+    guided = [(d.middleware, d.hook, d.attempt) for d in result.decisions if d.outcome == "guide"]
+    cast.check(
+        guided == [("no_promises", "model.response", 1)] and cast.model_calls(before) == 2,
+        "no_promises refused the promise; the model was asked again",
+        f"expected one guide by no_promises and two model calls, got {guided} and "
+        f"{cast.model_calls(before)} call(s)",
+    )
+    told = cast.model.requests[-1].messages[-1]["content"][-1].get("text", "")
+    cast.trace.note(f'the second request ends with: "{told}"')
+    cast.check(
+        told.endswith(NO_PROMISES),
+        "the model was told why, at the end of the request that asked again",
+        f"the second request did not carry the feedback: it ends with {told!r}",
+    )
+    history = cast.history_text()
+    cast.check(
+        result.stop_reason == "end_turn"
+        and PROMISE not in history
+        and NO_PROMISES not in history
+        and result.text in history,
+        "the customer got the answer without a promise; the history keeps neither the "
+        "promise nor the feedback",
+        f"the guided answer went wrong: {result.stop_reason}, {result.text!r}",
+    )
+
+
 def stream_block(cast: Cast) -> None:
     """A staff-only note stops the stream; the caller gets nothing from it on."""
-    cast.trace.heading(f"6. stream block: the model starts a {STAFF_ONLY} note")
+    cast.trace.heading(f"7. stream block: the model starts a {STAFF_ONLY} note")
     prompt = "Can I get a discount for the trouble?"
     cast.trace.note(f'user: "{prompt}"  (read with agent.stream_async)')
     streamed, result = asyncio.run(cast.stream(prompt))
@@ -311,7 +344,7 @@ def stream_block(cast: Cast) -> None:
 
 def open_middleware_crash(cast: Cast) -> None:
     """An open middleware raises; the trace has the error, the run goes on."""
-    cast.trace.heading("7. an open middleware crashes; the run carries on")
+    cast.trace.heading("8. an open middleware crashes; the run carries on")
     result = cast.ask("Thanks, that's all!")
     crashed = [d for d in result.decisions if d.middleware == "csat_survey" and d.error]
     cast.check(
@@ -363,6 +396,7 @@ SCENES: Final[tuple[Callable[[Cast], None], ...]] = (
     suspend_across_a_restart,
     escalation,
     retry,
+    guide,
     stream_block,
     open_middleware_crash,
     summary,

@@ -13,8 +13,8 @@ model client, a hook) nest under the span of the stage they run in, and a consum
 reads a stream from another task or context never sees a span left attached.
 
 A span ends however its work ends: an error sets status ERROR and records the exception;
-an interrupt, a policy halt, retry or refused tool call is an event, not an error; a cancellation
-is the ``stageware.cancelled`` attribute.
+an interrupt, a policy halt, a policy retry or a tool call a policy refused is an event,
+not an error; a cancellation is the ``stageware.cancelled`` attribute.
 """
 
 from __future__ import annotations
