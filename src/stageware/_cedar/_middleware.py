@@ -22,13 +22,21 @@ from __future__ import annotations
 import json
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import anyio.to_thread
 import cedarpy
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from stageware.policy import Block, Guide, HookPoint, Outcome, PolicyEnv, middleware
+from stageware.policy import (
+    Block,
+    Guide,
+    HookPoint,
+    MiddlewareDef,
+    Outcome,
+    PolicyEnv,
+    middleware,
+)
 
 from . import _cedarpy
 from ._policies import CedarPolicyError, PolicySource, read_policies, validate
@@ -48,7 +56,9 @@ class CedarSettings(BaseModel):
     At least one of ``policies`` and ``policy_text`` is required.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        extra="forbid", frozen=True, arbitrary_types_allowed=True
+    )
 
     policies: list[Path] = Field(default_factory=list[Path])
     """Cedar policy files, read when the middleware is built (relative paths from the
@@ -145,7 +155,7 @@ class _CedarPolicy:
         return Block(reason)
 
 
-cedar_policy = middleware(
+cedar_policy: Final[MiddlewareDef] = middleware(
     hooks=list(HOOKS),
     fail_mode="closed",
     band="guardrail",

@@ -36,7 +36,7 @@ class CedarPolicyError(ValueError):
     """
 
     def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
+        self.problems: tuple[str, ...] = tuple(problems)
         count = len(self.problems)
         head = "a Cedar policy is not valid" if count == 1 else f"{count} Cedar policy problems"
         super().__init__(head + ":\n  " + "\n  ".join(self.problems))
