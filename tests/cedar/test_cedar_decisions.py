@@ -213,3 +213,32 @@ def test_settings_need_policies_and_forbid_unknown_keys() -> None:
         CedarSettings.model_validate({"policy_text": "", "on_deny": "warn"})
     with pytest.raises(ValueError, match="polices"):
         CedarSettings.model_validate({"polices": ["a.cedar"]})
+
+
+async def test_names_that_look_like_cedar_are_only_names() -> None:
+    handler = built(
+        policy_text=(
+            'permit(principal == User::"dana", action in Action::"tool.before", resource);\n'
+            'permit(principal, action == Action::"route.select", resource == Model::"small");'
+        )
+    )
+    # Ids go to Cedar as {type, id} data, never spliced into policy or request text.
+    forged = Principal('dana", action, resource); permit(principal')
+    outcome = await handler(_call({"order_id": "o"}, "lookup"), env(HookPoint.TOOL_BEFORE, forged))
+    assert isinstance(outcome, Block)
+    sneaky_tool = await handler(
+        _call({}, 'lookup"); permit(principal, action, resource'), env(HookPoint.TOOL_BEFORE, DANA)
+    )
+    assert isinstance(sneaky_tool, Block)
+    assert "is not in the Cedar schema" in sneaky_tool.reason
+    sneaky_model = _route('small" || true')
+    assert isinstance(await handler(sneaky_model, env(HookPoint.ROUTE_SELECT, DANA)), Block)
+    assert await handler(_route("small"), env(HookPoint.ROUTE_SELECT, DANA)) is None
+
+
+async def test_the_agent_as_principal_is_also_the_input_resource() -> None:
+    handler = built(
+        anonymous="agent",
+        policy_text='permit(principal == Agent::"desk", action, resource == Agent::"desk");',
+    )
+    assert await handler(_input("hello"), env(HookPoint.INPUT_RECEIVED, None)) is None
