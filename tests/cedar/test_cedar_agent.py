@@ -188,7 +188,7 @@ async def test_a_slow_decision_times_out_under_the_fail_mode(
     real = cedar_calls.is_authorized
 
     def slow(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.5)
+        time.sleep(3)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(cedar_calls, "is_authorized", slow)
@@ -203,6 +203,6 @@ async def test_a_slow_decision_times_out_under_the_fail_mode(
     first = result.decisions[0]
     assert (first.hook, first.timed_out) == ("input.received", True)
     assert payouts.paid == ([] if fail_mode == "closed" else [50])
-    # The run waited for the timeout, not for Cedar: closed stops at the first of them,
-    # open takes three (input, route, tool) at a tenth of a second each.
-    assert elapsed < (0.4 if fail_mode == "closed" else 1.0)
+    # The run waited for the timeout (a tenth of a second per decision), not for Cedar's
+    # three seconds: the abandoned evaluation finishes in its thread, unread.
+    assert elapsed < 2.0
