@@ -291,6 +291,18 @@ def _run_policy(args: argparse.Namespace) -> int:
     return run(args, sys.stdout, sys.stderr)
 
 
+def _cedar_arguments(parser: argparse.ArgumentParser) -> None:
+    # Declaring its arguments imports nothing but argparse (not cedarpy).
+    from stageware._cli import _cedar_schema
+
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    action = actions.add_parser(
+        "schema", help=_cedar_schema.HELP, description=_cedar_schema.DESCRIPTION
+    )
+    _cedar_schema.configure(action)
+    action.set_defaults(policy_run=_cedar_schema.run)
+
+
 _COMMANDS: tuple[_Command, ...] = (
     _Command(
         "demo",
@@ -328,6 +340,13 @@ _COMMANDS: tuple[_Command, ...] = (
         "serve the approvals and escalations web console for a session store",
         _console_arguments,
         _run_console,
+    ),
+    _Command(
+        "cedar",
+        "Cedar policies: `cedar schema --tools MODULE:ATTRIBUTE` prints the schema they are "
+        "validated against",
+        _cedar_arguments,
+        _run_policy,
     ),
 )
 

@@ -39,6 +39,7 @@ from stageware._policy._env import PolicyEnv
 from stageware._policy._errors import SpecError
 from stageware._policy._identity import ApprovalRefused, Approver, Authenticator, SignedCredentials
 from stageware._policy._outcomes import Block, Continue, Escalate, Guide, Outcome, Retry, Suspend
+from stageware._policy._principal import PRINCIPAL_KEY, Principal
 from stageware._policy._rules import ALLOWED, DEFAULT_RETRY_BUDGET, MODIFIABLE
 from stageware._policy._spec import PolicySpec, load_policy, read_policy
 
@@ -49,6 +50,7 @@ __all__ = [
     "DEFAULT_RETRY_BUDGET",
     "HOOK_POINTS",
     "MODIFIABLE",
+    "PRINCIPAL_KEY",
     "Approval",
     "ApprovalRefused",
     "ApprovalResolvedEvent",
@@ -77,6 +79,7 @@ __all__ = [
     "PolicyEntry",
     "PolicyEnv",
     "PolicySpec",
+    "Principal",
     "Retry",
     "RouteEvent",
     "RunEndEvent",

@@ -30,6 +30,7 @@ from stageware.policy import (
     PolicyEngine,
     PolicyEntry,
     PolicyEnv,
+    Principal,
     Retry,
     middleware,
 )
@@ -61,8 +62,9 @@ def test_a_built_env_is_the_one_the_constructor_makes() -> None:
         "band": Band.GUARDRAIL,
         "attempt": 2,
         "logger": logging.getLogger("stageware.policy.sample"),
+        "principal": Principal("dana", frozenset({"finance"})),
     }
-    built = policy_env(sample, "run-1", "session-1", "desk", 2)
+    built = policy_env(sample, "run-1", "session-1", "desk", 2, fields["principal"])
     # Every field, in order: a field PolicyEnv gains and the builder does not set fails here.
     assert [field.name for field in dataclasses.fields(PolicyEnv)] == [*fields, "notes"]
     assert type(built) is PolicyEnv

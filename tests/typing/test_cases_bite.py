@@ -185,6 +185,16 @@ LOOSENINGS = {
         "Authenticator: TypeAlias = Callable[[str], Approver]",
         "Authenticator: TypeAlias = Any",
     ),
+    "principal roles": Loosening(
+        "_policy/_principal.py",
+        "roles: frozenset[str] = field(",
+        "roles: Any = field(",
+    ),
+    "cedar on_deny": Loosening(
+        "_cedar/_middleware.py",
+        'on_deny: Literal["block", "guide"] = "block"',
+        'on_deny: Any = "block"',
+    ),
     "require_approval tools": Loosening(
         "_middleware/_require_approval.py",
         "tools: list[str] | tuple[str, ...] | Set[str],",

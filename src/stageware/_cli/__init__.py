@@ -8,6 +8,7 @@ work here, one module per subcommand, each importing what it uses when it runs.
 - ``_policy_escalations``: ``policy escalations``: list, claim and resolve escalations.
 - ``_policy_approvals``: ``policy approvals``: list suspended approvals, answer one.
 - ``_console``: ``console``: serve the web console (``stageware._console``) over a store.
+- ``_cedar_schema``: ``cedar schema``: the Cedar schema of the Cedar policy middleware.
 
 What the store commands share: ``_store_url`` (the store ``--store`` names, opened only
 if it holds sessions), ``_table`` (plain-text tables, cells made safe), ``_options``

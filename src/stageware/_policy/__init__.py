@@ -7,7 +7,8 @@ Modules, in the order a policy is used:
 - ``_outcomes``: ``Continue``, ``Block``, ``Suspend``, ``Escalate``, ``Retry``, ``Guide``.
 - ``_rules``: which outcome each hook point allows, what a modification may change, the
   default retry budget; ``_modified`` checks a ``Continue(modified=...)``.
-- ``_env``: ``PolicyEnv``, a handler's second argument.
+- ``_env``: ``PolicyEnv``, a handler's second argument; ``_principal``: ``Principal``,
+  who a run acts for, as the application passes it in ``invocation_state``.
 - ``_entries``: ``PolicyEntry``, a middleware as a spec installs it; ``_errors``:
   ``SpecError``.
 - ``_engine``: ``PolicyEngine``, the order per hook point, with each middleware resolved

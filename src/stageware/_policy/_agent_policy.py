@@ -81,6 +81,7 @@ from ._approval import (
 from ._decide import PolicyRun, Verdict, decide
 from ._modified import ModificationError
 from ._outcomes import Block, Escalate, Guide, Retry, Suspend
+from ._principal import principal_of
 from ._timeouts import deadline_fields
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ class AgentPolicy:
 
     # -- the run -------------------------------------------------------------------------
 
-    def _begin_run(self) -> PolicyRun:
+    def _begin_run(self, invocation_state: Mapping[str, Any] | None = None) -> PolicyRun:
         core = self._core
         pass_state = core.current_pass
         self._run = PolicyRun(
@@ -173,6 +174,7 @@ class AgentPolicy:
             agent_id=core.handle.agent_id,
             decisions=[] if pass_state is None else pass_state.decisions,
             trace=None if pass_state is None else pass_state.trace,
+            principal=principal_of(invocation_state),
         )
         return self._run
 
@@ -317,7 +319,7 @@ class AgentPolicy:
     # -- AgentStream -----------------------------------------------------------------------
 
     async def _agent_input(self, context: AgentStreamContext) -> AgentStreamContext:
-        run = self._begin_run()
+        run = self._begin_run(context.invocation_state)
         step = f"run-{len(self._core.messages)}"
         # First: the approval is resolved before any step, the suspended one included,
         # goes ahead or is blocked.

@@ -47,6 +47,7 @@ from ._outcomes import (
     outcome_name,
     outcome_reason,
 )
+from ._principal import Principal
 from ._records import continue_record, decision_record, policy_env
 from ._rules import allowed_names, is_allowed
 from ._timeouts import TimeoutRecord, read_timeout
@@ -74,6 +75,7 @@ class PolicyRun:
         tool_names: Tool names by ``toolUseId``, for ``tool.after``, whose result does not
             carry one.
         trace: The invocation's spans, when it is traced: each record is a span too.
+        principal: Who the run acts for, read from ``invocation_state`` when it started.
     """
 
     run_id: str
@@ -86,6 +88,7 @@ class PolicyRun:
     )
     tool_names: dict[str, str] = field(default_factory=dict[str, str])
     trace: InvocationTrace | None = None
+    principal: Principal | None = None
 
     def attempt(self, point: HookPoint, step_key: str) -> int:
         """The step's attempt number at *point*: 1, then one more per retry."""
@@ -139,6 +142,7 @@ async def decide(
     # Retries are counted after the sequence, so every middleware sees the same attempt.
     attempt = run.attempt(point, step_key)
     run_id, session_id, agent_name = run.run_id, run.session_id, run.agent_name
+    principal = run.principal
     # The wall clock is only read for a span's start: an untraced run has none.
     trace = run.trace
     decisions = run.decisions
@@ -162,7 +166,7 @@ async def decide(
                     approved_by = entry.name
                     continue
                 return Verdict(event, modified, outcome, entry)
-        env = policy_env(middleware, run_id, session_id, agent_name, attempt)
+        env = policy_env(middleware, run_id, session_id, agent_name, attempt, principal)
         began = 0 if trace is None else time.time_ns()
         started = time.perf_counter()
         failure: str | None = None

@@ -8,6 +8,8 @@ from typing import final
 
 from stageware._generated.policy_points import Band, HookPoint
 
+from ._principal import Principal
+
 __all__ = ["PolicyEnv"]
 
 
@@ -28,6 +30,8 @@ class PolicyEnv:
         band: The band it runs in.
         attempt: 1 for the first try of the step, 2 after one ``Retry``, and so on.
         logger: A logger named for the middleware (``stageware.policy.<name>``).
+        principal: Who the run acts for, as the application passed it when the run
+            started (``invocation_state={PRINCIPAL_KEY: Principal(...)}``), or ``None``.
         notes: Notes for the trace; add with :meth:`note`, read in the decision record.
     """
 
@@ -39,6 +43,7 @@ class PolicyEnv:
     band: Band
     attempt: int
     logger: logging.Logger
+    principal: Principal | None = None
     notes: list[str] = field(default_factory=list[str])
 
     def note(self, text: str) -> None:

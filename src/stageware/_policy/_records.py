@@ -22,6 +22,7 @@ from stageware._host._halt import Decision
 
 from ._attached import Attached
 from ._env import PolicyEnv
+from ._principal import Principal
 
 __all__ = ["continue_record", "decision_record", "policy_env"]
 
@@ -41,7 +42,12 @@ class _DecisionSlots:
 
 
 def policy_env(
-    middleware: Attached, run_id: str, session_id: str | None, agent_name: str, attempt: int
+    middleware: Attached,
+    run_id: str,
+    session_id: str | None,
+    agent_name: str,
+    attempt: int,
+    principal: Principal | None = None,
 ) -> PolicyEnv:
     """``PolicyEnv(...)`` of a call of *middleware* in this run, with no notes yet."""
     env: Any = _new(_EnvSlots)
@@ -53,6 +59,7 @@ def policy_env(
     env.band = middleware.band
     env.attempt = attempt
     env.logger = middleware.logger
+    env.principal = principal
     env.notes = []
     env.__class__ = PolicyEnv
     built: PolicyEnv = env
