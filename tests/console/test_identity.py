@@ -73,6 +73,48 @@ def test_headers_from_an_untrusted_address_get_401_and_no_data(store: SessionSto
     assert form_fields(page.text, "answer") is not None
 
 
+def test_a_roles_header_a_proxy_appends_to_the_browsers_is_refused(store: SessionStore) -> None:
+    # A proxy that adds its headers to the browser's: the browser claims "finance", the
+    # proxy names mallory with her own group. Merged, mallory would approve as finance.
+    sent = {"x-forwarded-user": "mallory", "x-forwarded-groups": "finance, staff"}
+    twice = ConsoleRequest(
+        method="GET",
+        path="/approvals",
+        headers=sent,
+        client_host="10.0.0.5",
+        repeated=frozenset({"x-forwarded-groups"}),
+    )
+    with pytest.raises(ApprovalRefused, match="x-forwarded-groups header was sent more than"):
+        PROXY(twice)
+    # Sent once, the same comma-separated groups are the proxy's own.
+    assert PROXY(request("10.0.0.5", **sent)).roles == frozenset({"finance", "staff"})
+
+    interrupt_id = Desk().suspend(store, "s1")
+    proxied = Browser(store, authenticator=PROXY, client=("10.0.0.5", 4000))
+    appended = [
+        ("X-Forwarded-Groups", "finance"),
+        ("X-Forwarded-User", "mallory"),
+        ("X-Forwarded-Groups", "staff"),
+    ]
+    link = f"/approvals/s1/{interrupt_id.replace('#', '%23')}"
+    for path in ["/approvals", link, "/audit"]:
+        response = proxied.get(path, headers=appended)
+        assert response.status_code == 401
+        assert "sent more than once" in response.text
+    # Even with a form signed for mallory (fetched through a well-behaved request), the
+    # appended headers do not get her answer recorded.
+    fields = form_fields(
+        proxied.get(
+            link, headers={"X-Forwarded-User": "mallory", "X-Forwarded-Groups": "finance"}
+        ).text,
+        "answer",
+    )
+    assert fields is not None
+    refused = proxied.post("/approvals/answer", {**fields, "decision": "approve"}, headers=appended)
+    assert refused.status_code == 401
+    assert store.approval("s1", interrupt_id).status == "pending"
+
+
 def test_local_mode_admits_only_this_machine(store: SessionStore) -> None:
     local = LocalAuthenticator("fiona", roles=["finance"])
     assert local(request("127.0.0.1")) == Approver("fiona", frozenset({"finance"}), "console-local")

@@ -249,6 +249,9 @@ class _Pages:
             headers={name: ", ".join(request.headers.getlist(name)) for name in request.headers},
             client_host=None if request.client is None else request.client.host,
             cookies=dict(request.cookies),
+            repeated=frozenset(
+                name for name in request.headers if len(request.headers.getlist(name)) > 1
+            ),
         )
         try:
             approver = cast(object, self._s.authenticator(view))
