@@ -133,11 +133,12 @@ class Browser:
         *,
         authenticator: ConsoleAuthenticator | None = None,
         client: tuple[str, int] = ("127.0.0.1", 50000),
+        base_url: str = "http://127.0.0.1:8400",
         **options: Any,
     ) -> None:
         chosen = authenticator or LocalAuthenticator(user, roles=roles)
         self.app = create_app(store, authenticator=chosen, secret=SECRET, **options)
-        self.client = TestClient(self.app, client=client, follow_redirects=False)
+        self.client = TestClient(self.app, base_url=base_url, client=client, follow_redirects=False)
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.client.get(path, **kwargs)

@@ -399,7 +399,9 @@ def test_mounted_in_another_app_its_links_and_forms_follow_the_mount(store: Sess
     interrupt_id = Desk().suspend(store, "s1")
     console = create_app(store, authenticator=LocalAuthenticator("fiona", roles=["finance"]))
     outer = Starlette(routes=[Mount("/ops/console", app=console)])
-    browser = TestClient(outer, client=("127.0.0.1", 50000), follow_redirects=False)
+    browser = TestClient(
+        outer, base_url="http://localhost:8400", client=("127.0.0.1", 50000), follow_redirects=False
+    )
 
     assert browser.get("/ops/console/").headers["location"] == "/ops/console/approvals"
     listing = browser.get("/ops/console/approvals").text
