@@ -370,6 +370,17 @@ def test_every_page_forbids_scripts_and_framing(store: SessionStore) -> None:
     assert cookie is None or "httponly" in cookie.lower()
 
 
+def test_the_nonce_cookie_is_secure_behind_a_tls_terminating_proxy(store: SessionStore) -> None:
+    # Behind a proxy that terminates TLS the console sees http: without secure_cookies the
+    # cookie would travel over plain http too.
+    plain = Browser(store).get("/approvals").headers["set-cookie"].lower()
+    assert "httponly" in plain
+    assert "samesite=strict" in plain
+    assert "secure" not in plain.replace("samesite", "")
+    secured = Browser(store, secure_cookies=True).get("/approvals").headers["set-cookie"]
+    assert "; secure" in secured.lower()
+
+
 def test_the_console_refuses_a_short_secret_and_a_bad_page_size(store: SessionStore) -> None:
     local = LocalAuthenticator("fiona")
     with pytest.raises(ValueError, match="at least 32 bytes"):

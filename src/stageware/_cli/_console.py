@@ -94,6 +94,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "which allows only localhost, 127.0.0.1 and ::1; repeatable; default: --host)",
     )
     parser.add_argument(
+        "--secure-cookies",
+        action="store_true",
+        help="mark the forms' cookie Secure (behind a proxy that terminates TLS)",
+    )
+    parser.add_argument(
         "--resolvers",
         metavar="IDS",
         help="who may claim and resolve escalations: ids and role:<name>, comma-separated "
@@ -135,6 +140,7 @@ def _run(args: argparse.Namespace, err: TextIO) -> None:
             dbos_schema=args.dbos_schema,
             resolvers=resolvers,
             allowed_hosts=hosts,
+            secure_cookies=args.secure_cookies,
         )
         err.write(f"{_COMMAND}: serving on http://{_shown_host(args.host)}:{args.port}/\n")
         err.flush()

@@ -122,6 +122,7 @@ class _Settings:
     owner: str
     page_size: int
     hosts: frozenset[str] | None
+    secure_cookies: bool
 
 
 def create_app(
@@ -134,6 +135,7 @@ def create_app(
     resolvers: Collection[str] | None = None,
     page_size: int = 50,
     allowed_hosts: Collection[str] | None = None,
+    secure_cookies: bool = False,
 ) -> Starlette:
     """The console over *store*, as an ASGI app to serve or to mount in one's own.
 
@@ -170,6 +172,9 @@ def create_app(
             default): with a ``LocalAuthenticator``, only ``localhost``, ``127.0.0.1``
             and ``::1``; with any other authenticator, any host, which only a proxy in
             front that serves one name makes safe (give the names people open).
+        secure_cookies: Mark the forms' nonce cookie ``Secure`` on every response, for a
+            console behind a proxy that terminates TLS (it is marked so anyway on a request
+            the server itself sees as https).
 
     Returns:
         A Starlette application.
@@ -218,6 +223,7 @@ def create_app(
         owner=f"stageware console:{socket.gethostname()}:{os.getpid()}",
         page_size=page_size,
         hosts=hosts,
+        secure_cookies=secure_cookies,
     )
     pages = _Pages(settings)
     routes = [
@@ -312,7 +318,7 @@ class _Pages:
                 nonce,
                 httponly=True,
                 samesite="strict",
-                secure=request.url.scheme == "https",
+                secure=self._s.secure_cookies or request.url.scheme == "https",
                 path=base or "/",
             )
         return response
