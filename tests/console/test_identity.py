@@ -152,6 +152,8 @@ def test_a_site_rebound_to_this_machine_can_neither_read_nor_answer(store: Sessi
     # This machine's own names, any port, are served.
     for host in ["localhost:8400", "127.0.0.1:9000", "[::1]:8400", "LOCALHOST"]:
         assert browser.get("/approvals", headers={"host": host}).status_code == 200
+    for host in ["evil.example@127.0.0.1", "127.0.0.1:x", "127.0.0.1/x", ""]:
+        assert browser.get("/approvals", headers={"host": host}).status_code == 400
     # A form is accepted only from a page of an allowed host, whatever Host it names.
     assert (
         cross_site({"origin": "http://rebind.example:8400"}, "rebind.example:8400", LOOPBACK)

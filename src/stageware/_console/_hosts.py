@@ -26,8 +26,8 @@ LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 def host_name(value: str | None) -> str | None:
     """The host of a ``Host`` header or of a URL's netloc (lower case, no port, an IPv6
     address without its brackets), or ``None`` for none or a malformed one."""
-    if not value:
-        return None
+    if not value or any(character in value for character in "@/\\?# "):
+        return None  # no browser sends these in a host; "a@127.0.0.1" must not pass
     try:
         parts = urlsplit(f"//{value}")
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
