@@ -4,13 +4,15 @@
 proxy's Anthropic endpoint, say), through the official ``anthropic`` SDK. It needs the
 optional ``anthropic`` package::
 
-    pip install 'stageware[anthropic]'
+    pip install -e '.[anthropic]'    # in a clone; the README's Install gives a git URL form
 
 Its errors (``ModelError``, ``ModelThrottledError``, ``ContextWindowOverflowError``) are
 the ones any model raises; they are exported by ``stageware`` too, which needs no extra.
 """
 
 from __future__ import annotations
+
+from stageware._extras import needs_extra
 
 try:
     from stageware._host.models._anthropic import AnthropicModel
@@ -19,7 +21,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "anthropic":
         raise
     raise ImportError(
-        "stageware.anthropic needs the 'anthropic' package: pip install 'stageware[anthropic]'"
+        f"stageware.anthropic needs the 'anthropic' package, from {needs_extra('anthropic')}"
     ) from _missing
 
 from stageware._host.models._errors import (

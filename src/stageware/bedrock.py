@@ -3,13 +3,15 @@
 ``BedrockModel`` streams from ``ConverseStream`` with boto3's credentials chain. It needs
 the optional ``boto3`` package::
 
-    pip install 'stageware[bedrock]'
+    pip install -e '.[bedrock]'    # in a clone; the README's Install gives a git URL form
 
 Its errors, ``ModelError``, ``ModelThrottledError`` and ``ContextWindowOverflowError``, are
 the ones any model raises; they are exported by ``stageware`` too, which needs no extra.
 """
 
 from __future__ import annotations
+
+from stageware._extras import needs_extra
 
 try:
     from stageware._host.models._bedrock import BedrockModel
@@ -19,7 +21,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] not in ("boto3", "botocore"):
         raise
     raise ImportError(
-        "stageware.bedrock needs the 'boto3' package: pip install 'stageware[bedrock]'"
+        f"stageware.bedrock needs the 'boto3' package, from {needs_extra('bedrock')}"
     ) from _missing
 
 from stageware._host.models._errors import (

@@ -7,13 +7,15 @@ without calling a model or running a tool again whose result was recorded. A run
 stops on approvals waits for them durably (``wait_for_answers``); ``wake`` makes a
 waiting run look at its session again. It needs the ``dbos`` package::
 
-    pip install 'stageware[dbos]'
+    pip install -e '.[dbos]'    # in a clone; the README's Install gives a git URL form
 
 DBOS runs workflows on asyncio: use ``run_async`` and friends from asyncio code, never
 from trio. See the guide "Durable runs on DBOS".
 """
 
 from __future__ import annotations
+
+from stageware._extras import needs_extra
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent
@@ -31,7 +33,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name != "dbos":
         raise
     raise ImportError(
-        "stageware.dbos needs the 'dbos' package: pip install 'stageware[dbos]'"
+        f"stageware.dbos needs the 'dbos' package, from {needs_extra('dbos')}"
     ) from _missing
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 It needs the optional ``mcp`` package (the official SDK)::
 
-    pip install 'stageware[mcp]'
+    pip install -e '.[mcp]'    # in a clone; the README's Install gives a git URL form
 
 ``MCPClient.stdio(command, args)`` runs a server as a subprocess; ``MCPClient.http(url)``
 speaks to one over streamable HTTP. Pass the client in an agent's ``tools``: its tools run
@@ -10,6 +10,8 @@ through the ExecuteTool chain like any tool, so middleware and policies govern t
 """
 
 from __future__ import annotations
+
+from stageware._extras import needs_extra
 
 try:
     from stageware._host.tools._mcp_client import MCPClient
@@ -19,7 +21,7 @@ except ModuleNotFoundError as _missing:
     # Only a missing SDK gets the install hint; any other missing module is a real bug.
     if _missing.name is None or _missing.name.partition(".")[0] not in ("mcp", "mcp_types"):
         raise
-    raise ImportError("stageware.mcp needs the 'mcp' package: pip install 'stageware[mcp]'") from (
+    raise ImportError("stageware.mcp needs the 'mcp' package, from " + needs_extra("mcp")) from (
         _missing
     )
 

@@ -3,13 +3,15 @@
 ``OpenAIModel`` talks to OpenAI or to any local server that speaks the same API (vLLM,
 llama.cpp, Ollama, LM Studio). It needs the optional ``openai`` package::
 
-    pip install 'stageware[openai]'
+    pip install -e '.[openai]'    # in a clone; the README's Install gives a git URL form
 
 Its errors, ``ModelError`` and ``ModelThrottledError``, are the ones any model raises; they
 are exported by ``stageware`` too, which needs no extra.
 """
 
 from __future__ import annotations
+
+from stageware._extras import needs_extra
 
 try:
     from stageware._host.models._openai import ModelError, ModelThrottledError, OpenAIModel
@@ -18,7 +20,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "openai":
         raise
     raise ImportError(
-        "stageware.openai needs the 'openai' package: pip install 'stageware[openai]'"
+        f"stageware.openai needs the 'openai' package, from {needs_extra('openai')}"
     ) from _missing
 
 __all__ = ["ModelError", "ModelThrottledError", "OpenAIModel"]

@@ -4,10 +4,12 @@
 ``SQLiteSessionStore`` (conditional saves, leases) across machines. It needs psycopg 3 and
 its connection pool::
 
-    pip install 'stageware[postgres]'
+    pip install -e '.[postgres]'    # in a clone; the README's Install gives a git URL form
 """
 
 from __future__ import annotations
+
+from stageware._extras import needs_extra
 
 try:
     from stageware._host.sessions._postgres import PostgresSessionStore
@@ -16,8 +18,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] not in ("psycopg", "psycopg_pool"):
         raise
     raise ImportError(
-        "stageware.postgres needs the 'psycopg' and 'psycopg_pool' packages: "
-        "pip install 'stageware[postgres]'"
+        "stageware.postgres needs psycopg and psycopg_pool, from " + needs_extra("postgres")
     ) from _missing
 
 __all__ = ["PostgresSessionStore"]

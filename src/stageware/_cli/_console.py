@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO, cast
 
+from stageware._extras import needs_extra
+
 from ._errors import CommandError, reported
 from ._options import refuse_without
 from ._store_url import store_arguments
@@ -111,9 +113,7 @@ def _run(args: argparse.Namespace, err: TextIO) -> None:
 
         from stageware.console import create_app
     except ImportError:
-        raise CommandError(
-            "the console needs the console extra: pip install 'stageware[console]'"
-        ) from None
+        raise CommandError("the console needs " + needs_extra("console")) from None
     with opened_store(args.store, schema=args.schema) as store:
         app = create_app(
             store,

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote, urlsplit
 
+from stageware._extras import needs_extra
+
 from ._errors import CommandError
 
 if TYPE_CHECKING:
@@ -130,8 +132,7 @@ def _postgres(url: str, schema: str) -> Generator[SessionStore]:
         from stageware.postgres import PostgresSessionStore
     except ImportError:
         raise CommandError(
-            "--store postgresql://...: the PostgreSQL store needs the postgres extra: "
-            "pip install 'stageware[postgres]'"
+            "--store postgresql://...: the PostgreSQL store needs " + needs_extra("postgres")
         ) from None
     try:
         location = locate(url)

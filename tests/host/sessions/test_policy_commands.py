@@ -681,7 +681,8 @@ def test_without_the_postgres_extra_the_command_names_it() -> None:
     assert completed.returncode == 2
     assert completed.stderr == (
         "stageware policy escalations: --store postgresql://...: the PostgreSQL store needs "
-        "the postgres extra: pip install 'stageware[postgres]'\n"
+        "the `postgres` extra: pip install -e '.[postgres]' in a clone, "
+        "or pip install 'stageware[postgres] @ git+https://<your-git-host>/stageware.git'\n"
     )
 
 
