@@ -12,7 +12,7 @@ the ones any model raises; they are exported by ``stageware`` too, which needs n
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._host.models._anthropic import AnthropicModel
@@ -21,7 +21,8 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "anthropic":
         raise
     raise ImportError(
-        f"stageware.anthropic needs the 'anthropic' package, from {needs_extra('anthropic')}"
+        "stageware.anthropic needs the 'anthropic' package, from "
+        + _extras.needs_extra("anthropic")
     ) from _missing
 
 from stageware._host.models._errors import (

@@ -11,7 +11,7 @@ the ones any model raises; they are exported by ``stageware`` too, which needs n
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._host.models._bedrock import BedrockModel
@@ -21,7 +21,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] not in ("boto3", "botocore"):
         raise
     raise ImportError(
-        f"stageware.bedrock needs the 'boto3' package, from {needs_extra('bedrock')}"
+        f"stageware.bedrock needs the 'boto3' package, from {_extras.needs_extra('bedrock')}"
     ) from _missing
 
 from stageware._host.models._errors import (

@@ -9,7 +9,7 @@ with each run; ``schema_for`` gives the Cedar schema the policies are validated 
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._cedar._middleware import CedarEvaluationError, CedarSettings, cedar_policy
@@ -20,7 +20,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "cedarpy":
         raise
     raise ImportError(
-        f"stageware.cedar needs the 'cedarpy' package, from {needs_extra('cedar')}"
+        f"stageware.cedar needs the 'cedarpy' package, from {_extras.needs_extra('cedar')}"
     ) from (_missing)
 
 __all__ = [

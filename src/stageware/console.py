@@ -19,7 +19,7 @@ session).
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._console._app import create_app
@@ -29,7 +29,7 @@ except ModuleNotFoundError as _missing:
         raise
     raise ImportError(
         "stageware.console needs Starlette, Jinja2 and python-multipart, from "
-        + needs_extra("console")
+        + _extras.needs_extra("console")
     ) from _missing
 from stageware._console._auth import (
     ConsoleAuthenticator,

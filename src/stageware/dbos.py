@@ -15,7 +15,7 @@ from trio. See the guide "Durable runs on DBOS".
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent
@@ -33,7 +33,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name != "dbos":
         raise
     raise ImportError(
-        f"stageware.dbos needs the 'dbos' package, from {needs_extra('dbos')}"
+        f"stageware.dbos needs the 'dbos' package, from {_extras.needs_extra('dbos')}"
     ) from _missing
 
 __all__ = [

@@ -11,7 +11,7 @@ through the ExecuteTool chain like any tool, so middleware and policies govern t
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._host.tools._mcp_client import MCPClient
@@ -21,8 +21,8 @@ except ModuleNotFoundError as _missing:
     # Only a missing SDK gets the install hint; any other missing module is a real bug.
     if _missing.name is None or _missing.name.partition(".")[0] not in ("mcp", "mcp_types"):
         raise
-    raise ImportError("stageware.mcp needs the 'mcp' package, from " + needs_extra("mcp")) from (
-        _missing
-    )
+    raise ImportError(
+        "stageware.mcp needs the 'mcp' package, from " + _extras.needs_extra("mcp")
+    ) from (_missing)
 
 __all__ = ["MCPClient", "MCPConnectionError", "MCPTool"]

@@ -11,7 +11,7 @@ are exported by ``stageware`` too, which needs no extra.
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._host.models._openai import ModelError, ModelThrottledError, OpenAIModel
@@ -20,7 +20,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "openai":
         raise
     raise ImportError(
-        f"stageware.openai needs the 'openai' package, from {needs_extra('openai')}"
+        f"stageware.openai needs the 'openai' package, from {_extras.needs_extra('openai')}"
     ) from _missing
 
 __all__ = ["ModelError", "ModelThrottledError", "OpenAIModel"]

@@ -9,7 +9,7 @@ its connection pool::
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._host.sessions._postgres import PostgresSessionStore
@@ -18,7 +18,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] not in ("psycopg", "psycopg_pool"):
         raise
     raise ImportError(
-        "stageware.postgres needs psycopg and psycopg_pool, from " + needs_extra("postgres")
+        "stageware.postgres needs psycopg and psycopg_pool, from " + _extras.needs_extra("postgres")
     ) from _missing
 
 __all__ = ["PostgresSessionStore"]

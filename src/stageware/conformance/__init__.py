@@ -43,7 +43,7 @@ middleware that declare its hook point.
 
 from __future__ import annotations
 
-from stageware._extras import needs_extra
+from stageware import _extras
 
 try:
     from stageware._policy.conformance._cases import ConformanceCase
@@ -62,7 +62,8 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "hypothesis":
         raise
     raise ImportError(
-        f"stageware.conformance needs the 'hypothesis' package, from {needs_extra('testing')}"
+        "stageware.conformance needs the 'hypothesis' package, from "
+        + _extras.needs_extra("testing")
     ) from _missing
 
 __all__ = [
