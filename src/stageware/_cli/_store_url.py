@@ -102,7 +102,11 @@ def _sqlite(path: Path) -> SQLiteSessionStore:
 
     shown = path.absolute()
     if not path.is_file():
-        raise CommandError(f"--store {shown}: no such file")
+        # The next step, for someone who has not run an agent with a store yet.
+        raise CommandError(
+            f"--store {shown}: no such file; an agent makes one when it runs with "
+            "SQLiteSessionStore(path) (sqlite:////abs/path.db names an absolute path)"
+        )
     try:
         # Read-only, so that a file that is not a store is left exactly as it was.
         connection = sqlite3.connect(f"{shown.as_uri()}?mode=ro", uri=True)

@@ -605,7 +605,7 @@ def test_a_store_that_is_not_there_is_refused_and_not_created(
     text = tmp_path / "notes.txt"
     text.write_text("not a database, just long enough to be read as one " * 20)
     cases = [
-        ([str(missing)], f"--store {missing}: no such file"),
+        ([str(missing)], f"--store {missing}: no such file; an agent makes one when it runs "),
         ([f"sqlite:///{missing}"], f"--store {missing}: no such file"),
         ([str(other)], f"--store {other}: holds no stageware sessions"),
         ([str(text)], f"--store {text}: cannot read it as an SQLite database"),
