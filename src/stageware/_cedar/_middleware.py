@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal, cast
 
 import anyio.to_thread
 import cedarpy
@@ -85,7 +85,11 @@ class CedarSettings(BaseModel):
     def _from_the_spec(cls, policies: list[Path], info: ValidationInfo) -> list[Path]:
         # The spec's folder, when a spec gave these settings (see MiddlewareDef.build).
         context: object = info.context
-        folder = context.get("settings_dir") if isinstance(context, dict) else None
+        folder = (
+            cast(dict[str, object], context).get("settings_dir")
+            if isinstance(context, dict)
+            else None
+        )
         if not isinstance(folder, Path):
             return policies
         return [path if path.is_absolute() else folder / path for path in policies]
