@@ -132,8 +132,8 @@ def create_app(
 ) -> Starlette:
     """The console over *store*, as an ASGI app to serve or to mount in one's own.
 
-    Example::
-
+    Example:
+        ```python
         from stageware import SQLiteSessionStore
         from stageware.console import LocalAuthenticator, create_app
 
@@ -142,6 +142,7 @@ def create_app(
             authenticator=LocalAuthenticator("dana", roles=["finance"]),
         )
         # uvicorn.run(app, host="127.0.0.1", port=8400)
+        ```
 
     Args:
         store: The session store whose approvals and escalations it serves.
