@@ -152,7 +152,10 @@ async def test_a_specs_relative_policy_paths_are_read_from_the_specs_folder(
     with pytest.raises(CedarPolicyError, match=r"policies/models\.cedar: cannot be read"):
         cedar_policy.build(settings(policy_text=None, policies=[Path("policies/models.cedar")]))
     monkeypatch.chdir(config)
-    assert cedar_policy.build(settings(policy_text=None, policies=[Path("policies/models.cedar")]))
+    in_code = cedar_policy.build(
+        settings(policy_text=None, policies=[Path("policies/models.cedar")])
+    )
+    assert await in_code(small, env(HookPoint.ROUTE_SELECT, Principal("dana"))) is None
 
     # A missing file in a spec is named by where it was looked for.
     gone = _write(config, "gone.yaml", spec.read_text().replace("models.cedar", "gone.cedar"))
