@@ -2,9 +2,11 @@
 
 ``PostgresSessionStore`` keeps sessions in a PostgreSQL database, with the guarantees of
 ``SQLiteSessionStore`` (conditional saves, leases) across machines. It needs psycopg 3 and
-its connection pool::
+its connection pool:
 
-    pip install 'stageware[postgres]'
+```bash
+pip install 'stageware[postgres]'
+```
 """
 
 from __future__ import annotations
