@@ -2,9 +2,11 @@
 
 ``AnthropicModel`` talks to Anthropic's API, or to a server that speaks it (a LiteLLM
 proxy's Anthropic endpoint, say), through the official ``anthropic`` SDK. It needs the
-optional ``anthropic`` package::
+optional ``anthropic`` package:
 
-    pip install -e '.[anthropic]'    # in a clone; the README's Install gives a git URL form
+```bash
+pip install -e '.[anthropic]'    # in a clone; the README's Install gives a git URL form
+```
 
 Its errors (``ModelError``, ``ModelThrottledError``, ``ContextWindowOverflowError``) are
 the ones any model raises; they are exported by ``stageware`` too, which needs no extra.

@@ -1,9 +1,11 @@
 """The Amazon Bedrock model for the reference host, on boto3's Converse API.
 
 ``BedrockModel`` streams from ``ConverseStream`` with boto3's credentials chain. It needs
-the optional ``boto3`` package::
+the optional ``boto3`` package:
 
-    pip install -e '.[bedrock]'    # in a clone; the README's Install gives a git URL form
+```bash
+pip install -e '.[bedrock]'    # in a clone; the README's Install gives a git URL form
+```
 
 Its errors, ``ModelError``, ``ModelThrottledError`` and ``ContextWindowOverflowError``, are
 the ones any model raises; they are exported by ``stageware`` too, which needs no extra.

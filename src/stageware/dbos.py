@@ -5,9 +5,11 @@ process (a system database on SQLite or PostgreSQL); a request then runs as a DB
 workflow that a worker killed at any point resumes, on restart or on another worker,
 without calling a model or running a tool again whose result was recorded. A run that
 stops on approvals waits for them durably (``wait_for_answers``); ``wake`` makes a
-waiting run look at its session again. It needs the ``dbos`` package::
+waiting run look at its session again. It needs the ``dbos`` package:
 
-    pip install -e '.[dbos]'    # in a clone; the README's Install gives a git URL form
+```bash
+pip install -e '.[dbos]'    # in a clone; the README's Install gives a git URL form
+```
 
 DBOS runs workflows on asyncio: use ``run_async`` and friends from asyncio code, never
 from trio. See the guide "Durable runs on DBOS".

@@ -1,8 +1,10 @@
 """An MCP server's tools for an agent: ``MCPClient`` over stdio or streamable HTTP.
 
-It needs the optional ``mcp`` package (the official SDK)::
+It needs the optional ``mcp`` package (the official SDK):
 
-    pip install -e '.[mcp]'    # in a clone; the README's Install gives a git URL form
+```bash
+pip install -e '.[mcp]'    # in a clone; the README's Install gives a git URL form
+```
 
 ``MCPClient.stdio(command, args)`` runs a server as a subprocess; ``MCPClient.http(url)``
 speaks to one over streamable HTTP. Pass the client in an agent's ``tools``: its tools run

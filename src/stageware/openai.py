@@ -1,9 +1,11 @@
 """The OpenAI-compatible chat-completions model for the reference host.
 
 ``OpenAIModel`` talks to OpenAI or to any local server that speaks the same API (vLLM,
-llama.cpp, Ollama, LM Studio). It needs the optional ``openai`` package::
+llama.cpp, Ollama, LM Studio). It needs the optional ``openai`` package:
 
-    pip install -e '.[openai]'    # in a clone; the README's Install gives a git URL form
+```bash
+pip install -e '.[openai]'    # in a clone; the README's Install gives a git URL form
+```
 
 Its errors, ``ModelError`` and ``ModelThrottledError``, are the ones any model raises; they
 are exported by ``stageware`` too, which needs no extra.

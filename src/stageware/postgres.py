@@ -2,9 +2,11 @@
 
 ``PostgresSessionStore`` keeps sessions in a PostgreSQL database, with the guarantees of
 ``SQLiteSessionStore`` (conditional saves, leases) across machines. It needs psycopg 3 and
-its connection pool::
+its connection pool:
 
-    pip install -e '.[postgres]'    # in a clone; the README's Install gives a git URL form
+```bash
+pip install -e '.[postgres]'    # in a clone; the README's Install gives a git URL form
+```
 """
 
 from __future__ import annotations

@@ -80,11 +80,12 @@ class DurableAgent:
     Build it at import time, before ``stageware.dbos.launch()``, in every process that
     runs or recovers its workflows: construction registers the workflows with DBOS.
 
-    Example::
-
+    Example:
+        ```python
         support = DurableAgent("support", build_support)
         launch(name="shop", database_url="sqlite:///shop.db")
         result = support.run("I was charged twice", session_id="c1")
+        ```
 
     Args:
         kind: The agent kind, part of every workflow id: 1 to 100 ASCII letters, digits,

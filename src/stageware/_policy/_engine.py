@@ -45,10 +45,12 @@ class PolicyEngine:
     """The middleware a policy installs, ordered per hook point, and how it acts.
 
     Build it with ``load_policy("policy.yaml", baseline="org.yaml")``, or in code from
-    entries or declared middleware::
+    entries or declared middleware:
 
-        engine = PolicyEngine([PolicyEntry(no_weekend_refunds, band=Band.GUARDRAIL)])
-        agent = Agent(model, tools=[refund], policy=engine)
+    ```python
+    engine = PolicyEngine([PolicyEntry(no_weekend_refunds, band=Band.GUARDRAIL)])
+    agent = Agent(model, tools=[refund], policy=engine)
+    ```
 
     Args:
         entries: The middleware, in spec order (``MiddlewareDef`` for a declaration as it

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import final
 
@@ -257,7 +258,9 @@ class _Builder:
             return
         if declared.config is not None:
             settings = (*path, "settings")
-            found = validate_settings(document, settings, declared.config, item.settings, name)
+            found = validate_settings(
+                document, settings, declared.config, item.settings, name, _folder(document)
+            )
             if found:
                 self._problems += found
                 return
@@ -302,6 +305,7 @@ class _Builder:
                 fail_mode=item.fail_mode,
                 timeout=item.timeout,
                 baseline=baseline,
+                settings_dir=_folder(document),
             )
         except SpecError as error:
             message = str(error)
@@ -311,3 +315,9 @@ class _Builder:
             message = f"building middleware {declared.name!r} failed: {describe_failure(exc)}"
         self._problems.append(document.problem(path, message, declared.name))
         return None
+
+
+def _folder(document: Document) -> Path:
+    """The folder of the spec file *document* was read from: its settings' relative paths
+    are relative to it, as an include or an import in any config file would be."""
+    return Path(document.file).parent
