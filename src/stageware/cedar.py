@@ -21,7 +21,7 @@ except ModuleNotFoundError as _missing:
         raise
     raise ImportError(
         f"stageware.cedar needs the 'cedarpy' package, from {_extras.needs_extra('cedar')}"
-    ) from (_missing)
+    ) from _missing
 
 __all__ = [
     "CedarEvaluationError",

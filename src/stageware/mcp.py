@@ -25,6 +25,6 @@ except ModuleNotFoundError as _missing:
         raise
     raise ImportError(
         "stageware.mcp needs the 'mcp' package, from " + _extras.needs_extra("mcp")
-    ) from (_missing)
+    ) from _missing
 
 __all__ = ["MCPClient", "MCPConnectionError", "MCPTool"]
