@@ -7,7 +7,7 @@ with the verified identity of each; approvers approve, deny and resolve with pla
 forms. It needs the ``console`` extra:
 
 ```bash
-pip install 'stageware[console]'
+pip install -e '.[console]'    # in a clone; the README's Install gives a git URL form
 stageware console --store sqlite:///sessions.db --auth local --user dana
 ```
 
@@ -21,6 +21,8 @@ session).
 
 from __future__ import annotations
 
+from stageware import _extras
+
 try:
     from stageware._console._app import create_app
 except ModuleNotFoundError as _missing:
@@ -28,8 +30,8 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] not in ("starlette", "jinja2"):
         raise
     raise ImportError(
-        "stageware.console needs Starlette, Jinja2 and python-multipart: "
-        "pip install 'stageware[console]'"
+        "stageware.console needs Starlette, Jinja2 and python-multipart, from "
+        + _extras.needs_extra("console")
     ) from _missing
 from stageware._console._auth import (
     ConsoleAuthenticator,

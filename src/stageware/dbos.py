@@ -8,7 +8,7 @@ stops on approvals waits for them durably (``wait_for_answers``); ``wake`` makes
 waiting run look at its session again. It needs the ``dbos`` package:
 
 ```bash
-pip install 'stageware[dbos]'
+pip install -e '.[dbos]'    # in a clone; the README's Install gives a git URL form
 ```
 
 DBOS runs workflows on asyncio: use ``run_async`` and friends from asyncio code, never
@@ -16,6 +16,8 @@ from trio. See the guide "Durable runs on DBOS".
 """
 
 from __future__ import annotations
+
+from stageware import _extras
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent
@@ -33,7 +35,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name != "dbos":
         raise
     raise ImportError(
-        "stageware.dbos needs the 'dbos' package: pip install 'stageware[dbos]'"
+        f"stageware.dbos needs the 'dbos' package, from {_extras.needs_extra('dbos')}"
     ) from _missing
 
 __all__ = [

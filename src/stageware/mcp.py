@@ -3,7 +3,7 @@
 It needs the optional ``mcp`` package (the official SDK):
 
 ```bash
-pip install 'stageware[mcp]'
+pip install -e '.[mcp]'    # in a clone; the README's Install gives a git URL form
 ```
 
 ``MCPClient.stdio(command, args)`` runs a server as a subprocess; ``MCPClient.http(url)``
@@ -13,6 +13,8 @@ through the ExecuteTool chain like any tool, so middleware and policies govern t
 
 from __future__ import annotations
 
+from stageware import _extras
+
 try:
     from stageware._host.tools._mcp_client import MCPClient
     from stageware._host.tools._mcp_errors import MCPConnectionError
@@ -21,8 +23,8 @@ except ModuleNotFoundError as _missing:
     # Only a missing SDK gets the install hint; any other missing module is a real bug.
     if _missing.name is None or _missing.name.partition(".")[0] not in ("mcp", "mcp_types"):
         raise
-    raise ImportError("stageware.mcp needs the 'mcp' package: pip install 'stageware[mcp]'") from (
-        _missing
-    )
+    raise ImportError(
+        "stageware.mcp needs the 'mcp' package, from " + _extras.needs_extra("mcp")
+    ) from _missing
 
 __all__ = ["MCPClient", "MCPConnectionError", "MCPTool"]

@@ -178,7 +178,7 @@ class DurableAgent:
 
     def start(self, prompt: Prompt, *, session_id: str) -> WorkflowHandle[DurableResult]:
         """Start one request on *session_id* as a workflow; its handle's result is a
-        ``DurableResult``. Not queued: see :meth:`enqueue` to keep one session's requests
+        ``DurableResult``. Not queued: see ``enqueue`` to keep one session's requests
         from overlapping."""
         prompt = _checked(prompt, session_id, self.kind)
         with needs_launch(f"{self!r}.start"), SetWorkflowID(_ids.request_id(self.kind, session_id)):
@@ -187,7 +187,7 @@ class DurableAgent:
     async def start_async(
         self, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandleAsync[DurableResult]:
-        """:meth:`start` for asyncio code."""
+        """``start`` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
         with needs_launch(f"{self!r}.start"), SetWorkflowID(_ids.request_id(self.kind, session_id)):
             return await DBOS.start_workflow_async(self._request, session_id, prompt)
@@ -220,7 +220,7 @@ class DurableAgent:
     async def enqueue_async(
         self, queue: Queue, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandleAsync[DurableResult]:
-        """:meth:`enqueue` for asyncio code."""
+        """``enqueue`` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
         with needs_launch(f"{self!r}.enqueue_async"):
             if not known_serial(queue.name):

@@ -12,7 +12,7 @@ each hook point it declares, calls it with events generated from that hook's eve
 - does not raise.
 
 A failure names the middleware, the hook point, the event (as JSON) and what was wrong.
-It needs hypothesis: ``pip install 'stageware[testing]'``.
+It needs hypothesis, from the ``testing`` extra (``pip install -e '.[testing]'`` in a clone).
 
 In a test module of the plugin, one line makes a test per middleware and hook point:
 
@@ -49,6 +49,8 @@ middleware that declare its hook point.
 
 from __future__ import annotations
 
+from stageware import _extras
+
 try:
     from stageware._policy.conformance._cases import ConformanceCase
     from stageware._policy.conformance._failures import Check, ConformanceError, ConformanceFailure
@@ -66,7 +68,8 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "hypothesis":
         raise
     raise ImportError(
-        "stageware.conformance needs the 'hypothesis' package: pip install 'stageware[testing]'"
+        "stageware.conformance needs the 'hypothesis' package, from "
+        + _extras.needs_extra("testing")
     ) from _missing
 
 __all__ = [

@@ -149,7 +149,7 @@ _InspectRow = tuple[object, int | None, str | None, datetime | None, datetime, i
 class PostgresSessionStore:
     """A ``SessionStore`` in a PostgreSQL database, for many workers on many machines.
 
-    The store creates its schema and tables on first use (see ``_postgres_tables``) and
+    The store creates its schema and tables on first use and
     refuses a schema written by a newer stageware. Each save is one atomic statement, so a
     refused or failed save writes nothing. Lease expiries are computed and compared by the
     database server, so the workers' own clocks do not matter.

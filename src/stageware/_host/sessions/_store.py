@@ -228,7 +228,7 @@ class SessionStore(Protocol):
     store at once, so an implementation must be thread-safe. Each call is atomic: a
     refused or failed ``save`` leaves the stored session exactly as it was.
 
-    A store also keeps the sessions' escalations (see ``_escalations``): written by the
+    A store also keeps the sessions' escalations (``Escalation``): written by the
     final save of a run that escalated, in the same transaction, then claimed and resolved
     by humans. Claims and resolutions change only the escalation, never the session or
     its version.
@@ -367,7 +367,7 @@ class SessionStore(Protocol):
         limit: int = 50,
         after: str | None = None,
     ) -> ApprovalPage:
-        """One page of the approvals ledger (see ``_approval_rows``).
+        """One page of the approvals ledger (``ApprovalEntry`` rows).
 
         Pending entries come oldest first (by ``asked_at``, then session, then interrupt
         id); approved, denied, lapsed and ``"answered"`` ones newest answer first (by

@@ -130,7 +130,7 @@ class _Http:
 class MCPClient:
     """A connection to one MCP server, whose tools an agent can call.
 
-    Build one with :meth:`stdio` or :meth:`http`, and pass it in an agent's tools:
+    Build one with ``stdio`` or ``http``, and pass it in an agent's tools:
 
     ```python
     with MCPClient.stdio("python", ["weather_server.py"]) as weather:
@@ -171,7 +171,7 @@ class MCPClient:
         call_timeout: float | None,
         max_result_chars: int | None,
     ) -> None:
-        """Use :meth:`stdio` or :meth:`http`."""
+        """Use ``stdio`` or ``http``."""
         # Room for "_" and at least one character of the server's name.
         if prefix is not None and (not prefix or _TOOL_NAME.fullmatch(f"{prefix}_x") is None):
             raise ValueError(

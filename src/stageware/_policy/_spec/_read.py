@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import final
 
+from stageware._extras import needs_extra
 from stageware._generated.policy_points import HookPoint
 from stageware._host.models import Model
 from stageware._policy._author_code import PASSING, describe_failure
@@ -121,7 +122,7 @@ def load_policy(
         SpecError: For every problem in either file, one ``file:line: path: message`` line
             each.
         OSError: If a file cannot be read.
-        ImportError: If PyYAML is not installed (``pip install 'stageware[policy]'``).
+        ImportError: If PyYAML (the ``policy`` extra) is not installed.
     """
     return read_policy(path, baseline=baseline).engine(
         retry_budgets=retry_budgets,
@@ -143,7 +144,7 @@ def read_policy(
         SpecError: For every problem in either file, one ``file:line: path: message`` line
             each.
         OSError: If a file cannot be read.
-        ImportError: If PyYAML is not installed (``pip install 'stageware[policy]'``).
+        ImportError: If PyYAML (the ``policy`` extra) is not installed.
     """
     try:
         from ._yaml import parse_yaml  # PyYAML comes with the policy extra
@@ -151,7 +152,7 @@ def read_policy(
         if exc.name != "yaml":
             raise
         raise ImportError(
-            "reading a policy spec needs PyYAML: pip install 'stageware[policy]'", name="yaml"
+            "reading a policy spec needs PyYAML, from " + needs_extra("policy"), name="yaml"
         ) from None
     files = [(baseline, True)] if baseline is not None else []
     files.append((path, False))
