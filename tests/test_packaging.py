@@ -206,7 +206,9 @@ def test_without_the_dbos_extra_stageware_dbos_names_the_extra(
 
     assert imported.returncode == 1
     assert imported.stderr.rstrip().endswith(
-        "ImportError: stageware.dbos needs the 'dbos' package: pip install 'stageware[dbos]'"
+        "ImportError: stageware.dbos needs the 'dbos' package, from the `dbos` extra: "
+        "pip install -e '.[dbos]' in a clone, "
+        "or pip install 'stageware[dbos] @ git+https://<your-git-host>/stageware.git'"
     )
 
 
@@ -236,7 +238,8 @@ def test_without_the_codegen_or_postgres_extra_the_policy_commands_run(
     assert postgres.returncode == 2
     assert postgres.stderr == (
         "stageware policy approvals: --store postgresql://...: the PostgreSQL store needs the "
-        "postgres extra: pip install 'stageware[postgres]'\n"
+        "`postgres` extra: pip install -e '.[postgres]' in a clone, "
+        "or pip install 'stageware[postgres] @ git+https://<your-git-host>/stageware.git'\n"
     )
 
 
@@ -250,7 +253,7 @@ def test_without_the_codegen_extra_generate_names_the_extra(
     )
 
     assert result.returncode == 2
-    assert "pip install 'stageware[codegen]'" in result.stderr
+    assert "needs the `codegen` extra: pip install -e '.[codegen]' in a clone" in result.stderr
 
 
 def test_without_the_policy_extra_the_policy_demo_names_the_extra(
@@ -259,7 +262,7 @@ def test_without_the_policy_extra_the_policy_demo_names_the_extra(
     result = runtime_venv.run("stageware", "demo", "policy", cwd=tmp_path)
 
     assert result.returncode == 2
-    assert "pip install 'stageware[policy]'" in result.stderr
+    assert "needs PyYAML, from the `policy` extra: pip install -e '.[policy]'" in result.stderr
 
 
 def test_the_policy_demo_runs_from_the_wheel_with_pyyaml(
@@ -281,8 +284,9 @@ def test_without_the_policy_extra_policy_check_names_the_extra(
 
     assert result.returncode == 2
     assert result.stderr == (
-        "stageware policy check: reading a policy spec needs PyYAML: "
-        "pip install 'stageware[policy]'\n"
+        "stageware policy check: reading a policy spec needs PyYAML, from the `policy` extra: "
+        "pip install -e '.[policy]' in a clone, "
+        "or pip install 'stageware[policy] @ git+https://<your-git-host>/stageware.git'\n"
     )
 
 

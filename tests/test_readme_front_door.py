@@ -14,8 +14,13 @@ from pathlib import Path
 from tests.readme import README, readme_blocks, run_example
 
 _ROOT = README.parent
-_COMMANDS = (
+_SENTENCE = "\n\n**stageware is typed middleware around the stages of an AI-agent run**"
+_CLONE = (
     "```bash\n"
+    "git clone https://<your-git-host>/stageware.git && cd stageware"
+    "   # <your-git-host>: where yours is hosted\n"
+)
+_COMMANDS = (
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && stageware demo\n"
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && python -m pytest\n"
     "```\n"
@@ -32,10 +37,15 @@ def _shown_output(code: str) -> str:
     return "".join(f"{line}\n" for line in shown)
 
 
-def test_the_two_commands_are_the_first_lines() -> None:
+def test_what_it_is_then_the_clone_and_the_two_commands_come_first() -> None:
     text = README.read_text(encoding="utf-8")
+    title, _, rest = text.partition(_SENTENCE)
 
-    assert text.startswith("# stageware\n\n" + _COMMANDS)
+    assert title == "# stageware"
+    # The sentence is one paragraph; the commands' block follows it.
+    paragraph, _, after = rest.partition("\n\n")
+    assert "```" not in paragraph
+    assert after.startswith(_CLONE + _COMMANDS)
 
 
 def test_the_first_agent_prints_what_the_readme_shows(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ the steps before it:
 asked later) are shared by all of them; ``_shipped_schema``
 finds the stage schema the wheel ships.
 
-The generator needs the ``codegen`` extra (``pip install 'stageware[codegen]'``) and the
+The generator needs the ``codegen`` extra (``pip install -e '.[codegen]'`` in a clone) and the
 runtime never imports it. Names here load on first use, so importing this package, or
 the command line inside it, loads none of the extra's packages: ``stageware demo`` runs
 without them.

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from stageware import __version__
+from stageware._extras import needs_extra
 
 from ._errors import InvalidSchemaError, OutputError, SchemaError
 from ._project import ConfigError, ProjectConfig, find_config, relative_path
@@ -53,10 +54,7 @@ class _UsageError(Exception):
 def _missing_extra(exc: ImportError) -> Exception:
     """A clear message when the codegen extra is not installed; other errors unchanged."""
     if exc.name is not None and exc.name.split(".")[0] in _CODEGEN_MODULES:
-        return _UsageError(
-            f"the generator needs the codegen extra ({exc.name} is missing): "
-            "pip install 'stageware[codegen]'"
-        )
+        return _UsageError(f"the generator needs {needs_extra('codegen')} ({exc.name} is missing)")
     return exc
 
 

@@ -2,15 +2,19 @@
 
 ``AnthropicModel`` talks to Anthropic's API, or to a server that speaks it (a LiteLLM
 proxy's Anthropic endpoint, say), through the official ``anthropic`` SDK. It needs the
-optional ``anthropic`` package::
+optional ``anthropic`` package:
 
-    pip install 'stageware[anthropic]'
+```bash
+pip install -e '.[anthropic]'    # in a clone; the README's Install gives a git URL form
+```
 
 Its errors (``ModelError``, ``ModelThrottledError``, ``ContextWindowOverflowError``) are
 the ones any model raises; they are exported by ``stageware`` too, which needs no extra.
 """
 
 from __future__ import annotations
+
+from stageware import _extras
 
 try:
     from stageware._host.models._anthropic import AnthropicModel
@@ -19,7 +23,8 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "anthropic":
         raise
     raise ImportError(
-        "stageware.anthropic needs the 'anthropic' package: pip install 'stageware[anthropic]'"
+        "stageware.anthropic needs the 'anthropic' package, from "
+        + _extras.needs_extra("anthropic")
     ) from _missing
 
 from stageware._host.models._errors import (

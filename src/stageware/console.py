@@ -4,10 +4,12 @@ Approvers are rarely at a terminal. ``create_app`` serves, for any session store
 pending policy approvals (what will run if approved, the conversation leading to it, the
 policy's reason, who may answer), the open escalations, and an audit of past decisions
 with the verified identity of each; approvers approve, deny and resolve with plain HTML
-forms. It needs the ``console`` extra::
+forms. It needs the ``console`` extra:
 
-    pip install 'stageware[console]'
-    stageware console --store sqlite:///sessions.db --auth local --user dana
+```bash
+pip install -e '.[console]'    # in a clone; the README's Install gives a git URL form
+stageware console --store sqlite:///sessions.db --auth local --user dana
+```
 
 Who a request comes from is decided by a ``ConsoleAuthenticator`` the deployment plugs in:
 ``LocalAuthenticator`` for development, ``ProxyHeaderAuthenticator`` behind a single-sign-on
@@ -19,6 +21,8 @@ session).
 
 from __future__ import annotations
 
+from stageware import _extras
+
 try:
     from stageware._console._app import create_app
 except ModuleNotFoundError as _missing:
@@ -26,8 +30,8 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] not in ("starlette", "jinja2"):
         raise
     raise ImportError(
-        "stageware.console needs Starlette, Jinja2 and python-multipart: "
-        "pip install 'stageware[console]'"
+        "stageware.console needs Starlette, Jinja2 and python-multipart, from "
+        + _extras.needs_extra("console")
     ) from _missing
 from stageware._console._auth import (
     ConsoleAuthenticator,

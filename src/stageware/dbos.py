@@ -5,15 +5,19 @@ process (a system database on SQLite or PostgreSQL); a request then runs as a DB
 workflow that a worker killed at any point resumes, on restart or on another worker,
 without calling a model or running a tool again whose result was recorded. A run that
 stops on approvals waits for them durably (``wait_for_answers``); ``wake`` makes a
-waiting run look at its session again. It needs the ``dbos`` package::
+waiting run look at its session again. It needs the ``dbos`` package:
 
-    pip install 'stageware[dbos]'
+```bash
+pip install -e '.[dbos]'    # in a clone; the README's Install gives a git URL form
+```
 
 DBOS runs workflows on asyncio: use ``run_async`` and friends from asyncio code, never
 from trio. See the guide "Durable runs on DBOS".
 """
 
 from __future__ import annotations
+
+from stageware import _extras
 
 try:
     from stageware._dbos._agent import AgentFactory, DurableAgent
@@ -31,7 +35,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name != "dbos":
         raise
     raise ImportError(
-        "stageware.dbos needs the 'dbos' package: pip install 'stageware[dbos]'"
+        f"stageware.dbos needs the 'dbos' package, from {_extras.needs_extra('dbos')}"
     ) from _missing
 
 __all__ = [

@@ -1,8 +1,10 @@
 """An MCP server's tools for an agent: ``MCPClient`` over stdio or streamable HTTP.
 
-It needs the optional ``mcp`` package (the official SDK)::
+It needs the optional ``mcp`` package (the official SDK):
 
-    pip install 'stageware[mcp]'
+```bash
+pip install -e '.[mcp]'    # in a clone; the README's Install gives a git URL form
+```
 
 ``MCPClient.stdio(command, args)`` runs a server as a subprocess; ``MCPClient.http(url)``
 speaks to one over streamable HTTP. Pass the client in an agent's ``tools``: its tools run
@@ -10,6 +12,8 @@ through the ExecuteTool chain like any tool, so middleware and policies govern t
 """
 
 from __future__ import annotations
+
+from stageware import _extras
 
 try:
     from stageware._host.tools._mcp_client import MCPClient
@@ -19,8 +23,8 @@ except ModuleNotFoundError as _missing:
     # Only a missing SDK gets the install hint; any other missing module is a real bug.
     if _missing.name is None or _missing.name.partition(".")[0] not in ("mcp", "mcp_types"):
         raise
-    raise ImportError("stageware.mcp needs the 'mcp' package: pip install 'stageware[mcp]'") from (
-        _missing
-    )
+    raise ImportError(
+        "stageware.mcp needs the 'mcp' package, from " + _extras.needs_extra("mcp")
+    ) from _missing
 
 __all__ = ["MCPClient", "MCPConnectionError", "MCPTool"]

@@ -2,12 +2,16 @@
 
 ``PostgresSessionStore`` keeps sessions in a PostgreSQL database, with the guarantees of
 ``SQLiteSessionStore`` (conditional saves, leases) across machines. It needs psycopg 3 and
-its connection pool::
+its connection pool:
 
-    pip install 'stageware[postgres]'
+```bash
+pip install -e '.[postgres]'    # in a clone; the README's Install gives a git URL form
+```
 """
 
 from __future__ import annotations
+
+from stageware import _extras
 
 try:
     from stageware._host.sessions._postgres import PostgresSessionStore
@@ -16,8 +20,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] not in ("psycopg", "psycopg_pool"):
         raise
     raise ImportError(
-        "stageware.postgres needs the 'psycopg' and 'psycopg_pool' packages: "
-        "pip install 'stageware[postgres]'"
+        "stageware.postgres needs psycopg and psycopg_pool, from " + _extras.needs_extra("postgres")
     ) from _missing
 
 __all__ = ["PostgresSessionStore"]

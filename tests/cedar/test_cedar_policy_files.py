@@ -109,3 +109,56 @@ async def test_a_spec_lists_cedar_like_any_middleware(tmp_path: Path) -> None:
     broken = _write(tmp_path, "broken.yaml", spec.read_text().replace("policies:", "policys:"))
     with pytest.raises(SpecError, match="policys"):
         read_policy(broken)
+
+
+@pytest.mark.anyio
+async def test_a_specs_relative_policy_paths_are_read_from_the_specs_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    (config / "policies").mkdir(parents=True)
+    _write(
+        config / "policies",
+        "models.cedar",
+        'permit(principal, action == Action::"route.select", resource == Model::"small");\n',
+    )
+    spec = _write(
+        config,
+        "policy.yaml",
+        "version: 1\n"
+        "middleware:\n"
+        "  - use: stageware.cedar:cedar_policy\n"
+        "    hooks: [route.select]\n"
+        "    settings:\n"
+        "      policies: [policies/models.cedar]\n",
+    )
+    # The application runs elsewhere, where the relative path names nothing.
+    elsewhere = tmp_path / "app"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    [entry] = read_policy(spec).entries
+    assert entry.settings_dir == config
+    small = RouteEvent(run_id="r", model_id="small", tool_names=[])
+    large = RouteEvent(run_id="r", model_id="large", tool_names=[])
+    assert await entry.handler(small, env(HookPoint.ROUTE_SELECT, Principal("dana"))) is None
+    assert await entry.handler(large, env(HookPoint.ROUTE_SELECT, Principal("dana"))) is not None
+    # Named relative to where the spec was given: a spec given as a relative path too.
+    monkeypatch.chdir(tmp_path)
+    [relative] = read_policy("config/policy.yaml").entries
+    assert relative.settings_dir == Path("config")
+
+    # Settings given in code keep reading from the working directory.
+    with pytest.raises(CedarPolicyError, match=r"policies/models\.cedar: cannot be read"):
+        cedar_policy.build(settings(policy_text=None, policies=[Path("policies/models.cedar")]))
+    monkeypatch.chdir(config)
+    in_code = cedar_policy.build(
+        settings(policy_text=None, policies=[Path("policies/models.cedar")])
+    )
+    assert await in_code(small, env(HookPoint.ROUTE_SELECT, Principal("dana"))) is None
+
+    # A missing file in a spec is named by where it was looked for.
+    gone = _write(config, "gone.yaml", spec.read_text().replace("models.cedar", "gone.cedar"))
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(SpecError, match=r"policies/gone\.cedar: cannot be read"):
+        read_policy(gone)

@@ -140,7 +140,9 @@ def test_a_missing_extra_names_the_install_command(
     result = cli("generate")
 
     assert result.code == 2
-    assert "pip install 'stageware[codegen]'" in result.err
+    assert "the generator needs the `codegen` extra: pip install -e '.[codegen]' in a clone" in (
+        result.err
+    )
 
 
 def test_no_configuration_is_a_usage_error(

@@ -112,6 +112,24 @@ def test_a_console_that_cannot_start_says_why_in_one_line(
     assert expected in line
 
 
+def test_a_store_not_made_yet_is_one_line_that_says_how_to_make_it_and_no_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "sessions.db"
+
+    status, err = run(
+        ["--store", f"sqlite:///{missing}", "--auth", "local", "--user", "dana"], capsys
+    )
+
+    assert status == 2
+    # Only the error: the local mode's warning is for a console that serves.
+    assert err == (
+        f"stageware console: --store {missing}: no such file; an agent makes one when it runs "
+        "with SQLiteSessionStore(path) (sqlite:////abs/path.db names an absolute path)\n"
+    )
+    assert not missing.exists()
+
+
 def test_a_short_secret_is_refused_without_showing_it(
     store_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from html import unescape
 from typing import Any
 
-from stageware import Escalation, SessionStore
-from tests.host.sessions.stores import make_snapshot
+from stageware import Escalation, EscalationPage, EscalationStatus, SessionStore
+from tests.host.sessions.stores import DelegatingStore, make_snapshot
 
 from .desk import Browser, form_fields
 
@@ -87,6 +87,55 @@ def test_an_escalation_is_claimed_and_resolved_as_the_verified_user(store: Sessi
     audit = browser.get("/audit").text
     assert f'data-escalation-id="{escalation.id}"' in audit
     assert '<td class="resolved-by">olga</td>' in audit
+
+
+def test_the_audit_lists_the_latest_resolved_escalations_first(store: SessionStore) -> None:
+    now = datetime.now(UTC)
+    escalations = [
+        escalate(store, f"s{age}", created_at=now - timedelta(hours=age)) for age in (3, 1, 2)
+    ]
+    for escalation in escalations:
+        store.resolve_escalation(escalation.id, by="olga", resolution="done")
+    escalate(store, "s-open")  # unresolved: not in the audit
+    browser = Browser(store, page_size=2)
+
+    audit = browser.get("/audit").text
+    resolved = re.findall(r'<tr class="resolution" data-escalation-id="([^"]*)">', audit)
+    newest_first = sorted(escalations, key=lambda e: e.created_at, reverse=True)
+    assert resolved == [e.id for e in newest_first[:2]]
+    assert '<span id="escalations-total">3</span>' in audit
+    match = re.search(r'<a id="next-escalations" href="([^"]+)"', audit)
+    assert match is not None
+    rest = browser.get(unescape(match.group(1))).text
+    assert re.findall(r'<tr class="resolution" data-escalation-id="([^"]*)">', rest) == [
+        newest_first[2].id
+    ]
+
+
+class _NoPaging(DelegatingStore):
+    """A store whose listing fails: a page that needs one escalation must not list them."""
+
+    def escalation_page(
+        self,
+        queue: str | None = None,
+        *,
+        status: EscalationStatus | None = None,
+        created_before: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+        newest_first: bool = False,
+    ) -> EscalationPage:
+        raise AssertionError("the escalation's page listed the store's escalations")
+
+
+def test_an_escalations_page_looks_it_up_by_id(store: SessionStore) -> None:
+    wanted = escalate(store, "s1")
+    for number in range(3):
+        escalate(store, f"other{number}")
+    browser = Browser(_NoPaging(store))
+    html = unescape(browser.get(f"/escalations/{wanted.id}").text)
+    assert "a refund for s1 is over the limit" in html
+    assert browser.get("/escalations/0123456789abcdef0123456789abcdef").status_code == 404
 
 
 def test_another_users_claim_is_taken_over_only_when_asked(store: SessionStore) -> None:

@@ -56,7 +56,7 @@ def test_the_anthropic_example_runs(
 
     assert capsys.readouterr().out.splitlines() == ["Sunny in Oslo. 1200"]
     first, second = (request.body for request in server.requests)
-    assert first["model"] == "claude-sonnet-4-5"
+    assert first["model"] == "claude-sonnet-4-6"
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert first["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}

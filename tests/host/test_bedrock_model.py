@@ -448,5 +448,7 @@ def test_without_boto3_the_import_names_the_extra(monkeypatch: pytest.MonkeyPatc
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.delitem(sys.modules, "stageware.bedrock")
 
-    with pytest.raises(ImportError, match=r"pip install 'stageware\[bedrock\]'"):
+    with pytest.raises(
+        ImportError, match=r"the `bedrock` extra: pip install -e '\.\[bedrock\]' in a clone"
+    ):
         importlib.import_module("stageware.bedrock")

@@ -23,6 +23,9 @@ def test_the_demo_trace_shows_every_middleware_at_work(tmp_path: Path) -> None:
     assert "refund needs a human: interrupting" in trace
     assert "-> stop_reason=interrupt" in trace
     assert "human answered 'approve'" in trace
+    # The plain answer is said to be the unverified gate, and the verified one is pointed to.
+    assert "takes a plain answer from whoever resumes" in trace
+    assert "`stageware demo policy` shows those" in trace
     assert "hit: answered without calling the model" in trace
     assert trace.rstrip().endswith("every check passed")
     assert "jane.doe@example.com" not in trace.split("== 2.")[1]

@@ -798,5 +798,7 @@ def test_import_without_openai_names_the_extra(monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setitem(sys.modules, "openai", None)
 
-    with pytest.raises(ImportError, match=r"pip install 'stageware\[openai\]'"):
+    with pytest.raises(
+        ImportError, match=r"the `openai` extra: pip install -e '\.\[openai\]' in a clone"
+    ):
         import stageware.openai  # noqa: F401

@@ -129,10 +129,16 @@ async def test_an_answer_in_a_prompt_without_an_authenticator_is_refused() -> No
     agent = desk.agent([REFUND, "never"], authenticator=None)
     waiting = (await agent.invoke_async("refund order 7")).interrupts[0].id
 
-    with pytest.raises(ApprovalRefused, match="cannot be answered in a prompt"):
+    with pytest.raises(ApprovalRefused, match="cannot be answered in a prompt") as refused:
         await agent.invoke_async(answer(waiting, approved=True))
 
     assert desk.refunds == []
+    # This agent keeps no session store, so no console could answer it: the refusal says
+    # what it needs rather than sending the reader to a command with nothing to open.
+    message = str(refused.value)
+    assert "Configure PolicyEngine(authenticator=...)" in message
+    assert "give the agent a session store (session_store=, session_id=)" in message
+    assert "Record the answer" not in message
 
 
 @pytest.mark.anyio

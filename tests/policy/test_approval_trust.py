@@ -406,7 +406,8 @@ def test_without_an_authenticator_a_prompt_cannot_approve(store: SessionStore, c
 
     message = str(refused.value)
     assert "cannot be answered in a prompt" in message
-    assert "stageware policy approvals --approve/--deny" in message
+    assert "Record the answer with `stageware console` or `stageware policy" in message
+    assert "approvals --approve/--deny" in message
     assert "PolicyEngine(authenticator=...)" in message
     assert desk.paid == []
     # The operator can: the command line answers as the OS account.

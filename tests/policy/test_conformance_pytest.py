@@ -335,7 +335,9 @@ def test_without_hypothesis_the_suite_names_the_extra(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path
     )
     assert completed.stdout == (
-        "stageware.conformance needs the 'hypothesis' package: pip install 'stageware[testing]'\n"
+        "stageware.conformance needs the 'hypothesis' package, from the `testing` extra: "
+        "pip install -e '.[testing]' in a clone, "
+        "or pip install 'stageware[testing] @ git+https://<your-git-host>/stageware.git'\n"
     )
 
 

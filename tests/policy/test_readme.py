@@ -48,25 +48,18 @@ def test_the_outcome_table_is_the_enforced_one() -> None:
 def test_the_example_runs_as_written() -> None:
     section = _section("Policies")
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    paid: list[int] = []
-
-    @tool
-    def refund(amount: int) -> str:
-        """Refund an amount."""
-        paid.append(amount)
-        return "refunded"
-
-    model = ScriptedModel(
-        [
-            ScriptedTurn(tool_calls=[ScriptedToolCall("refund", {"amount": 400}, id="t1")]),
-            "Refunded.",
-        ]
-    )
-    namespace: dict[str, Any] = {"model": model, "refund": refund}
+    # The block is whole: its own tool and model, as a reader pastes it.
+    namespace: dict[str, Any] = {}
     exec(compile(code, page_of("## Policies\n"), "exec"), namespace)
     result = namespace["result"]
     assert result.stop_reason == "end_turn"
-    assert paid == [400]
+    [ran] = [
+        block["toolResult"]
+        for message in namespace["agent"].messages
+        for block in message["content"]
+        if "toolResult" in block
+    ]
+    assert ran["content"] == [{"text": "refunded 400 for order 1234"}]
     assert [d.outcome for d in result.decisions] == ["continue"]
     [decision] = result.decisions
     assert decision.reason == "approved by dana@example.com (authenticator): loyal customer"

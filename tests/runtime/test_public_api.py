@@ -11,11 +11,13 @@ import stageware.runtime
 
 # Public submodules: importing one binds it on the package, but they stay out of __all__,
 # so that `from stageware import *` works without the extras the model adapters, MCP,
-# `postgres` and `conformance` (`testing`) need.
+# `postgres`, `dbos`, `cedar`, `console` and `conformance` (`testing`) need.
 OPTIONAL_SUBMODULES = {
     "anthropic",
     "bedrock",
+    "cedar",
     "conformance",
+    "console",
     "dbos",
     "mcp",
     "openai",
@@ -34,7 +36,9 @@ def test_every_public_name_is_in_all() -> None:
 def test_optional_submodules_are_not_star_exported() -> None:
     import stageware.anthropic
     import stageware.bedrock
+    import stageware.cedar
     import stageware.conformance  # binds the submodules on the package
+    import stageware.console
     import stageware.dbos
     import stageware.mcp
     import stageware.openai

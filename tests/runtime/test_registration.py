@@ -6,7 +6,6 @@ import functools
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import anyio
 import pytest
 
 from stageware import (
@@ -16,7 +15,6 @@ from stageware import (
     MiddlewareStage,
     Phase,
 )
-from tests.readme import first_block, page_of
 
 from .stage_fixture import (
     Done,
@@ -24,8 +22,6 @@ from .stage_fixture import (
     EchoEvent,
     EchoResult,
     EchoStage,
-    collect,
-    echo_terminal,
 )
 
 Next = Callable[[EchoContext], AsyncIterator[EchoEvent]]
@@ -179,26 +175,3 @@ def test_stage_names_read_like_their_tokens() -> None:
     assert repr(EchoStage) == "EchoStage"
     assert repr(EchoStage.Output) == "EchoStage.Output"
     assert repr(MiddlewareStage("MyStage", result_type=EchoResult, result_event=Done)) == "MyStage"
-
-
-def test_the_guide_s_own_stage_takes_middleware() -> None:
-    # The writing-middleware guide declares a stage with no schema; with the names it leaves
-    # to the reader bound to the Echo stage's classes, it is a stage handlers run on.
-    heading = "# Writing middleware\n"
-    code = first_block(heading, "A stage of your own needs no schema at all")
-    namespace: dict[str, Any] = {
-        "MiddlewareStage": MiddlewareStage,
-        "MyContext": EchoContext,
-        "MyResult": EchoResult,
-        "MyEvent": EchoEvent,
-        "MyDone": Done,
-    }
-    exec(compile(code, page_of(heading), "exec"), namespace)
-    stage = namespace["MyStage"]
-    registry = MiddlewareRegistry(stages=[stage])
-    registry.add_middleware(stage.Input, lambda c: c.replace(text=c.text.upper()))
-
-    events = anyio.run(collect, registry.invoke(stage, EchoContext(text="hi there"), echo_terminal))
-
-    assert stage.name == "My"
-    assert events[-1] == Done("HI THERE")

@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal, cast
 
 import anyio.to_thread
 import cedarpy
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from stageware.policy import (
     Block,
@@ -65,8 +65,9 @@ class CedarSettings(BaseModel):
     )
 
     policies: list[Path] = Field(default_factory=list[Path])
-    """Cedar policy files, read when the middleware is built (relative paths from the
-    working directory)."""
+    """Cedar policy files, read when the middleware is built. A relative path is read from
+    the spec file's folder when a spec gives it, and from the working directory when code
+    does."""
     policy_text: str | None = None
     """Cedar policies given inline, after those of the files."""
     tools: str | list[Any] = Field(default_factory=list[Any])
@@ -82,6 +83,20 @@ class CedarSettings(BaseModel):
     anonymous: Literal["deny", "agent"] = "deny"
     """A run without a ``Principal``: ``deny`` refuses each step; ``agent`` asks the
     policies with ``Agent::"<agent name>"`` as the principal."""
+
+    @field_validator("policies", mode="after")
+    @classmethod
+    def _from_the_spec(cls, policies: list[Path], info: ValidationInfo) -> list[Path]:
+        # The spec's folder, when a spec gave these settings (see MiddlewareDef.build).
+        context: object = info.context
+        folder = (
+            cast(dict[str, object], context).get("settings_dir")
+            if isinstance(context, dict)
+            else None
+        )
+        if not isinstance(folder, Path):
+            return policies
+        return [path if path.is_absolute() else folder / path for path in policies]
 
     @model_validator(mode="after")
     def _some_policies(self) -> CedarSettings:

@@ -24,7 +24,7 @@ DESCRIPTION = (
     "policies against: the entity types, one action per tool and per decision, and the "
     "contexts typed from the stage schema's hook events and the tools' input schemas. "
     "`package.module:attribute` is imported with the current directory on the module "
-    "search path. Needs the cedar extra: pip install 'stageware[cedar]'."
+    "search path. Needs the cedar extra (pip install -e '.[cedar]' in a clone)."
 )
 
 EXIT_OK = 0
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         from stageware.cedar import schema_for
     except ImportError as error:
-        print(f"stageware cedar schema: {error}: pip install 'stageware[cedar]'", file=err)
+        print(f"stageware cedar schema: {error}", file=err)
         return EXIT_INVALID
     # As `python -m` would: the project's own modules are named relative to where it runs.
     if os.getcwd() not in sys.path and "" not in sys.path:

@@ -28,6 +28,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO, cast
 
+from stageware._extras import needs_extra
+
 from ._errors import CommandError, reported
 from ._options import refuse_without
 from ._store_url import store_arguments
@@ -119,7 +121,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _run(args: argparse.Namespace, err: TextIO) -> None:
     from ._store_url import opened_store
 
-    authenticator = _authenticator(args, err)
+    authenticator = _authenticator(args)
     hosts = _allowed_hosts(args)
     secret = _secret(args.secret_file)
     resolvers = _list(args.resolvers)
@@ -128,10 +130,14 @@ def _run(args: argparse.Namespace, err: TextIO) -> None:
 
         from stageware.console import create_app
     except ImportError:
-        raise CommandError(
-            "the console needs the console extra: pip install 'stageware[console]'"
-        ) from None
+        raise CommandError("the console needs " + needs_extra("console")) from None
     with opened_store(args.store, schema=args.schema) as store:
+        if args.auth == "local":
+            # Said once the store opened: a console that never starts has nobody to warn.
+            err.write(
+                f"{_COMMAND}: warning: --auth local: every request from this machine acts as "
+                f"{args.user!r}; for development only\n"
+            )
         app = create_app(
             store,
             authenticator=authenticator,
@@ -176,7 +182,7 @@ def _allowed_hosts(args: argparse.Namespace) -> list[str] | None:
     return [args.host]
 
 
-def _authenticator(args: argparse.Namespace, err: TextIO) -> ConsoleAuthenticator:
+def _authenticator(args: argparse.Namespace) -> ConsoleAuthenticator:
     from stageware._console._auth import (
         LocalAuthenticator,
         ProxyHeaderAuthenticator,
@@ -208,14 +214,9 @@ def _authenticator(args: argparse.Namespace, err: TextIO) -> ConsoleAuthenticato
                 "single-sign-on proxy use --auth proxy"
             )
         try:
-            local = LocalAuthenticator(args.user, roles=_list(args.roles) or ())
+            return LocalAuthenticator(args.user, roles=_list(args.roles) or ())
         except ValueError as error:
             raise CommandError(f"--user: {error}") from None
-        err.write(
-            f"{_COMMAND}: warning: --auth local: every request from this machine acts as "
-            f"{args.user!r}; for development only\n"
-        )
-        return local
     if mode == "proxy":
         if not args.trusted_proxy:
             raise CommandError(

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote, urlsplit
 
+from stageware._extras import needs_extra
+
 from ._errors import CommandError
 
 if TYPE_CHECKING:
@@ -100,7 +102,11 @@ def _sqlite(path: Path) -> SQLiteSessionStore:
 
     shown = path.absolute()
     if not path.is_file():
-        raise CommandError(f"--store {shown}: no such file")
+        # The next step, for someone who has not run an agent with a store yet.
+        raise CommandError(
+            f"--store {shown}: no such file; an agent makes one when it runs with "
+            "SQLiteSessionStore(path) (sqlite:////abs/path.db names an absolute path)"
+        )
     try:
         # Read-only, so that a file that is not a store is left exactly as it was.
         connection = sqlite3.connect(f"{shown.as_uri()}?mode=ro", uri=True)
@@ -130,8 +136,7 @@ def _postgres(url: str, schema: str) -> Generator[SessionStore]:
         from stageware.postgres import PostgresSessionStore
     except ImportError:
         raise CommandError(
-            "--store postgresql://...: the PostgreSQL store needs the postgres extra: "
-            "pip install 'stageware[postgres]'"
+            "--store postgresql://...: the PostgreSQL store needs " + needs_extra("postgres")
         ) from None
     try:
         location = locate(url)

@@ -14,6 +14,8 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Final
 
+from stageware._extras import needs_extra
+
 from ._errors import CommandError
 from ._table import cell
 
@@ -79,7 +81,7 @@ def wake_session(given: str | None, named: str | None, session_id: str, store: S
         from stageware._dbos._wake import kinds_of, wake
     except ModuleNotFoundError:
         raise CommandError(
-            f"{stored}; waking it needs the dbos package: pip install 'stageware[dbos]'"
+            f"{stored}; waking it needs the dbos package, from {needs_extra('dbos')}"
         ) from None
     try:
         kinds = kinds_of(store.load(session_id)) or None

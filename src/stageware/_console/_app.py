@@ -49,7 +49,7 @@ from ._hosts import LOOPBACK_HOSTS, AllowedHosts, parse_allowed_hosts
 from ._views import approval_view, conversation, escalation_view, older_than, who_may
 
 if TYPE_CHECKING:
-    from stageware._host.sessions import Escalation, EscalationStatus, SessionStore
+    from stageware._host.sessions import EscalationStatus, SessionStore
 
 _T = TypeVar("_T")
 
@@ -139,8 +139,8 @@ def create_app(
 ) -> Starlette:
     """The console over *store*, as an ASGI app to serve or to mount in one's own.
 
-    Example::
-
+    Example:
+        ```python
         from stageware import SQLiteSessionStore
         from stageware.console import LocalAuthenticator, create_app
 
@@ -149,6 +149,7 @@ def create_app(
             authenticator=LocalAuthenticator("dana", roles=["finance"]),
         )
         # uvicorn.run(app, host="127.0.0.1", port=8400)
+        ```
 
     Args:
         store: The session store whose approvals and escalations it serves.
@@ -492,7 +493,9 @@ class _Pages:
             return Response(status_code=405, headers={"allow": "POST"})
 
         def build(user: Approver) -> Response:
-            found = _find_escalation(self._s.store, escalation_id)
+            found = _store_refusals(self._s.store.escalation, escalation_id)
+            if found is None:
+                raise _Refusal(404, f"No escalation {escalation_id!r} is on record.")
             return self._render(
                 request,
                 "escalation.html",
@@ -561,6 +564,7 @@ class _Pages:
                 status="resolved",
                 limit=self._s.page_size,
                 after=query.get("escalations_after") or None,
+                newest_first=True,
             )
             now = datetime.now(UTC)
             return self._render(
@@ -653,21 +657,3 @@ def _escalation_call(call: Callable[[], _T]) -> _T:
     except EscalationError as error:
         status = 404 if "holds no escalation with that id" in str(error) else 409
         raise _Refusal(status, f"{error}") from None
-
-
-def _find_escalation(store: SessionStore, escalation_id: str) -> Escalation:
-    """The escalation *escalation_id*, found by paging through the store's escalations.
-
-    The store has no lookup by id that does not claim (``claim_escalation``), so this pages
-    through ``escalation_page`` (500 at a time, by index); it reads escalation records only,
-    never a session.
-    """
-    after: str | None = None
-    while True:
-        page = store.escalation_page(limit=_MAX_PAGE, after=after)
-        for escalation in page.entries:
-            if escalation.id == escalation_id:
-                return escalation
-        if page.next_cursor is None:
-            raise _Refusal(404, f"No escalation {escalation_id!r} is on record.")
-        after = page.next_cursor

@@ -80,11 +80,12 @@ class DurableAgent:
     Build it at import time, before ``stageware.dbos.launch()``, in every process that
     runs or recovers its workflows: construction registers the workflows with DBOS.
 
-    Example::
-
+    Example:
+        ```python
         support = DurableAgent("support", build_support)
         launch(name="shop", database_url="sqlite:///shop.db")
         result = support.run("I was charged twice", session_id="c1")
+        ```
 
     Args:
         kind: The agent kind, part of every workflow id: 1 to 100 ASCII letters, digits,
@@ -177,7 +178,7 @@ class DurableAgent:
 
     def start(self, prompt: Prompt, *, session_id: str) -> WorkflowHandle[DurableResult]:
         """Start one request on *session_id* as a workflow; its handle's result is a
-        ``DurableResult``. Not queued: see :meth:`enqueue` to keep one session's requests
+        ``DurableResult``. Not queued: see ``enqueue`` to keep one session's requests
         from overlapping."""
         prompt = _checked(prompt, session_id, self.kind)
         with needs_launch(f"{self!r}.start"), SetWorkflowID(_ids.request_id(self.kind, session_id)):
@@ -186,7 +187,7 @@ class DurableAgent:
     async def start_async(
         self, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandleAsync[DurableResult]:
-        """:meth:`start` for asyncio code."""
+        """``start`` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
         with needs_launch(f"{self!r}.start"), SetWorkflowID(_ids.request_id(self.kind, session_id)):
             return await DBOS.start_workflow_async(self._request, session_id, prompt)
@@ -219,7 +220,7 @@ class DurableAgent:
     async def enqueue_async(
         self, queue: Queue, prompt: Prompt, *, session_id: str
     ) -> WorkflowHandleAsync[DurableResult]:
-        """:meth:`enqueue` for asyncio code."""
+        """``enqueue`` for asyncio code."""
         prompt = _checked(prompt, session_id, self.kind)
         with needs_launch(f"{self!r}.enqueue_async"):
             if not known_serial(queue.name):

@@ -66,7 +66,7 @@ def enqueue_with_client(
 async def enqueue_with_client_async(
     client: DBOSClient, queue: str, kind: str, prompt: Prompt, *, session_id: str
 ) -> WorkflowHandleAsync[DurableResult]:
-    """:func:`enqueue_with_client` for asyncio code."""
+    """``enqueue_with_client`` for asyncio code."""
     options, prompt = _request(queue, kind, prompt, session_id)
     if not known_serial(queue):
         found = await client.retrieve_queue_async(queue)

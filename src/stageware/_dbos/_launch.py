@@ -65,7 +65,7 @@ def launch(
         config: More DBOS configuration (``DBOSConfig`` keys, such as ``log_level``
             or ``sys_db_pool_size``), applied over the above.
         watch_seconds: On PostgreSQL, how often this worker looks for dead workers, whose
-            workflows it hands back to DBOS (see ``_liveness``); a dead worker's workflows
+            workflows it hands back to DBOS; a dead worker's workflows
             resume within about this long. Unused on SQLite.
         liveness_url: On PostgreSQL, the same database for the connection that holds this
             worker's liveness lock (*database_url* when ``None``). A session-level advisory

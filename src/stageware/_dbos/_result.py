@@ -56,7 +56,7 @@ class DurableResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DurableResult:
-        """The result :meth:`to_dict` made *data* from."""
+        """The result ``to_dict`` made *data* from."""
         return cls(
             session_id=data["session_id"],
             workflow_id=data["workflow_id"],

@@ -89,6 +89,10 @@ def run_demo(out: TextIO, session_dir: Path | None = None) -> None:
         ]
         trace.note('a human approves: agent([{"interruptResponse": {"interruptId": ...,')
         trace.note('                                "response": "approve"}}])')
+        # Said here, where it shows: this gate is not how the front door's approvals work.
+        trace.note("   (this demo's own middleware gate takes a plain answer from whoever resumes;")
+        trace.note("    a policy approval is bound to the step and to a verified approver:")
+        trace.note("    `stageware demo policy` shows those)")
         requests_before = len(model.requests)
         second = agent(answers)
         _report(trace, second)

@@ -70,12 +70,13 @@ class ConcurrentInvocationError(RuntimeError):
 class Agent(MiddlewareHost):
     """An agent that runs the InvokeModel, ExecuteTool and AgentStream stages for real.
 
-    Example::
-
+    Example:
+        ```python
         agent = Agent(model=ScriptedModel(["Hello!"]), system_prompt="Be brief.")
         agent.add_middleware(InvokeModelStage.Input, lambda ctx: ctx.replace(tool_specs=[]))
         result = agent("Hi")
         print(result.stop_reason, result)
+        ```
 
     Args:
         model: The model to call; middleware may route single calls elsewhere.

@@ -196,9 +196,8 @@ class AgentAsTool:
     """An agent run as a tool of another agent; made by ``agent.as_tool()``.
 
     It is an ``AgentTool``: pass it in the parent's ``tools=[...]``; build it with
-    ``as_tool()``, not with this constructor. The module docstring of
-    ``stageware._host._agent_as_tool`` and the agents guide's "Agents as tools" describe how its
-    events, interrupts, cancel and session reach the parent.
+    ``as_tool()``, not with this constructor. The agents guide's "Agents as tools" describes
+    how its events, interrupts, cancel and session reach the parent.
     """
 
     __slots__ = (

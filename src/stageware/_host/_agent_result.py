@@ -80,7 +80,7 @@ class AgentResult(Generic[OutputT]):
         metrics: Calls, cycles, tokens and time.
         state: The request state the pass left (``EventLoopStopEvent.request_state``).
         structured_output: The validated output of a structured run (Strands' name for
-            :attr:`output`), or ``None`` when the run stopped before producing it or
+            ``output``), or ``None`` when the run stopped before producing it or
             asked for none.
         decisions: Every policy decision of the run, in order (empty without a policy).
         halt: Which middleware blocked or escalated the run, at which hook and why, when
@@ -130,7 +130,7 @@ class AgentResult(Generic[OutputT]):
 
     @property
     def text(self) -> str:
-        """The text blocks of :attr:`message`, joined by newlines."""
+        """The text blocks of ``message``, joined by newlines."""
         return "\n".join(block["text"] for block in self.message["content"] if "text" in block)
 
     def __str__(self) -> str:

@@ -356,7 +356,8 @@ class InterruptState:
         listed = f" (the application's: {', '.join(others)})" if others else ""
         return (
             f"no interrupt with id {interrupt_id!r} is registered{listed}; what waits is "
-            "listed by agent.pending_interrupts, or by `stageware policy approvals`"
+            "listed by agent.pending_interrupts, `stageware policy approvals` or "
+            "`stageware console`"
         )
 
     def end_tool_cycle(self) -> None:

@@ -6,14 +6,14 @@ journal is current differs from any other in three ways (``_session``):
 
 - its lease's owner names the journal's key (``lease_owner``): the worker's own name,
   unique as always, then ``|`` and the key. A live lease still keeps every other worker
-  out, a replay of the same invocation included; :func:`leased_by` tells the replay that
+  out, a replay of the same invocation included; ``leased_by`` tells the replay that
   the lease it finds, once lapsed, is its own claim, to take over with ``agent()`` and no
   prompt (the session holds the claim's input, and nothing else was written since);
 - it makes no checkpoint between the claim and the final save;
-- its final save records the key and how the invocation ended (:func:`release_record`)
+- its final save records the key and how the invocation ended (``release_record``)
   in the stored interrupt state, as ``released_by``, kept until the next claim (a save
-  of an approver's answer keeps it). :func:`released_by` reads the key back, and
-  :func:`stored_outcome` the ending: a replay that finds its own key knows the
+  of an approver's answer keeps it). ``released_by`` reads the key back, and
+  ``stored_outcome`` the ending: a replay that finds its own key knows the
   invocation finished, and builds its result from the session instead of running it.
 
 The ending records the stop reason, where the stop's message is (the index of the
@@ -114,7 +114,7 @@ class StoredOutcome:
 
     @property
     def text(self) -> str:
-        """The text blocks of :attr:`message`, joined by newlines, as ``AgentResult.text``."""
+        """The text blocks of ``message``, joined by newlines, as ``AgentResult.text``."""
         return "\n".join(block["text"] for block in self.message["content"] if "text" in block)
 
 

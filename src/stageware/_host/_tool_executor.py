@@ -1,8 +1,10 @@
 """Running one round of tool calls: hooks, the ExecuteTool chain, interrupts, concurrency.
 
-Every call the model asked for runs concurrently, each as::
+Every call the model asked for runs concurrently, each as:
 
-    BeforeToolCallEvent hooks -> ExecuteTool chain -> AfterToolCallEvent hooks
+```text
+BeforeToolCallEvent hooks -> ExecuteTool chain -> AfterToolCallEvent hooks
+```
 
 and the whole sequence repeats when an after-hook sets ``retry``, so middleware sees
 every attempt. The executor is the single place where tool-cycle interrupts are

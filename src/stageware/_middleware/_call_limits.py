@@ -106,9 +106,11 @@ class _Counts:
 class CallLimits:
     """Limit the tool calls of each run, in all and per tool.
 
-    Install it on an agent in one call::
+    Install it on an agent in one call:
 
-        CallLimits(max_tool_calls=10, per_tool={"search": 3}).install(agent)
+    ```python
+    CallLimits(max_tool_calls=10, per_tool={"search": 3}).install(agent)
+    ```
 
     Args:
         max_tool_calls: How many tool calls one run may make in all; ``None``, no limit.

@@ -49,9 +49,11 @@ _log: Final = logging.getLogger("stageware.middleware")
 class ModelFallback:
     """Try the call's own model, then each of *fallbacks* in turn, until one answers.
 
-    Register it on the InvokeModel stage (Wrap)::
+    Register it on the InvokeModel stage (Wrap):
 
-        agent.add_middleware(InvokeModelStage, ModelFallback([backup, last_resort]))
+    ```python
+    agent.add_middleware(InvokeModelStage, ModelFallback([backup, last_resort]))
+    ```
 
     Args:
         fallbacks: The models to move on to, in order; at least one.

@@ -71,9 +71,11 @@ _REPLACEMENTS: tuple[PIIReplacement, ...] = ("label", "mask", "hash")
 class RedactPII:
     """Replace personal data in the model's input, its output and tool results.
 
-    Install it on an agent in one call::
+    Install it on an agent in one call:
 
-        RedactPII(["email", "phone"]).install(agent)
+    ```python
+    RedactPII(["email", "phone"]).install(agent)
+    ```
 
     Args:
         patterns: What to find: built-in names (``"email"``, ``"credit_card"`` with a

@@ -40,10 +40,12 @@ def require_approval(
 ) -> MiddlewareDef:
     """A policy middleware that suspends each call of *tools* until a person approves it.
 
-    Install it like any declared middleware::
+    Install it like any declared middleware:
 
-        policy = PolicyEngine([require_approval(tools=["refund"])], authenticator=credentials)
-        agent = Agent(model, tools=[lookup_order, refund], policy=policy)
+    ```python
+    policy = PolicyEngine([require_approval(tools=["refund"])], authenticator=credentials)
+    agent = Agent(model, tools=[lookup_order, refund], policy=policy)
+    ```
 
     A call of a listed tool stops the run with ``stop_reason="interrupt"``; approved, the
     call runs once; denied, it is blocked (``stop_reason="blocked"``). Calls of other

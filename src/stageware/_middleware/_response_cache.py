@@ -177,9 +177,11 @@ class MemoryCache:
 class ResponseCache:
     """Answer a request the model answered before from a cache, without calling it.
 
-    Register it on the InvokeModel stage (Wrap)::
+    Register it on the InvokeModel stage (Wrap):
 
-        agent.add_middleware(InvokeModelStage, ResponseCache())
+    ```python
+    agent.add_middleware(InvokeModelStage, ResponseCache())
+    ```
 
     Handlers registered before it see every call; those after it (and the model) only the
     misses.

@@ -105,9 +105,11 @@ class SlidingWindow:
     """Send each model call the newest turns of the conversation that fit a budget.
 
     Register it on the InvokeModel stage (Wrap), or pass it as
-    ``Agent(conversation_manager=...)``::
+    ``Agent(conversation_manager=...)``:
 
-        agent = Agent(model, conversation_manager=SlidingWindow(max_tokens=32_000))
+    ```python
+    agent = Agent(model, conversation_manager=SlidingWindow(max_tokens=32_000))
+    ```
 
     Attributes:
         max_messages: At most this many messages per call (Strands' ``window_size``);

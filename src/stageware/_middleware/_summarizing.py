@@ -110,9 +110,11 @@ class Summarizing:
     """When a call is over budget, condense the oldest turns into a summary and send that.
 
     Register it on the InvokeModel stage (Wrap), or pass it as
-    ``Agent(conversation_manager=...)``::
+    ``Agent(conversation_manager=...)``:
 
-        agent = Agent(model, conversation_manager=Summarizing(max_tokens=32_000))
+    ```python
+    agent = Agent(model, conversation_manager=Summarizing(max_tokens=32_000))
+    ```
 
     Attributes:
         max_tokens: The request's token budget (messages, system prompt and tool specs),

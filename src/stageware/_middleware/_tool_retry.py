@@ -90,9 +90,11 @@ class _Failed(Exception):
 class ToolRetry:
     """Run a tool call again when it failed with a transient error, with backoff and jitter.
 
-    Register it on the ExecuteTool stage (Wrap)::
+    Register it on the ExecuteTool stage (Wrap):
 
-        agent.add_middleware(ExecuteToolStage, ToolRetry(tools=["fetch_page"]))
+    ```python
+    agent.add_middleware(ExecuteToolStage, ToolRetry(tools=["fetch_page"]))
+    ```
 
     Name only tools that are safe to run twice: the default ``on`` errors, a timeout or a
     lost connection, may come after the call took effect.

@@ -87,7 +87,9 @@ from ._timeouts import deadline_fields
 if TYPE_CHECKING:
     from stageware._host._core import AgentCore
 
+    from ._approval import Approval
     from ._engine import PolicyEngine
+    from ._identity import Approver
 
 __all__ = ["AgentPolicy", "model_id_of"]
 
@@ -127,11 +129,15 @@ class AgentPolicy:
         # approval.resolved fires once per answer in this process.
         self._reported: set[str] = set()
 
+    def _identify(self, interrupt_id: str, answer: Approval) -> Approver:
+        # Read at answer time: whether a store can take the answer instead decides the advice.
+        return self._engine.identify(interrupt_id, answer, stored=self._core.session is not None)
+
     def install(self) -> None:
         """Register the handlers the engine's hook points need on the agent."""
         core, has = self._core, self._has
         registry = core.registry
-        core.answer_checks.append(ApprovalCheck(self._engine.identify))
+        core.answer_checks.append(ApprovalCheck(self._identify))
         registry.add_middleware(AgentStreamStage.Input, self._agent_input)
         if has(HookPoint.RUN_ERROR):
             registry.add_middleware(AgentStreamStage.Wrap, self._agent_wrap)

@@ -79,12 +79,14 @@ class Approval(BaseModel):
     """An approver's answer to a suspended step: resume with it as the interrupt's response.
 
     The approver's identity is not part of it: it comes from the credential, which the
-    engine's authenticator verifies (``PolicyEngine(authenticator=...)``). Example::
+    engine's authenticator verifies (``PolicyEngine(authenticator=...)``). Example:
 
-        agent([{"interruptResponse": {
-            "interruptId": result.interrupts[0].id,
-            "response": {"approved": True, "credential": token, "comment": "ok"},
-        }}])
+    ```python
+    agent([{"interruptResponse": {
+        "interruptId": result.interrupts[0].id,
+        "response": {"approved": True, "credential": token, "comment": "ok"},
+    }}])
+    ```
     """
 
     # Built on first use, like the hook events: importing the policy layer stays cheap.

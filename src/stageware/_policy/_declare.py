@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Final, TypeAlias, cast, final
 
 from pydantic import BaseModel, ValidationError
@@ -81,8 +82,18 @@ class MiddlewareDef:
     description: str | None = None
     sample: Mapping[str, Any] | None = None
 
-    def build(self, settings: Mapping[str, Any] | None = None) -> Handler:
+    def build(
+        self, settings: Mapping[str, Any] | None = None, *, settings_dir: Path | None = None
+    ) -> Handler:
         """Return the callable to install, validating *settings* against ``config``.
+
+        Args:
+            settings: The settings, validated by the ``config`` model.
+            settings_dir: The folder the settings were written in (a spec file's own
+                folder), or ``None``. It is passed to the model's validators as the
+                validation context's ``"settings_dir"``, so that a setting naming a file by
+                a relative path can be read from there, as a user expects, rather than
+                from the working directory.
 
         Raises:
             SpecError: If the settings are invalid, or given to a middleware that takes none.
@@ -98,7 +109,9 @@ class MiddlewareDef:
                 return _checked_instance(self.target(), self.name)
             return self.target
         try:
-            config = self.config.model_validate(dict(settings or {}))
+            config = self.config.model_validate(
+                dict(settings or {}), context=settings_context(settings_dir)
+            )
         except ValidationError as error:
             raise settings_error(self.name, error) from None
         return _checked_instance(self.target(config), self.name)
@@ -116,6 +129,11 @@ class MiddlewareDef:
             description=self.description,
             sample=self.sample,
         )
+
+
+def settings_context(settings_dir: Path | None) -> dict[str, Path] | None:
+    """The validation context a config model's validators get (see ``MiddlewareDef.build``)."""
+    return None if settings_dir is None else {"settings_dir": settings_dir}
 
 
 def _declare_middleware(

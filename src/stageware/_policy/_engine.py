@@ -45,10 +45,12 @@ class PolicyEngine:
     """The middleware a policy installs, ordered per hook point, and how it acts.
 
     Build it with ``load_policy("policy.yaml", baseline="org.yaml")``, or in code from
-    entries or declared middleware::
+    entries or declared middleware:
 
-        engine = PolicyEngine([PolicyEntry(no_weekend_refunds, band=Band.GUARDRAIL)])
-        agent = Agent(model, tools=[refund], policy=engine)
+    ```python
+    engine = PolicyEngine([PolicyEntry(no_weekend_refunds, band=Band.GUARDRAIL)])
+    agent = Agent(model, tools=[refund], policy=engine)
+    ```
 
     Args:
         entries: The middleware, in spec order (``MiddlewareDef`` for a declaration as it
@@ -62,8 +64,8 @@ class PolicyEngine:
             middleware names.
         authenticator: Turns the ``credential`` of an answer given in a prompt into the
             verified ``Approver`` (``SignedCredentials``, or the application's own). Without
-            one, no answer in a prompt is accepted: approvals are recorded with
-            ``stageware policy approvals``, under the operating-system account.
+            one, no answer in a prompt is accepted: approvals are recorded in the session
+            store, with ``stageware console`` or ``stageware policy approvals``.
 
     Raises:
         TypeError: If an entry is not a ``MiddlewareDef`` or ``PolicyEntry`` (a function
@@ -163,20 +165,36 @@ class PolicyEngine:
         """Retries of one step allowed at *point* (0 where ``Retry`` is not allowed)."""
         return self._budgets.get(point, 0)
 
-    def identify(self, interrupt_id: str, answer: Approval) -> Approver:
+    def identify(self, interrupt_id: str, answer: Approval, *, stored: bool = True) -> Approver:
         """Who gives *answer*, given in a prompt: the approver its credential proves.
+
+        Args:
+            interrupt_id: The approval answered.
+            answer: The answer, with the credential that says who gives it.
+            stored: Whether the agent keeps its session in a store, where an approver
+                can answer outside the prompt; the refusal says what to do either way.
 
         Raises:
             ApprovalRefused: Without an authenticator, without a credential, or when the
                 authenticator refuses it.
         """
         if self.authenticator is None:
-            raise ApprovalRefused(
+            refused = (
                 f"policy approval {interrupt_id!r} cannot be answered in a prompt: this "
                 "policy has no authenticator, so an answer there proves nobody's identity. "
-                "Record the answer with `stageware policy approvals --approve/--deny ID` and "
-                "continue the run with agent() and no prompt, or configure "
-                "PolicyEngine(authenticator=...)"
+            )
+            if not stored:
+                # The console and the command line answer in a store; this agent has none.
+                raise ApprovalRefused(
+                    refused + "Configure PolicyEngine(authenticator=...) (SignedCredentials, "
+                    "say), or give the agent a session store (session_store=, session_id=) "
+                    "so that an approver answers with `stageware console` or `stageware "
+                    "policy approvals --approve/--deny ID`"
+                )
+            raise ApprovalRefused(
+                refused + "Record the answer with `stageware console` or `stageware policy "
+                "approvals --approve/--deny ID` and continue the run with agent() and no "
+                "prompt, or configure PolicyEngine(authenticator=...)"
             )
         if answer.credential is None:
             raise ApprovalRefused(

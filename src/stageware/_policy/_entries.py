@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, final
 
 from stageware._generated.policy_points import Band, HookPoint
@@ -36,6 +37,9 @@ class PolicyEntry:
         fail_mode: ``closed`` to tighten an ``open`` middleware (never the reverse).
         timeout: A shorter timeout than the declared one (never longer).
         baseline: Whether the entry comes from the org baseline profile.
+        settings_dir: The folder relative paths in ``settings`` are read from: the spec
+            file's own folder when the spec loader builds the entry; ``None`` (the
+            working directory) by default. See ``MiddlewareDef.build``.
 
     Raises:
         TypeError: If ``middleware`` is not a ``MiddlewareDef`` (say, a function not
@@ -51,6 +55,7 @@ class PolicyEntry:
     fail_mode: FailMode | None = None
     timeout: timedelta | None = None
     baseline: bool = False
+    settings_dir: Path | None = None
     _handler: Handler | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -91,7 +96,8 @@ class PolicyEntry:
                 middleware=name,
             )
         # Built now, so that bad settings fail when the policy is loaded, not mid-run.
-        object.__setattr__(self, "_handler", self.middleware.build(self.settings))
+        handler = self.middleware.build(self.settings, settings_dir=self.settings_dir)
+        object.__setattr__(self, "_handler", handler)
 
     @property
     def name(self) -> str:

@@ -32,7 +32,7 @@ class PolicyEnv:
         logger: A logger named for the middleware (``stageware.policy.<name>``).
         principal: Who the run acts for, as the application passed it when the run
             started (``invocation_state={PRINCIPAL_KEY: Principal(...)}``), or ``None``.
-        notes: Notes for the trace; add with :meth:`note`, read in the decision record.
+        notes: Notes for the trace; add with ``note``, read in the decision record.
     """
 
     run_id: str

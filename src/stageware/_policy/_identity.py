@@ -137,11 +137,13 @@ class SignedCredentials:
     """An authenticator of HMAC-SHA256 signed, expiring credentials.
 
     The application keeps *secret*; whoever holds it issues credentials, so only the
-    console (or the service) that authenticates approvers should::
+    console (or the service) that authenticates approvers should:
 
-        credentials = SignedCredentials(secret)
-        engine = PolicyEngine([...], authenticator=credentials)
-        token = credentials.issue("dana@example.com", roles=["finance"], ttl=300)
+    ```python
+    credentials = SignedCredentials(secret)
+    engine = PolicyEngine([...], authenticator=credentials)
+    token = credentials.issue("dana@example.com", roles=["finance"], ttl=300)
+    ```
 
     Args:
         secret: At least 32 bytes of key material.

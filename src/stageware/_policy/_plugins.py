@@ -1,9 +1,11 @@
 """Middleware from plugins: installed distributions with an entry point in ``stageware.middleware``.
 
-A plugin declares, in its ``pyproject.toml``::
+A plugin declares, in its ``pyproject.toml``:
 
-    [project.entry-points."stageware.middleware"]
-    acme = "acme_policies:MIDDLEWARE"
+```toml
+[project.entry-points."stageware.middleware"]
+acme = "acme_policies:MIDDLEWARE"
+```
 
 The entry point's name (``acme``) is the plugin's namespace: every middleware it
 contributes is known by its name qualified with it, so ``no_weekend_refunds`` becomes

@@ -1,8 +1,10 @@
 """Composing a stage's handlers around its terminal, and running the result.
 
-The composed chain has this shape, outermost first::
+The composed chain has this shape, outermost first:
 
-    Output handlers ( Input handlers -> Wrap handlers -> terminal )
+```text
+Output handlers ( Input handlers -> Wrap handlers -> terminal )
+```
 
 Input handlers transform the context before anything else runs; Wrap handlers nest
 around the terminal; Output handlers run once, after the whole inner chain has finished,

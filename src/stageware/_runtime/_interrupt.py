@@ -58,7 +58,7 @@ class Interrupt:
 
 
 class InterruptException(Exception):
-    """Raised to halt the run until a human answers :attr:`interrupt`.
+    """Raised to halt the run until a human answers ``interrupt``.
 
     It subclasses ``Exception``, so a broad ``except Exception`` in a middleware swallows
     it and turns a pause into an ordinary error: middleware that catch errors around

@@ -51,14 +51,15 @@ Instrument: TypeAlias = Callable[[MiddlewareRegistration], MiddlewareRegistratio
 class MiddlewareRegistry(MiddlewareHost):
     """Holds the middleware of one host and runs stages through it.
 
-    Example::
-
+    Example:
+        ```python
         registry = MiddlewareRegistry()
         registry.add_middleware(
             InvokeModelStage.Input, lambda ctx: ctx.replace(system_prompt="Be brief.")
         )
         async for event in registry.invoke(InvokeModelStage, context, call_model):
             ...
+        ```
 
     Args:
         stages: The stages this registry runs, when the host runs a fixed set: a handler on

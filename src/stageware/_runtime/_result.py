@@ -45,7 +45,7 @@ class MiddlewareResult(Generic[T]):
 
     @property
     def value(self) -> T:
-        """The result event under its earlier name; same object as :attr:`result`."""
+        """The result event under its earlier name; same object as ``result``."""
         return self.result
 
     def replace(self, *, result: T | Unset = UNSET, value: T | Unset = UNSET) -> Self:

@@ -74,11 +74,13 @@ class OutputPhase(_PhaseToken[C, R, E]):
 class MiddlewareStage(Generic[C, R, E]):
     """A stage of an agent run that middleware can be registered on.
 
-    Built-in stages are generated from the stage schema. A harness can declare its own::
+    Built-in stages are generated from the stage schema. A harness can declare its own:
 
-        MyStage: MiddlewareStage[MyContext, MyResult, MyEvent] = MiddlewareStage(
-            "My", result_type=MyResult, result_event=MyDone
-        )
+    ```python
+    MyStage: MiddlewareStage[MyContext, MyResult, MyEvent] = MiddlewareStage(
+        "My", result_type=MyResult, result_event=MyDone
+    )
+    ```
 
     Args:
         name: The stage's name, used in error messages and ``repr``.

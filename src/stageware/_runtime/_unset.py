@@ -14,7 +14,7 @@ __all__ = ["UNSET", "Unset"]
 
 @final
 class Unset:
-    """Type of :data:`UNSET`: a keyword argument that was not given."""
+    """Type of ``UNSET``: a keyword argument that was not given."""
 
     __slots__ = ()
     _instance: Unset | None = None

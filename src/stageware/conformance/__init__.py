@@ -12,28 +12,34 @@ each hook point it declares, calls it with events generated from that hook's eve
 - does not raise.
 
 A failure names the middleware, the hook point, the event (as JSON) and what was wrong.
-It needs hypothesis: ``pip install 'stageware[testing]'``.
+It needs hypothesis, from the ``testing`` extra (``pip install -e '.[testing]'`` in a clone).
 
-In a test module of the plugin, one line makes a test per middleware and hook point::
+In a test module of the plugin, one line makes a test per middleware and hook point:
 
-    import acme_policies
-    from stageware.conformance import conformance_test
+```python
+import acme_policies
+from stageware.conformance import conformance_test
 
-    test_conformance = conformance_test(acme_policies)  # or "acme": the installed plugin
+test_conformance = conformance_test(acme_policies)  # or "acme": the installed plugin
+```
 
 From the command line, on every middleware an installed plugin contributes, with no test
-module at all, through the suite's pytest plugin (opt-in, see ``stageware.conformance.plugin``)::
+module at all, through the suite's pytest plugin (opt-in, see ``stageware.conformance.plugin``):
 
-    pytest -p stageware.conformance.plugin --stageware-conformance=acme
-    pytest -p stageware.conformance.plugin --stageware-conformance=acme \
-        --stageware-conformance-backend=trio
+```bash
+pytest -p stageware.conformance.plugin --stageware-conformance=acme
+pytest -p stageware.conformance.plugin --stageware-conformance=acme \
+    --stageware-conformance-backend=trio
+```
 
-From code, without pytest::
+From code, without pytest:
 
-    from stageware.conformance import check_middleware
+```python
+from stageware.conformance import check_middleware
 
-    for failure in check_middleware(acme_policies.no_weekend_refunds):
-        print(failure)
+for failure in check_middleware(acme_policies.no_weekend_refunds):
+    print(failure)
+```
 
 Generated events rarely name the tool or hold the amount a middleware tests for: give the
 ones that reach its branches too, ``events=[ToolCallEvent(...)]``, to ``conformance_test``,
@@ -42,6 +48,8 @@ middleware that declare its hook point.
 """
 
 from __future__ import annotations
+
+from stageware import _extras
 
 try:
     from stageware._policy.conformance._cases import ConformanceCase
@@ -60,7 +68,8 @@ except ModuleNotFoundError as _missing:
     if _missing.name is None or _missing.name.partition(".")[0] != "hypothesis":
         raise
     raise ImportError(
-        "stageware.conformance needs the 'hypothesis' package: pip install 'stageware[testing]'"
+        "stageware.conformance needs the 'hypothesis' package, from "
+        + _extras.needs_extra("testing")
     ) from _missing
 
 __all__ = [

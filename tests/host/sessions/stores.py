@@ -262,6 +262,9 @@ class DelegatingStore:
     def open_escalation(self, session_id: str) -> Escalation | None:
         return self.inner.open_escalation(session_id)
 
+    def escalation(self, escalation_id: str) -> Escalation | None:
+        return self.inner.escalation(escalation_id)
+
     def escalations(
         self, queue: str | None = None, *, status: EscalationStatus | None = None
     ) -> list[Escalation]:
@@ -275,9 +278,15 @@ class DelegatingStore:
         created_before: datetime | None = None,
         limit: int = 50,
         after: str | None = None,
+        newest_first: bool = False,
     ) -> EscalationPage:
         return self.inner.escalation_page(
-            queue, status=status, created_before=created_before, limit=limit, after=after
+            queue,
+            status=status,
+            created_before=created_before,
+            limit=limit,
+            after=after,
+            newest_first=newest_first,
         )
 
     def approvals(

@@ -579,6 +579,58 @@ def test_escalations_come_in_pages_oldest_first(store: SessionStore) -> None:
     assert claimed.total == 1
 
 
+def test_escalations_come_in_pages_newest_first_when_asked(store: SessionStore) -> None:
+    start = datetime(2024, 5, 1, tzinfo=UTC)
+    recorded = [
+        escalate(store, f"s{number}", created_at=start + timedelta(minutes=minutes))
+        for number, minutes in enumerate([5, 0, 3, 3, 1, 4, 2])
+    ]
+    expected = sorted(recorded, key=lambda e: (e.created_at, e.id), reverse=True)
+
+    first = store.escalation_page(limit=3, newest_first=True)
+    assert (first.entries, first.total) == (expected[:3], 7)
+    # An escalation recorded between two pages, newer than the ones listed, is not on a
+    # later page: those go on from where the first ended, towards the oldest.
+    escalate(store, "s9", created_at=start + timedelta(minutes=9))
+    second = store.escalation_page(limit=3, after=first.next_cursor, newest_first=True)
+    assert second.entries == expected[3:6]
+    last = store.escalation_page(limit=3, after=second.next_cursor, newest_first=True)
+    assert (last.entries, last.next_cursor, last.total) == ([expected[6]], None, 8)
+
+    before = store.escalation_page(
+        created_before=start + timedelta(minutes=3, seconds=1), newest_first=True
+    )
+    assert before.entries == expected[2:]
+    # A cursor of one order is not read as a place in the other.
+    with pytest.raises(SessionError, match="ordered by 'newest created', this one is ordered"):
+        store.escalation_page(after=first.next_cursor)
+    with pytest.raises(SessionError, match="newest_first must be a bool, got 'yes'"):
+        store.escalation_page(newest_first="yes")  # type: ignore[arg-type]
+
+
+def test_an_escalation_is_looked_up_by_id_in_any_status(store: SessionStore) -> None:
+    recorded = escalate(store, "s1")
+    other = escalate(store, "s2", queue="fraud")
+    assert store.escalation(recorded.id) == recorded
+    assert store.escalation(other.id) == other
+    assert store.escalation("no-such-escalation") is None
+
+    claimed = store.claim_escalation(recorded.id, by="ana")
+    assert store.escalation(recorded.id) == claimed
+    resolved = store.resolve_escalation(recorded.id, by="ana", resolution="refunded by hand")
+    assert store.escalation(recorded.id) == resolved
+    assert resolved.status == "resolved"
+    # A lookup claims nothing and leaves the session alone.
+    assert store.escalation(other.id) == other
+    assert stored(store, "s2").version == 1
+
+    store.delete("s1")
+    assert store.escalation(recorded.id) is None
+    for bad in ("", None, 7):
+        with pytest.raises(SessionError, match="its id must be a non-empty str"):
+            store.escalation(bad)  # type: ignore[arg-type]
+
+
 def test_a_bad_escalation_page_is_refused_with_what_is_wrong(store: SessionStore) -> None:
     with pytest.raises(SessionError, match="limit must be an int from 1 to 500, got 0"):
         store.escalation_page(limit=0)

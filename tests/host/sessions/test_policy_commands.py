@@ -605,7 +605,7 @@ def test_a_store_that_is_not_there_is_refused_and_not_created(
     text = tmp_path / "notes.txt"
     text.write_text("not a database, just long enough to be read as one " * 20)
     cases = [
-        ([str(missing)], f"--store {missing}: no such file"),
+        ([str(missing)], f"--store {missing}: no such file; an agent makes one when it runs "),
         ([f"sqlite:///{missing}"], f"--store {missing}: no such file"),
         ([str(other)], f"--store {other}: holds no stageware sessions"),
         ([str(text)], f"--store {text}: cannot read it as an SQLite database"),
@@ -681,7 +681,8 @@ def test_without_the_postgres_extra_the_command_names_it() -> None:
     assert completed.returncode == 2
     assert completed.stderr == (
         "stageware policy escalations: --store postgresql://...: the PostgreSQL store needs "
-        "the postgres extra: pip install 'stageware[postgres]'\n"
+        "the `postgres` extra: pip install -e '.[postgres]' in a clone, "
+        "or pip install 'stageware[postgres] @ git+https://<your-git-host>/stageware.git'\n"
     )
 
 

@@ -675,8 +675,9 @@ def test_without_the_extra_the_import_says_what_to_install(missing: str) -> None
     assert completed.returncode == 1
     last = completed.stderr.strip().splitlines()[-1]
     assert last == (
-        "ImportError: stageware.postgres needs the 'psycopg' and 'psycopg_pool' packages: "
-        "pip install 'stageware[postgres]'"
+        "ImportError: stageware.postgres needs psycopg and psycopg_pool, from the `postgres` "
+        "extra: pip install -e '.[postgres]' in a clone, "
+        "or pip install 'stageware[postgres] @ git+https://<your-git-host>/stageware.git'"
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import stageware.policy
 from stageware import Agent, ScriptedModel, tool
 from stageware._policy._spec._source import MAX_SPEC_BYTES
 from stageware.policy import PolicyEngine, load_policy
@@ -79,7 +80,9 @@ def test_the_stated_size_bound_is_the_one_enforced() -> None:
     assert int(stated[1]) * 1024 == MAX_SPEC_BYTES
 
 
-def test_the_python_line_builds_the_agent_under_both_files(readme_files: str) -> None:
+def test_the_python_line_builds_the_agent_under_both_files(
+    readme_files: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (code,) = _fenced("python")
 
     @tool
@@ -93,12 +96,9 @@ def test_the_python_line_builds_the_agent_under_both_files(readme_files: str) ->
         loaded.append(load_policy(path, baseline=baseline))
         return loaded[-1]
 
-    namespace: dict[str, object] = {
-        "Agent": Agent,
-        "load_policy": load,
-        "model": ScriptedModel(["Done."]),
-        "refund": refund,
-    }
+    # The block imports load_policy: it gets this one, which keeps the engine it built.
+    monkeypatch.setattr(stageware.policy, "load_policy", load)
+    namespace: dict[str, object] = {"model": ScriptedModel(["Done."]), "refund": refund}
     exec(compile(code, page_of(HEADING), "exec"), namespace)
 
     assert isinstance(namespace["agent"], Agent)

@@ -88,8 +88,8 @@ class AnthropicModel:
             default, so that throttling reaches the agent's retry strategy. Only used
             when the model builds its client.
 
-    Without a *client*, the model builds one per event loop, closed when that loop ends
-    (``_loop_clients``). ``repr()`` and errors show the endpoint with any password
+    Without a *client*, the model builds one per event loop, closed when that loop ends.
+    ``repr()`` and errors show the endpoint with any password
     redacted and never the key. Every failure is a ``ModelError`` naming the model and
     the endpoint, never an answer that looks complete: 429, 529 and an overloaded stream
     are ``ModelThrottledError`` (with the server's ``retry-after``), a prompt that does

@@ -60,10 +60,10 @@ class OpenAIModel:
     back to ``OPENAI_API_KEY``, as ``openai`` does). *params* are extra arguments for
     ``client.chat.completions.create``, such as ``temperature``,
     ``max_completion_tokens`` or ``extra_body`` for server-specific fields; the request
-    carries them as ``create`` would, but the body is encoded here (``_openai_request``).
+    carries them as ``create`` would, but stageware encodes the body itself.
 
     Without a ``client``, models with the same endpoint, API key and ``OPENAI_*``
-    environment share one, with its connection pool (``_openai_clients``): one per event
+    environment share one, with its connection pool: one per event
     loop, closed when that loop ends (each synchronous ``agent(...)`` call runs a loop of
     its own). A client passed in is used as it is and belongs to the caller, who closes
     it (``openai``'s fallback close on garbage collection works only on asyncio, so on
@@ -86,8 +86,8 @@ class OpenAIModel:
     as ``httpx`` would, but never appears in errors, ``repr()`` or the HTTP log.
 
     In a structured run (``agent(..., output_type=M)``) the model is asked natively, with
-    ``response_format={"type": "json_schema", ...}`` (strict when the schema allows it,
-    see ``_openai_output``). For a server without JSON-schema mode, pass
+    ``response_format={"type": "json_schema", ...}`` (strict when the schema allows
+    it). For a server without JSON-schema mode, pass
     ``structured_output="tool"``: the agent then asks through a forced tool call.
     """
 

@@ -9,7 +9,7 @@
 - Any other model is given ``schema.tool_spec()`` as one more tool and is made to call it;
   the tool call's input is the object.
 
-Either way the host validates the object with :meth:`OutputSchema.validate`. The schema is
+Either way the host validates the object with ``OutputSchema.validate``. The schema is
 plain data for adapters: they never need pydantic to read it.
 """
 
@@ -100,7 +100,7 @@ class OutputSchema(Generic[OutputT]):
         return self._adapter.validate_python(data)
 
     def validate_json(self, text: str | bytes) -> OutputT:
-        """Parse *text* as JSON and check it, as :meth:`validate` does.
+        """Parse *text* as JSON and check it, as ``validate`` does.
 
         Raises:
             pydantic.ValidationError: *text* is not JSON, or does not fit.

@@ -1,9 +1,9 @@
 """A deterministic model that plays back a script, for tests and demos.
 
-:class:`ScriptedModel` implements stageware's ``Model`` protocol without a network or
-an API key: each ``stream`` call plays the next :class:`ScriptedTurn` as the exact
+``ScriptedModel`` implements stageware's ``Model`` protocol without a network or
+an API key: each ``stream`` call plays the next ``ScriptedTurn`` as the exact
 Converse event sequence a real provider sends, and records what it was asked as a
-:class:`ModelRequest`. Everything it produces (chunking, tool-use ids, token counts) is
+``ModelRequest``. Everything it produces (chunking, tool-use ids, token counts) is
 a pure function of the script and the request, so tests can assert on it exactly.
 """
 
@@ -316,15 +316,15 @@ class ScriptedModel:
 
     Script entries:
 
-    - :class:`ScriptedTurn`: played as described there.
+    - ``ScriptedTurn``: played as described there.
     - ``str``: a text-only turn.
     - an exception instance: raised from the stream before any event.
-    - a callable (:data:`Respond`): called with the :class:`ModelRequest` when the turn
+    - a callable (``Respond``): called with the ``ModelRequest`` when the turn
       is played; it returns a turn or a string, or raises to fail the call.
 
     The request is recorded and the entry consumed when ``stream`` is called; the entry
     is played (and any error raised) while the stream is iterated, as with a real
-    model. A call after the last entry raises :class:`ScriptExhaustedError` from the
+    model. A call after the last entry raises ``ScriptExhaustedError`` from the
     stream.
 
     Args:
@@ -462,7 +462,7 @@ class ScriptedModel:
 
         Exact for this model, and cheap: the messages of the last count are kept (as
         references), so a conversation that grew by a turn costs that turn. Neither
-        consumes a script entry nor is recorded in :attr:`requests`.
+        consumes a script entry nor is recorded in ``requests``.
         """
         characters = self._counted.count(messages)
         characters += request_characters(

@@ -30,6 +30,7 @@ __all__ = [
     "COLUMNS",
     "EscalationQuery",
     "EscalationRow",
+    "check_escalation_id",
     "escalation_query",
     "from_row",
     "read_time",
@@ -219,8 +220,23 @@ def _utc(value: object, name: str, fail: _Fail) -> datetime | None:
     return value.astimezone(UTC)
 
 
-_ORDER: Final = "created"
+_ORDERS: Final = {False: "created", True: "newest created"}
+"""The name of each listing's order, by ``newest_first``, that its cursors carry."""
 _LIST: Final = "list escalations"
+
+
+def check_escalation_id(escalation_id: object, where: str) -> str:
+    """*escalation_id* if it is one a store could hold (a non-empty str).
+
+    Raises:
+        SessionError: Naming *where* and what the id is instead.
+    """
+    if not isinstance(escalation_id, str) or not escalation_id:
+        raise SessionError(
+            f"cannot look up an escalation in {where}: its id must be a non-empty str, "
+            f"got {escalation_id!r}"
+        )
+    return escalation_id
 
 
 @final
@@ -234,6 +250,8 @@ class EscalationQuery:
         created_before: Only escalations created before this time (UTC).
         limit: The page's size.
         after: The place (``created_at``, id, ``""``) after which the page starts.
+        newest_first: The newest first (a backward walk of the same index), not the
+            oldest.
     """
 
     queue: str | None
@@ -241,10 +259,11 @@ class EscalationQuery:
     created_before: datetime | None
     limit: int
     after: Place | None
+    newest_first: bool = False
 
     @staticmethod
     def key(escalation: Escalation) -> Place:
-        """Where *escalation* stands in the listing: oldest first, then by id."""
+        """Where *escalation* stands in the listing: by creation, then by id."""
         return escalation.created_at, escalation.id, ""
 
     def page(self, escalations: Iterable[Escalation]) -> EscalationPage:
@@ -256,17 +275,24 @@ class EscalationQuery:
                 if self.created_before is None or e.created_at < self.created_before
             ),
             key=self.key,
+            reverse=self.newest_first,
         )
         after = self.after
-        rest = found if after is None else [e for e in found if self.key(e) > after]
+        if after is None:
+            rest = found
+        elif self.newest_first:
+            rest = [e for e in found if self.key(e) < after]
+        else:
+            rest = [e for e in found if self.key(e) > after]
         return self.finish(rest[: self.limit + 1], total=len(found))
 
     def finish(self, fetched: list[Escalation], *, total: int) -> EscalationPage:
         """The page from up to ``limit + 1`` escalations fetched in order."""
         entries = fetched[: self.limit]
         more = len(fetched) > self.limit
+        order = _ORDERS[self.newest_first]
         return EscalationPage(
-            entries, total, encode_cursor(_ORDER, self.key(entries[-1])) if more else None
+            entries, total, encode_cursor(order, self.key(entries[-1])) if more else None
         )
 
 
@@ -277,6 +303,7 @@ def escalation_query(
     created_before: object,
     limit: object,
     after: object,
+    newest_first: object = False,
 ) -> EscalationQuery:
     """Check the arguments of ``escalation_page``.
 
@@ -284,6 +311,8 @@ def escalation_query(
         SessionError: Naming the argument that is wrong, and how.
     """
     check_listing(queue, status)
+    if not isinstance(newest_first, bool):
+        raise SessionError(f"cannot {_LIST}: newest_first must be a bool, got {newest_first!r}")
     if created_before is not None and (
         not isinstance(created_before, datetime) or created_before.tzinfo is None
     ):
@@ -296,5 +325,6 @@ def escalation_query(
         status=cast(EscalationStatus | None, status),
         created_before=None if created_before is None else created_before.astimezone(UTC),
         limit=check_limit(limit, _LIST),
-        after=None if after is None else decode_cursor(after, _ORDER, _LIST),
+        after=None if after is None else decode_cursor(after, _ORDERS[newest_first], _LIST),
+        newest_first=newest_first,
     )

@@ -23,7 +23,13 @@ from ._approval_rows import (
     settle,
 )
 from ._encoding import decode_snapshot, encode_snapshot
-from ._escalation_rows import EscalationRow, escalation_query, from_row, to_row
+from ._escalation_rows import (
+    EscalationRow,
+    check_escalation_id,
+    escalation_query,
+    from_row,
+    to_row,
+)
 from ._escalations import (
     Escalation,
     EscalationPage,
@@ -182,6 +188,13 @@ class MemorySessionStore:
         with self._lock:
             return self._pending(session_id)
 
+    def escalation(self, escalation_id: str) -> Escalation | None:
+        """The escalation *escalation_id*, or ``None``."""
+        check_escalation_id(escalation_id, _WHERE)
+        with self._lock:
+            row = self._escalations.get(escalation_id)
+        return None if row is None else from_row(row, _WHERE)
+
     def escalations(
         self, queue: str | None = None, *, status: EscalationStatus | None = None
     ) -> list[Escalation]:
@@ -203,10 +216,16 @@ class MemorySessionStore:
         created_before: datetime | None = None,
         limit: int = 50,
         after: str | None = None,
+        newest_first: bool = False,
     ) -> EscalationPage:
-        """One page of the escalations in *queue* with *status*, oldest first."""
+        """One page of the escalations in *queue* with *status*, oldest or newest first."""
         paging = escalation_query(
-            queue, status=status, created_before=created_before, limit=limit, after=after
+            queue,
+            status=status,
+            created_before=created_before,
+            limit=limit,
+            after=after,
+            newest_first=newest_first,
         )
         return paging.page(self.escalations(queue, status=status))
 

@@ -54,7 +54,7 @@ from ._approval_rows import (
     observe,
 )
 from ._encoding import EncodedSnapshot, decode_snapshot, encode_snapshot
-from ._escalation_rows import COLUMNS, escalation_query, from_row, to_row
+from ._escalation_rows import COLUMNS, check_escalation_id, escalation_query, from_row, to_row
 from ._escalations import (
     Escalation,
     EscalationPage,
@@ -149,7 +149,7 @@ _InspectRow = tuple[object, int | None, str | None, datetime | None, datetime, i
 class PostgresSessionStore:
     """A ``SessionStore`` in a PostgreSQL database, for many workers on many machines.
 
-    The store creates its schema and tables on first use (see ``_postgres_tables``) and
+    The store creates its schema and tables on first use and
     refuses a schema written by a newer stageware. Each save is one atomic statement, so a
     refused or failed save writes nothing. Lease expiries are computed and compared by the
     database server, so the workers' own clocks do not matter.
@@ -383,6 +383,19 @@ class PostgresSessionStore:
             session_id, what, lambda cursor: self._pending(cursor, session_id, what)
         )
 
+    def escalation(self, escalation_id: str) -> Escalation | None:
+        """The escalation *escalation_id*, or ``None``."""
+        check_escalation_id(escalation_id, self._where)
+        what = f"look up escalation {escalation_id!r}"
+
+        def read(cursor: Cursor[TupleRow]) -> TupleRow:
+            params = {"escalation_id": escalation_id}
+            return self._one(cursor, self._sql.escalation, params, _ESCALATION_WIDTH)
+
+        row = self._run(what, read)
+        self._check_format(row[0], what)
+        return None if row[1] is None else from_row(row[1:], self._where)
+
     def escalations(
         self, queue: str | None = None, *, status: EscalationStatus | None = None
     ) -> list[Escalation]:
@@ -406,10 +419,16 @@ class PostgresSessionStore:
         created_before: datetime | None = None,
         limit: int = 50,
         after: str | None = None,
+        newest_first: bool = False,
     ) -> EscalationPage:
-        """One page of the escalations in *queue* with *status*, oldest first."""
+        """One page of the escalations in *queue* with *status*, oldest or newest first."""
         paging = escalation_query(
-            queue, status=status, created_before=created_before, limit=limit, after=after
+            queue,
+            status=status,
+            created_before=created_before,
+            limit=limit,
+            after=after,
+            newest_first=newest_first,
         )
         page, count, params = escalation_listing(self._schema, paging)
         rows, total = self._page("list escalations", page, count, params)

@@ -773,13 +773,16 @@ def escalation_listing(
         params["created_before"] = listing.created_before
     where: LiteralString = " AND ".join(conditions) or "true"
     seek: LiteralString = where
+    # The newest first walks the same index backwards.
+    past: LiteralString = "<" if listing.newest_first else ">"
+    order: LiteralString = " DESC" if listing.newest_first else ""
     if listing.after is not None:
-        seek = f"{where} AND (e.created_at, e.escalation_id) > (%(after_time)s, %(after_id)s)"
+        seek = f"{where} AND (e.created_at, e.escalation_id) {past} (%(after_time)s, %(after_id)s)"
         params.update(after_time=listing.after[0], after_id=listing.after[1])
     params["limit"] = listing.limit + 1
     page = _compose(
         f"SELECT {_E_COLUMNS} FROM {{schema}}.escalations AS e WHERE {seek} "
-        "ORDER BY e.created_at, e.escalation_id LIMIT %(limit)s",
+        f"ORDER BY e.created_at{order}, e.escalation_id{order} LIMIT %(limit)s",
         schema,
     )
     count = _compose(

@@ -68,7 +68,14 @@ from ._approval_rows import (
     observe_document,
 )
 from ._encoding import decode_snapshot, encode_snapshot, split_document
-from ._escalation_rows import COLUMNS, EscalationRow, escalation_query, from_row, to_row
+from ._escalation_rows import (
+    COLUMNS,
+    EscalationRow,
+    check_escalation_id,
+    escalation_query,
+    from_row,
+    to_row,
+)
 from ._escalations import (
     Escalation,
     EscalationPage,
@@ -539,6 +546,19 @@ class SQLiteSessionStore:
             write=False,
         )
 
+    def escalation(self, escalation_id: str) -> Escalation | None:
+        """The escalation *escalation_id*, or ``None``."""
+        check_escalation_id(escalation_id, str(self._path))
+
+        def read(connection: sqlite3.Connection) -> tuple[object, ...] | None:
+            row: tuple[object, ...] | None = connection.execute(
+                f"{_SELECT_ESCALATIONS} WHERE escalation_id = ?", (escalation_id,)
+            ).fetchone()
+            return row
+
+        row = self._run(f"look up escalation {escalation_id!r}", read, write=False)
+        return None if row is None else from_row(row, str(self._path))
+
     def escalations(
         self, queue: str | None = None, *, status: EscalationStatus | None = None
     ) -> list[Escalation]:
@@ -568,10 +588,16 @@ class SQLiteSessionStore:
         created_before: datetime | None = None,
         limit: int = 50,
         after: str | None = None,
+        newest_first: bool = False,
     ) -> EscalationPage:
-        """One page of the escalations in *queue* with *status*, oldest first."""
+        """One page of the escalations in *queue* with *status*, oldest or newest first."""
         paging = escalation_query(
-            queue, status=status, created_before=created_before, limit=limit, after=after
+            queue,
+            status=status,
+            created_before=created_before,
+            limit=limit,
+            after=after,
+            newest_first=newest_first,
         )
         conditions: list[str] = []
         params: list[object] = []
@@ -585,13 +611,16 @@ class SQLiteSessionStore:
         where = " AND ".join(conditions) or "1"
         seek = where
         seek_params = list(params)
+        # The newest first walks the same index backwards.
+        past, order = ("<", " DESC") if paging.newest_first else (">", "")
         if paging.after is not None:
-            seek = f"{where} AND (created_at, escalation_id) > (?, ?)"
+            seek = f"{where} AND (created_at, escalation_id) {past} (?, ?)"
             seek_params += [_sqlite_time(paging.after[0]), paging.after[1]]
+        ordered = f"ORDER BY created_at{order}, escalation_id{order}"
 
         def read(connection: sqlite3.Connection) -> tuple[list[tuple[object, ...]], int]:
             rows: list[tuple[object, ...]] = connection.execute(
-                f"{_SELECT_ESCALATIONS} WHERE {seek} ORDER BY created_at, escalation_id LIMIT ?",
+                f"{_SELECT_ESCALATIONS} WHERE {seek} {ordered} LIMIT ?",
                 (*seek_params, paging.limit + 1),
             ).fetchall()
             (total,) = connection.execute(

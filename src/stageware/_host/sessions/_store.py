@@ -228,7 +228,7 @@ class SessionStore(Protocol):
     store at once, so an implementation must be thread-safe. Each call is atomic: a
     refused or failed ``save`` leaves the stored session exactly as it was.
 
-    A store also keeps the sessions' escalations (see ``_escalations``): written by the
+    A store also keeps the sessions' escalations (``Escalation``): written by the
     final save of a run that escalated, in the same transaction, then claimed and resolved
     by humans. Claims and resolutions change only the escalation, never the session or
     its version.
@@ -309,6 +309,16 @@ class SessionStore(Protocol):
         """
         ...
 
+    def escalation(self, escalation_id: str) -> Escalation | None:
+        """The escalation *escalation_id*, in whatever status, or ``None`` if there is none.
+
+        A lookup by the id's index; it claims nothing and reads no session.
+
+        Raises:
+            SessionError: An id that is not a non-empty str, or the store failed.
+        """
+        ...
+
     def escalations(
         self, queue: str | None = None, *, status: EscalationStatus | None = None
     ) -> list[Escalation]:
@@ -327,6 +337,7 @@ class SessionStore(Protocol):
         created_before: datetime | None = None,
         limit: int = 50,
         after: str | None = None,
+        newest_first: bool = False,
     ) -> EscalationPage:
         """One page of the escalations in *queue* with *status*, oldest first.
 
@@ -336,10 +347,12 @@ class SessionStore(Protocol):
             created_before: Only escalations created before this time (an age filter).
             limit: At most this many entries, 1 to 500.
             after: The ``next_cursor`` of the previous page; ``None`` for the first.
+            newest_first: List the newest first instead (by creation, then id): an audit
+                reads the latest first. Cursors of one order are refused by the other.
 
         Raises:
             SessionError: A malformed filter, a limit out of range, or a cursor that is
-                not one this listing handed out.
+                not one this listing (in the same order) handed out.
         """
         ...
 
@@ -354,7 +367,7 @@ class SessionStore(Protocol):
         limit: int = 50,
         after: str | None = None,
     ) -> ApprovalPage:
-        """One page of the approvals ledger (see ``_approval_rows``).
+        """One page of the approvals ledger (``ApprovalEntry`` rows).
 
         Pending entries come oldest first (by ``asked_at``, then session, then interrupt
         id); approved, denied, lapsed and ``"answered"`` ones newest answer first (by

@@ -58,10 +58,10 @@ class _Kind(enum.Enum):
 
 @final
 class FunctionTool(Generic[P, R]):
-    """A function the model can call, built by :func:`tool`.
+    """A function the model can call, built by ``tool``.
 
     Calling the object calls the function unchanged (a coroutine function returns its
-    coroutine). The host uses :meth:`stream` instead.
+    coroutine). The host uses ``stream`` instead.
     """
 
     # Set by functools.update_wrapper, declared so checkers know the wrapper has them.
@@ -75,7 +75,7 @@ class FunctionTool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
     ) -> None:
-        """Wrap *func*; see :func:`tool` for what is checked and the errors raised."""
+        """Wrap *func*; see ``tool`` for what is checked and the errors raised."""
         from ._spec import describe_tool_function, function_schema
 
         self._func = func

@@ -130,11 +130,13 @@ class _Http:
 class MCPClient:
     """A connection to one MCP server, whose tools an agent can call.
 
-    Build one with :meth:`stdio` or :meth:`http`, and pass it in an agent's tools::
+    Build one with ``stdio`` or ``http``, and pass it in an agent's tools:
 
-        with MCPClient.stdio("python", ["weather_server.py"]) as weather:
-            agent = Agent(model, tools=[weather, lookup_order])
-            agent("What is the weather in Oslo?")
+    ```python
+    with MCPClient.stdio("python", ["weather_server.py"]) as weather:
+        agent = Agent(model, tools=[weather, lookup_order])
+        agent("What is the weather in Oslo?")
+    ```
 
     The agent reads the client's tools at every model call, so a server that changes its
     tools is seen at the next call. Tool names must be unique across an agent's tools:
@@ -169,7 +171,7 @@ class MCPClient:
         call_timeout: float | None,
         max_result_chars: int | None,
     ) -> None:
-        """Use :meth:`stdio` or :meth:`http`."""
+        """Use ``stdio`` or ``http``."""
         # Room for "_" and at least one character of the server's name.
         if prefix is not None and (not prefix or _TOOL_NAME.fullmatch(f"{prefix}_x") is None):
             raise ValueError(

@@ -18,9 +18,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import final
 
+from stageware._extras import needs_extra
 from stageware._generated.policy_points import HookPoint
 from stageware._host.models import Model
 from stageware._policy._author_code import PASSING, describe_failure
@@ -120,7 +122,7 @@ def load_policy(
         SpecError: For every problem in either file, one ``file:line: path: message`` line
             each.
         OSError: If a file cannot be read.
-        ImportError: If PyYAML is not installed (``pip install 'stageware[policy]'``).
+        ImportError: If PyYAML (the ``policy`` extra) is not installed.
     """
     return read_policy(path, baseline=baseline).engine(
         retry_budgets=retry_budgets,
@@ -142,7 +144,7 @@ def read_policy(
         SpecError: For every problem in either file, one ``file:line: path: message`` line
             each.
         OSError: If a file cannot be read.
-        ImportError: If PyYAML is not installed (``pip install 'stageware[policy]'``).
+        ImportError: If PyYAML (the ``policy`` extra) is not installed.
     """
     try:
         from ._yaml import parse_yaml  # PyYAML comes with the policy extra
@@ -150,7 +152,7 @@ def read_policy(
         if exc.name != "yaml":
             raise
         raise ImportError(
-            "reading a policy spec needs PyYAML: pip install 'stageware[policy]'", name="yaml"
+            "reading a policy spec needs PyYAML, from " + needs_extra("policy"), name="yaml"
         ) from None
     files = [(baseline, True)] if baseline is not None else []
     files.append((path, False))
@@ -256,7 +258,9 @@ class _Builder:
             return
         if declared.config is not None:
             settings = (*path, "settings")
-            found = validate_settings(document, settings, declared.config, item.settings, name)
+            found = validate_settings(
+                document, settings, declared.config, item.settings, name, _folder(document)
+            )
             if found:
                 self._problems += found
                 return
@@ -301,6 +305,7 @@ class _Builder:
                 fail_mode=item.fail_mode,
                 timeout=item.timeout,
                 baseline=baseline,
+                settings_dir=_folder(document),
             )
         except SpecError as error:
             message = str(error)
@@ -310,3 +315,9 @@ class _Builder:
             message = f"building middleware {declared.name!r} failed: {describe_failure(exc)}"
         self._problems.append(document.problem(path, message, declared.name))
         return None
+
+
+def _folder(document: Document) -> Path:
+    """The folder of the spec file *document* was read from: its settings' relative paths
+    are relative to it, as an include or an import in any config file would be."""
+    return Path(document.file).parent

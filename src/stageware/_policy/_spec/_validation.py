@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from stageware._policy._author_code import PASSING, describe_failure
+from stageware._policy._declare import settings_context
 
 from ._document import DocPath, Document, Problem
 from ._finite import non_finite
@@ -84,15 +86,20 @@ def validate_settings(
     config: type[BaseModel],
     settings: Mapping[str, Any] | None,
     middleware: str,
+    settings_dir: Path | None = None,
 ) -> list[Problem]:
     """The problems of *settings* (at *path*) for *middleware*'s *config* model.
+
+    *settings_dir* is the spec's folder, for validators that read relative paths.
 
     In pydantic's words, which are the words of the model's author; each at the line of
     the setting it is about. An infinite or NaN number the model accepts is a problem too
     (see ``_finite``).
     """
     try:
-        validated = config.model_validate(dict(settings or {}))
+        validated = config.model_validate(
+            dict(settings or {}), context=settings_context(settings_dir)
+        )
     except ValidationError as error:
         return [
             document.problem((*path, *_key_path(detail)), detail["msg"], middleware)

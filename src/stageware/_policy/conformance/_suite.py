@@ -86,7 +86,7 @@ def assert_conforms(
     events: Iterable[BaseModel] = (),
     backend: Backend = "asyncio",
 ) -> None:
-    """Like :func:`check_middleware`, for a test: raise if anything was found wrong.
+    """Like ``check_middleware``, for a test: raise if anything was found wrong.
 
     Raises:
         ConformanceError: Listing every failure.
