@@ -206,3 +206,49 @@ async def test_a_slow_decision_times_out_under_the_fail_mode(
     # The run waited for the timeout (a tenth of a second per decision), not for Cedar's
     # three seconds: the abandoned evaluation finishes in its thread, unread.
     assert elapsed < 2.0
+
+
+@pytest.mark.parametrize(("fail_mode", "stop"), [("closed", "blocked"), ("open", "end_turn")])
+async def test_a_forbid_the_model_makes_error_does_not_let_the_call_run(
+    fail_mode: str, stop: str
+) -> None:
+    # The model picks the input: an amount whose product overflows Cedar's 64-bit
+    # integers makes the forbid error, and Cedar skips it. The permit alone must not
+    # decide: the fail mode does (closed: blocked), as the Cedar guide promises.
+    @tool(name="transfer")
+    def transfer(account: str, amount: int) -> str:
+        """Move money, in cents."""
+        paid.append(amount)
+        return "sent"
+
+    paid: list[int] = []
+    policies = """
+    permit(principal, action in [Action::"route.select", Action::"input.received"], resource);
+    @id("finance-transfers")
+    permit(principal in Role::"finance", action == Action::"tool:transfer", resource);
+    @id("no-big-transfers")
+    forbid(principal, action == Action::"tool:transfer", resource)
+    when { context.input.amount * 100 > 100000000 };
+    """
+    definition = cedar_policy if fail_mode == "closed" else _open()
+    entry = PolicyEntry(
+        definition,
+        settings=settings(policy_text=policies, tools=[transfer]),
+    )
+
+    async def run(amount: int) -> Any:
+        call = ScriptedToolCall("transfer", {"account": "x", "amount": amount}, id="t1")
+        model = ScriptedModel([ScriptedTurn(tool_calls=[call]), "Done."])
+        agent = Agent(model, tools=[transfer], policy=PolicyEngine([entry]), name="desk")
+        return await agent.invoke_async("Pay", invocation_state=_as(DANA))
+
+    assert (await run(1000)).stop_reason == "end_turn"
+    assert (await run(5_000_000)).stop_reason == "blocked"  # the forbid applies
+    paid.clear()
+    overflowing = 2**62
+    result = await run(overflowing)
+    assert result.stop_reason == stop
+    [decision] = [d for d in result.decisions if d.hook == "tool.before"]
+    assert decision.error is not None
+    assert "no-big-transfers" in decision.error or "overflow" in decision.error
+    assert paid == ([] if fail_mode == "closed" else [overflowing])

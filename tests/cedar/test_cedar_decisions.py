@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from stageware.cedar import CedarSettings
+from stageware.cedar import CedarEvaluationError, CedarSettings
 from stageware.policy import (
     Block,
     Guide,
@@ -191,6 +191,30 @@ async def test_attributes_the_schema_does_not_declare_are_a_middleware_error() -
     wrong_type = Principal("zoe", frozenset(), {"employment": 3})
     with pytest.raises(ValueError, match=r"principal\.employment should be a string, got int"):
         await handler(_route("small"), env(HookPoint.ROUTE_SELECT, wrong_type))
+
+
+async def test_a_policy_that_fails_to_evaluate_never_leaves_an_allow() -> None:
+    # Cedar skips a policy whose evaluation errors (here a 64-bit overflow). Were the
+    # skipped one a forbid, the permits alone would allow: that is no decision, and the
+    # fail mode (closed: blocked) decides. A Deny despite the error stands.
+    overflowing = "context.run.attempt * 4611686018427387904 < 0"
+    erring_forbid = built(
+        policy_text=(
+            'permit(principal, action == Action::"route.select", resource);\n'
+            f'@id("overflows") forbid(principal, action, resource) when {{ {overflowing} }};'
+        )
+    )
+    assert await erring_forbid(_route("small"), env(HookPoint.ROUTE_SELECT, DANA)) is None
+    with pytest.raises(CedarEvaluationError, match="overflow"):
+        await erring_forbid(_route("small"), env(HookPoint.ROUTE_SELECT, DANA, attempt=2))
+    erring_permit = built(
+        policy_text=(
+            'permit(principal, action == Action::"route.select", resource) '
+            f"when {{ {overflowing} }};"
+        )
+    )
+    refused = await erring_permit(_route("small"), env(HookPoint.ROUTE_SELECT, DANA, attempt=2))
+    assert isinstance(refused, Block)
 
 
 async def test_the_run_is_in_the_context() -> None:

@@ -17,7 +17,15 @@ from starlette.testclient import TestClient
 
 from stageware import Agent, ScriptedModel, SessionStore, tool
 from stageware.console import ConsoleAuthenticator, LocalAuthenticator, create_app
-from stageware.policy import PolicyEngine, PolicyEnv, Suspend, ToolCallEvent, middleware
+from stageware.policy import (
+    PRINCIPAL_KEY,
+    PolicyEngine,
+    PolicyEnv,
+    Principal,
+    Suspend,
+    ToolCallEvent,
+    middleware,
+)
 from tests.host.agent_helpers import calls
 
 __all__ = ["SECRET", "Browser", "Desk", "form_fields", "refund_guard"]
@@ -73,10 +81,15 @@ class Desk:
         amount: int = 900,
         prompt: str | None = None,
         customer: str = "c-1",
+        principal: Principal | None = None,
     ) -> str:
-        """Run a turn that asks for a big refund; the id of the approval it waits on."""
+        """Run a turn that asks for a big refund (for *principal*, if given); the id of the
+        approval it waits on."""
         turn = calls(("refund", {"amount": amount, "customer": customer}, "t1"))
-        result = self.agent(store, [turn], session_id)(prompt or f"refund {amount}")
+        state = {} if principal is None else {PRINCIPAL_KEY: principal}
+        result = self.agent(store, [turn], session_id)(
+            prompt or f"refund {amount}", invocation_state=state
+        )
         assert result.stop_reason == "interrupt"
         [interrupt] = result.interrupts
         return interrupt.id
@@ -133,11 +146,12 @@ class Browser:
         *,
         authenticator: ConsoleAuthenticator | None = None,
         client: tuple[str, int] = ("127.0.0.1", 50000),
+        base_url: str = "http://127.0.0.1:8400",
         **options: Any,
     ) -> None:
         chosen = authenticator or LocalAuthenticator(user, roles=roles)
         self.app = create_app(store, authenticator=chosen, secret=SECRET, **options)
-        self.client = TestClient(self.app, client=client, follow_redirects=False)
+        self.client = TestClient(self.app, base_url=base_url, client=client, follow_redirects=False)
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.client.get(path, **kwargs)

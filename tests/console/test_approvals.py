@@ -22,7 +22,7 @@ from stageware._console._csrf import COOKIE, CsrfTokens
 from stageware._host._interrupt_state import InterruptState
 from stageware._policy._approval import read_record
 from stageware.console import LocalAuthenticator, create_app
-from stageware.policy import InputEvent, PolicyEngine, PolicyEnv, Suspend, middleware
+from stageware.policy import InputEvent, PolicyEngine, PolicyEnv, Principal, Suspend, middleware
 
 from .desk import SECRET, Browser, Desk, form_fields
 
@@ -107,6 +107,15 @@ def test_the_listing_shows_the_pending_approvals_filtered_and_paged(store: Sessi
     assert "The store refused the request" in forged.text
 
 
+def test_an_approval_shows_whom_the_run_acts_for(store: SessionStore) -> None:
+    # The answer is not bound to the principal (a resume may act for someone else), so
+    # the approver is shown whom the suspended run was acting for.
+    erin = Principal("erin@example.com", frozenset({"support", "emea"}))
+    interrupt_id = Desk().suspend(store, "s1", principal=erin)
+    html = unescape(Browser(store).get(detail("s1", interrupt_id)).text)
+    assert '<dd id="acts-for">erin@example.com (emea, support)</dd>' in html
+
+
 def test_an_approval_shows_what_runs_the_conversation_and_who_may_answer(
     store: SessionStore,
 ) -> None:
@@ -122,6 +131,7 @@ def test_an_approval_shows_what_runs_the_conversation_and_who_may_answer(
     assert '<dd id="reason">a refund of 900 needs finance</dd>' in html
     assert '"amount": 900' in html  # the details
     assert '<dd id="who-may-answer">role:finance</dd>' in html
+    assert '<dd id="acts-for">nobody named (the application passed no principal)</dd>' in html
     assert "please refund my order" in html  # the conversation
     assert "Signed in as <strong>fiona</strong>" in html
     assert "console-local" in html
@@ -370,6 +380,17 @@ def test_every_page_forbids_scripts_and_framing(store: SessionStore) -> None:
     assert cookie is None or "httponly" in cookie.lower()
 
 
+def test_the_nonce_cookie_is_secure_behind_a_tls_terminating_proxy(store: SessionStore) -> None:
+    # Behind a proxy that terminates TLS the console sees http: without secure_cookies the
+    # cookie would travel over plain http too.
+    plain = Browser(store).get("/approvals").headers["set-cookie"].lower()
+    assert "httponly" in plain
+    assert "samesite=strict" in plain
+    assert "secure" not in plain.replace("samesite", "")
+    secured = Browser(store, secure_cookies=True).get("/approvals").headers["set-cookie"]
+    assert "; secure" in secured.lower()
+
+
 def test_the_console_refuses_a_short_secret_and_a_bad_page_size(store: SessionStore) -> None:
     local = LocalAuthenticator("fiona")
     with pytest.raises(ValueError, match="at least 32 bytes"):
@@ -399,7 +420,9 @@ def test_mounted_in_another_app_its_links_and_forms_follow_the_mount(store: Sess
     interrupt_id = Desk().suspend(store, "s1")
     console = create_app(store, authenticator=LocalAuthenticator("fiona", roles=["finance"]))
     outer = Starlette(routes=[Mount("/ops/console", app=console)])
-    browser = TestClient(outer, client=("127.0.0.1", 50000), follow_redirects=False)
+    browser = TestClient(
+        outer, base_url="http://localhost:8400", client=("127.0.0.1", 50000), follow_redirects=False
+    )
 
     assert browser.get("/ops/console/").headers["location"] == "/ops/console/approvals"
     listing = browser.get("/ops/console/approvals").text

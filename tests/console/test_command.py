@@ -63,6 +63,21 @@ def store_file(tmp_path: Path) -> Path:
             id="proxy option with local",
         ),
         pytest.param(
+            ["--auth", "local", "--user", "a", "--allowed-host", "console.example.com"],
+            "--allowed-host goes with --auth proxy or a custom authenticator",
+            id="allowed host with local",
+        ),
+        pytest.param(
+            ["--auth", "proxy", "--trusted-proxy", "10.0.0.1", "--host", "0.0.0.0"],
+            "--host 0.0.0.0 listens on every address, so name the host people open",
+            id="proxy on every address without an allowed host",
+        ),
+        pytest.param(
+            ["--auth", "proxy", "--trusted-proxy", "10.0.0.1", "--allowed-host", "a.example:80"],
+            "--allowed-host: allowed host 'a.example:80' is not a host name",
+            id="allowed host with a port",
+        ),
+        pytest.param(
             ["--auth", "ldap"], "neither local, proxy nor package.module:callable", id="mode"
         ),
         pytest.param(
@@ -183,6 +198,10 @@ def test_the_command_serves_the_console_and_an_answer_over_http_is_recorded(
             # server believing X-Forwarded-For would make this request come from afar).
             claimed = client.get("/approvals", headers={"X-Forwarded-For": "203.0.113.9"})
             assert claimed.status_code == 200
+            # A page whose name was re-bound to 127.0.0.1 (DNS rebinding) is not served.
+            rebound = client.get("/approvals", headers={"Host": f"rebind.example:{port}"})
+            assert rebound.status_code == 400
+            assert interrupt_id not in rebound.text
             page = f"/approvals/s1/{quote(interrupt_id, safe='')}"
             fields = form_fields(client.get(page).text, "answer")
             assert fields is not None

@@ -31,7 +31,10 @@ def test_an_approval_in_the_console_wakes_the_waiting_run(durable: Setup) -> Non
         authenticator=LocalAuthenticator("manager"),
         dbos_url=durable.dbos_url,
     )
-    browser = TestClient(app, client=("127.0.0.1", 50000), follow_redirects=False)
+    # Local mode answers only this machine's names (not TestClient's "testserver").
+    browser = TestClient(
+        app, base_url="http://127.0.0.1:8400", client=("127.0.0.1", 50000), follow_redirects=False
+    )
     page = f"/approvals/k1/{quote(approval, safe='')}"
     fields = form_fields(browser.get(page).text, "answer")
     assert fields is not None

@@ -3,6 +3,7 @@ middleware of the run, and out of reach of what the run does afterwards."""
 
 from __future__ import annotations
 
+import operator
 import pickle
 from typing import Any
 
@@ -30,6 +31,45 @@ def test_a_principal_checks_and_freezes_what_it_is_given() -> None:
         Principal("dana", "finance")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     with pytest.raises(ValueError, match="JSON data"):
         Principal("dana", attributes={"since": object()})
+
+
+async def test_a_middleware_cannot_change_the_principal_a_later_one_sees() -> None:
+    # The run's principal is shared by its middleware: nested attributes are read-only
+    # too, so an earlier middleware cannot raise the tier a later one (Cedar) decides on.
+    seen: list[Any] = []
+    refused: list[str] = []
+
+    def tamper(event: Any, env: PolicyEnv) -> None:
+        assert env.principal is not None
+        attributes: Any = env.principal.attributes  # what a careless middleware would try
+        org = attributes["org"]
+        for change in (
+            lambda: operator.setitem(org, "tier", "gold"),
+            lambda: org["regions"].append("us"),
+            lambda: operator.setitem(attributes, "org", {}),
+        ):
+            try:
+                change()
+            except (TypeError, AttributeError) as error:
+                refused.append(type(error).__name__)
+
+    script: list[Any] = [
+        ScriptedTurn(tool_calls=[ScriptedToolCall("refund", {"amount": 5}, id="t1")]),
+        "Done.",
+    ]
+    agent, _, _ = refund_agent(
+        deciding("tool.before", tamper, name="first"),
+        deciding("tool.before", lambda event, env: None, name="second", seen=seen),
+        script=script,
+    )
+    given = {"org": {"tier": "silver", "regions": ["eu"]}}
+    dana = Principal("dana", frozenset({"finance"}), given)
+    await agent.invoke_async("Refund", invocation_state={PRINCIPAL_KEY: dana})
+    assert refused == ["TypeError", "AttributeError", "TypeError"]
+    [(_, later)] = seen
+    assert later.principal.attributes["org"]["tier"] == "silver"
+    assert later.principal.attributes["org"]["regions"] == ("eu",)
+    assert pickle.loads(pickle.dumps(dana)) == dana
 
 
 async def test_every_middleware_of_the_run_sees_the_principal_given_at_the_start() -> None:

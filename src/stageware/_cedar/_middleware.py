@@ -11,10 +11,10 @@ At each step it decides, Cedar's answer is the outcome: ``Allow`` -> continue; `
 ``on_deny="guide"`` at ``tool.before``, a ``Guide`` whose feedback the model reads. A
 tool call of a tool the schema lacks, or with input that does not fit the tool's schema,
 is refused the same way: Cedar cannot permit what it cannot type. The deployment's own
-data not fitting (a principal's attributes), or a request Cedar cannot decide, is a
-middleware error that the declared fail mode decides (closed: blocked). A run the
-application passed no principal for is refused unless ``anonymous="agent"`` lets the
-agent itself be the principal.
+data not fitting (a principal's attributes), a request Cedar cannot decide, or an Allow
+reached while some policy failed to evaluate, is a middleware error that the declared
+fail mode decides (closed: blocked). A run the application passed no principal for is
+refused unless ``anonymous="agent"`` lets the agent itself be the principal.
 """
 
 from __future__ import annotations
@@ -47,7 +47,11 @@ __all__ = ["CedarEvaluationError", "CedarSettings", "cedar_policy"]
 
 
 class CedarEvaluationError(RuntimeError):
-    """Cedar could not decide a request (its data did not fit the schema)."""
+    """Cedar could not decide a request.
+
+    Its data did not fit the schema, or a policy failed to evaluate (an overflow, say)
+    where the others allowed: the skipped policy might have been a ``forbid``.
+    """
 
 
 class CedarSettings(BaseModel):
@@ -156,6 +160,13 @@ class _CedarPolicy:
         for error in diagnostics.errors:
             # A policy that errors is skipped by Cedar: say so in the trace.
             env.note(f"cedar: {error}")
+        if result.decision is cedarpy.Decision.Allow and diagnostics.errors:
+            # The skipped policy may be a forbid the model made error on purpose (an
+            # overflow in its input): an Allow it did not weigh is no decision.
+            raise CedarEvaluationError(
+                f"Cedar could not decide {built.subject}: a policy failed to evaluate: "
+                + "; ".join(diagnostics.errors)
+            )
         if result.decision is cedarpy.Decision.Allow:
             env.note(f"cedar: {built.subject} permitted by {', '.join(names)}")
             return None

@@ -10,6 +10,10 @@ from is ``--auth``:
   ``--user-header`` (and ``--roles-header``), believed only from the trusted addresses;
 - ``package.module:callable``: the deployment's own ``ConsoleAuthenticator``.
 
+Against DNS rebinding the console answers only requests naming an allowed host: in local
+mode this machine's loopback names; otherwise ``--allowed-host`` (repeatable: behind a
+proxy, the name people open), by default the ``--host`` it is bound to.
+
 The forms' signing key comes from ``--secret-file`` or ``STAGEWARE_CONSOLE_SECRET``, else a
 random one for the process. Exit status 2 with one line on stderr when the console cannot
 start. Importing this module loads nothing of the host: the command line builds its parser
@@ -85,6 +89,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="an address or network the proxy connects from (--auth proxy; repeatable)",
     )
     parser.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME",
+        help="a host name the console is served under, any port (not with --auth local, "
+        "which allows only localhost, 127.0.0.1 and ::1; repeatable; default: --host)",
+    )
+    parser.add_argument(
+        "--secure-cookies",
+        action="store_true",
+        help="mark the forms' cookie Secure (behind a proxy that terminates TLS)",
+    )
+    parser.add_argument(
         "--resolvers",
         metavar="IDS",
         help="who may claim and resolve escalations: ids and role:<name>, comma-separated "
@@ -106,6 +122,7 @@ def _run(args: argparse.Namespace, err: TextIO) -> None:
     from ._store_url import opened_store
 
     authenticator = _authenticator(args)
+    hosts = _allowed_hosts(args)
     secret = _secret(args.secret_file)
     resolvers = _list(args.resolvers)
     try:
@@ -128,6 +145,8 @@ def _run(args: argparse.Namespace, err: TextIO) -> None:
             dbos_url=args.dbos,
             dbos_schema=args.dbos_schema,
             resolvers=resolvers,
+            allowed_hosts=hosts,
+            secure_cookies=args.secure_cookies,
         )
         err.write(f"{_COMMAND}: serving on http://{_shown_host(args.host)}:{args.port}/\n")
         err.flush()
@@ -144,6 +163,25 @@ def _run(args: argparse.Namespace, err: TextIO) -> None:
         )
 
 
+def _allowed_hosts(args: argparse.Namespace) -> list[str] | None:
+    if args.auth == "local":
+        return None  # the console allows only this machine's loopback names
+    if args.allowed_host:
+        from stageware._console._hosts import parse_allowed_hosts
+
+        try:
+            parse_allowed_hosts(args.allowed_host)
+        except ValueError as error:
+            raise CommandError(f"--allowed-host: {error}") from None
+        return list(args.allowed_host)
+    if args.host.strip("[]") in ("0.0.0.0", "::", ""):
+        raise CommandError(
+            f"--host {args.host} listens on every address, so name the host people open "
+            "the console under: --allowed-host console.example.com"
+        )
+    return [args.host]
+
+
 def _authenticator(args: argparse.Namespace) -> ConsoleAuthenticator:
     from stageware._console._auth import (
         LocalAuthenticator,
@@ -154,6 +192,10 @@ def _authenticator(args: argparse.Namespace) -> ConsoleAuthenticator:
     mode: str = args.auth
     if mode != "local":
         refuse_without(args, "--auth local", user="--user", roles="--roles")
+    else:
+        refuse_without(
+            args, "--auth proxy or a custom authenticator", allowed_host="--allowed-host"
+        )
     if mode != "proxy":
         refuse_without(
             args,

@@ -10,6 +10,8 @@ Rules every route keeps:
   is for the console's ``resolvers`` (anyone admitted, by default).
 - A state change is a POST from one of the console's forms (``_csrf``): a GET never
   writes, and a GET to a form's address is 405.
+- A request naming a host the console is not served under gets 400 before anything else
+  (``_hosts``, against DNS rebinding).
 - Every response carries a Content-Security-Policy that allows no script at all, and
   forbids framing.
 
@@ -41,8 +43,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from stageware._policy._answering import AnswerError, AnswerProblem, record_answer
 from stageware._policy._identity import ApprovalRefused, Approver, may_answer
 
-from ._auth import ConsoleAuthenticator, ConsoleRequest
+from ._auth import ConsoleAuthenticator, ConsoleRequest, LocalAuthenticator
 from ._csrf import COOKIE, FIELD, CsrfTokens, cross_site
+from ._hosts import LOOPBACK_HOSTS, AllowedHosts, parse_allowed_hosts
 from ._views import approval_view, conversation, escalation_view, older_than, who_may
 
 if TYPE_CHECKING:
@@ -118,6 +121,8 @@ class _Settings:
     templates: Environment
     owner: str
     page_size: int
+    hosts: frozenset[str] | None
+    secure_cookies: bool
 
 
 def create_app(
@@ -129,6 +134,8 @@ def create_app(
     dbos_schema: str | None = None,
     resolvers: Collection[str] | None = None,
     page_size: int = 50,
+    allowed_hosts: Collection[str] | None = None,
+    secure_cookies: bool = False,
 ) -> Starlette:
     """The console over *store*, as an ASGI app to serve or to mount in one's own.
 
@@ -159,12 +166,24 @@ def create_app(
         resolvers: Who may claim and resolve escalations: approver ids and
             ``role:<name>`` entries; ``None`` (the default) for anyone admitted.
         page_size: How many rows a listing shows per page, 1 to 500.
+        allowed_hosts: The host names or addresses (any port) the console is served
+            under: a request whose ``Host`` header names another gets 400, and a form is
+            accepted only from a page of one of them, so that a web page whose name was
+            re-bound to the console's address (DNS rebinding) cannot use it. ``None`` (the
+            default): with a ``LocalAuthenticator``, only ``localhost``, ``127.0.0.1``
+            and ``::1``; with any other authenticator, any host, which only a proxy in
+            front that serves one name makes safe (give the names people open).
+        secure_cookies: Mark the forms' nonce cookie ``Secure`` on every response, for a
+            console behind a proxy that terminates TLS (it is marked so anyway on a request
+            the server itself sees as https).
 
     Returns:
         A Starlette application.
 
     Raises:
-        ValueError: *secret* is shorter than 32 bytes, or *page_size* is out of range.
+        ValueError: *secret* is shorter than 32 bytes, *page_size* is out of range, or
+            *allowed_hosts* is empty, holds something not a host name, or names a host
+            other than this machine's loopback names for a ``LocalAuthenticator``.
         TypeError: *authenticator* is not callable.
     """
     if secret is None:
@@ -177,6 +196,15 @@ def create_app(
         raise ValueError(f"page_size must be 1 to {_MAX_PAGE}, got {page_size}")
     if not callable(authenticator):
         raise TypeError(f"authenticator must be callable, got {type(authenticator).__name__}")
+    hosts = None if allowed_hosts is None else parse_allowed_hosts(allowed_hosts)
+    if isinstance(authenticator, LocalAuthenticator):
+        if hosts is not None and not hosts <= LOOPBACK_HOSTS:
+            # Local mode makes every request the one user: only this machine's own names.
+            raise ValueError(
+                f"a LocalAuthenticator console is served only as localhost, 127.0.0.1 or "
+                f"::1, not {sorted(hosts - LOOPBACK_HOSTS)}"
+            )
+        hosts = hosts or LOOPBACK_HOSTS
     templates = Environment(
         loader=FileSystemLoader(_HERE / "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
@@ -195,6 +223,8 @@ def create_app(
         templates=templates,
         owner=f"stageware console:{socket.gethostname()}:{os.getpid()}",
         page_size=page_size,
+        hosts=hosts,
+        secure_cookies=secure_cookies,
     )
     pages = _Pages(settings)
     routes = [
@@ -210,6 +240,8 @@ def create_app(
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     app = Starlette(routes=routes)
+    if hosts is not None:
+        app.add_middleware(AllowedHosts, allowed=hosts)
     app.add_middleware(_SecurityHeaders)
     return app
 
@@ -250,6 +282,9 @@ class _Pages:
             headers={name: ", ".join(request.headers.getlist(name)) for name in request.headers},
             client_host=None if request.client is None else request.client.host,
             cookies=dict(request.cookies),
+            repeated=frozenset(
+                name for name in request.headers if len(request.headers.getlist(name)) > 1
+            ),
         )
         try:
             approver = cast(object, self._s.authenticator(view))
@@ -284,7 +319,7 @@ class _Pages:
                 nonce,
                 httponly=True,
                 samesite="strict",
-                secure=request.url.scheme == "https",
+                secure=self._s.secure_cookies or request.url.scheme == "https",
                 path=base or "/",
             )
         return response
@@ -306,7 +341,7 @@ class _Pages:
         user: Approver | None = None
         try:
             user = await run_in_threadpool(self._identify, request)
-            why = cross_site(request.headers, request.headers.get("host"))
+            why = cross_site(request.headers, request.headers.get("host"), self._s.hosts)
             if why is not None:
                 raise _Refusal(403, f"Refused: {why}; nothing was written.")
             # The console's forms have a handful of text fields and no file.

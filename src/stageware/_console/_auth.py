@@ -10,7 +10,9 @@ tie it to the web framework (``ConsoleRequest``). Two are shipped:
 - ``ProxyHeaderAuthenticator``: behind a single-sign-on proxy (oauth2-proxy and the like)
   that puts the signed-in user and their groups in request headers. Anyone can send those
   headers, so they are believed only when the request comes from a trusted proxy's
-  address; from anywhere else the request is refused.
+  address; from anywhere else the request is refused. The proxy must remove or overwrite
+  both headers of the browser's request: either header sent twice is refused, since which
+  copy is the proxy's cannot be told.
 
 A deployment with its own scheme (a session cookie its gateway signs, mutual TLS
 terminated in front) writes a ``ConsoleAuthenticator`` of its own.
@@ -50,6 +52,8 @@ class ConsoleRequest:
         client_host: The address of the peer that opened the connection (the proxy's,
             behind a proxy), or ``None`` when the server does not know it.
         cookies: The request's cookies.
+        repeated: The names (lower case) of the headers sent more than once: one a proxy
+            added to the browser's instead of replacing it, which joined values hide.
     """
 
     method: str
@@ -57,6 +61,7 @@ class ConsoleRequest:
     headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     client_host: str | None = None
     cookies: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    repeated: frozenset[str] = frozenset()
 
 
 ConsoleAuthenticator: TypeAlias = Callable[[ConsoleRequest], Approver]
@@ -169,14 +174,22 @@ class ProxyHeaderAuthenticator:
         """The user (and roles) the proxy's headers name.
 
         Raises:
-            ApprovalRefused: The request does not come from a trusted proxy, or carries
-                no user.
+            ApprovalRefused: The request does not come from a trusted proxy, carries no
+                user, or carries the user or roles header more than once.
         """
         if not self._trusted(request.client_host):
             raise ApprovalRefused(
                 f"the request comes from {request.client_host or 'an unknown address'}, "
                 "which is not a trusted proxy; its identity headers are not believed"
             )
+        for header in (self._user_header, self._roles_header):
+            if header is not None and header in request.repeated:
+                # A proxy that adds its header to the browser's instead of replacing it:
+                # the browser's groups would be merged with the user's (a role gained).
+                raise ApprovalRefused(
+                    f"the {header} header was sent more than once; the proxy must replace "
+                    "the header a browser sends, not add to it"
+                )
         user = request.headers.get(self._user_header, "").strip()
         if not user:
             raise ApprovalRefused(f"the proxy sent no user in the {self._user_header} header")

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from typing import Final
 from urllib.parse import urlsplit
 
+from ._hosts import host_name
+
 __all__ = ["COOKIE", "FIELD", "CsrfTokens", "cross_site"]
 
 COOKIE: Final = "stageware_console_nonce"
@@ -60,9 +62,16 @@ class CsrfTokens:
         return "CsrfTokens(<secret>)"
 
 
-def cross_site(headers: Mapping[str, str], host: str | None) -> str | None:
+def cross_site(
+    headers: Mapping[str, str], host: str | None, allowed: frozenset[str] | None
+) -> str | None:
     """Why a post with *headers* (names in lower case) to the console at *host* (its
-    ``Host`` header) comes from another site, or ``None`` if nothing says it does."""
+    ``Host`` header) comes from another site, or ``None`` if nothing says it does.
+
+    The ``Origin`` must be the console's own and name one of the *allowed* hosts
+    (``None``: any): a page whose name was re-bound to the console's address is the same
+    origin as itself, not as the console.
+    """
     fetch_site = headers.get("sec-fetch-site")
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
         return f"the browser says the form was sent from a {fetch_site} page"
@@ -70,6 +79,9 @@ def cross_site(headers: Mapping[str, str], host: str | None) -> str | None:
     if origin is not None:
         if origin == "null":
             return "the form was sent from a page with no origin"
-        if host is None or urlsplit(origin).netloc.lower() != host.lower():
+        netloc = urlsplit(origin).netloc.lower()
+        if host is None or netloc != host.lower():
             return f"the form was sent from {origin}, not from the console"
+        if allowed is not None and host_name(netloc) not in allowed:
+            return f"the form was sent from {origin}, not a host the console is served under"
     return None

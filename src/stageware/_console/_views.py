@@ -58,6 +58,8 @@ class ApprovalView:
     deadline: str | None
     on_timeout: str | None
     age: str
+    acts_for: str
+    """Whom the run acts for (its principal), in words."""
 
     @property
     def who_may(self) -> str:
@@ -163,7 +165,20 @@ def approval_view(entry: ApprovalEntry, now: datetime | None = None) -> Approval
         deadline=deadline if isinstance(deadline, str) else None,
         on_timeout=on_timeout,
         age=age(entry.asked_at, now),
+        acts_for=_acts_for(reason),
     )
+
+
+def _acts_for(reason: Mapping[str, Any]) -> str:
+    if "principal" not in reason:
+        return "not recorded"
+    principal = reason["principal"]
+    if not isinstance(principal, dict):
+        return "nobody named (the application passed no principal)"
+    fields = cast(dict[str, Any], principal)
+    roles = fields.get("roles")
+    names = [str(r) for r in cast(list[object], roles)] if isinstance(roles, list) else []
+    return f"{fields.get('id')}" + (f" ({', '.join(names)})" if names else "")
 
 
 def escalation_view(escalation: Escalation, now: datetime | None = None) -> EscalationView:

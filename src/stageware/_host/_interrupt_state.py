@@ -42,6 +42,7 @@ from stageware._data_paths import format_path
 from stageware._generated.payloads import Message, Messages, ToolResult
 from stageware._runtime import Interrupt
 
+from .sessions._approval_rows import POLICY_PREFIX
 from .sessions._encoding import json_problem
 
 __all__ = [
@@ -266,7 +267,8 @@ class InterruptState:
                 with a different decision.
             ValueError: If a response is ``None``, which would read as "not answered", is
                 not JSON data, or answers an interrupt already answered in *responses*, or
-                a check refused it.
+                a check refused it, or answers a policy approval (``v2:policy:``) that no
+                check owns.
         """
         if not self.activated:
             raise RuntimeError(
@@ -290,6 +292,14 @@ class InterruptState:
                 if stale is not None:
                     raise ValueError(stale)
                 raise UnknownInterruptError(self._unknown(interrupt_id, checks))
+            if check is None and interrupt_id.startswith(POLICY_PREFIX):
+                # Stored unverified, an answer shaped like the policy's record would read
+                # as a verified approver in the ledger and the audit.
+                raise ValueError(
+                    f"interrupt {interrupt_id!r} is a policy approval, and this agent has no "
+                    "policy to verify its answer; resume the session with the agent's "
+                    "PolicyEngine"
+                )
             if response is None:
                 raise ValueError(
                     f"the response for interrupt {interrupt_id!r} is None; an answer must be a "

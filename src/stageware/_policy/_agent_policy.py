@@ -81,7 +81,7 @@ from ._approval import (
 from ._decide import PolicyRun, Verdict, decide
 from ._modified import ModificationError
 from ._outcomes import Block, Escalate, Guide, Retry, Suspend
-from ._principal import principal_of
+from ._principal import Principal, principal_of
 from ._timeouts import deadline_fields
 
 if TYPE_CHECKING:
@@ -245,6 +245,9 @@ class AgentPolicy:
                         "step": step_summary(verdict.event),
                         "fingerprint": bound,
                         "approvers": None if approvers is None else sorted(approvers),
+                        # Whom the run acts for, for the approver to see: the answer is
+                        # not bound to it, and a resume may act for someone else.
+                        "principal": _principal_shown(self.run.principal),
                         **deadline_fields(
                             outcome,
                             datetime.now(UTC),
@@ -627,3 +630,10 @@ def _reason_of(interrupt: Interrupt) -> Mapping[str, Any] | None:
 
 def _assistant(text: str) -> Message:
     return {"role": "assistant", "content": [{"text": text}]}
+
+
+def _principal_shown(principal: Principal | None) -> dict[str, Any] | None:
+    """The run's principal as an approval's reason records it (id and roles)."""
+    if principal is None:
+        return None
+    return {"id": principal.id, "roles": sorted(principal.roles)}

@@ -220,9 +220,13 @@ def read_record(response: object) -> ApprovalRecord | None:
     if not isinstance(response, dict):
         return None
     fields = cast(dict[str, Any], response)
+    approved = fields.get("approved")
+    if not isinstance(approved, bool):
+        # bool("false") is True: only a real bool is an answer (as the ledger reads it).
+        return None
     try:
         return ApprovalRecord(
-            approved=bool(fields["approved"]),
+            approved=approved,
             approver=str(fields["approver"]),
             roles=tuple(str(role) for role in fields["roles"]),
             via=str(fields["via"]),

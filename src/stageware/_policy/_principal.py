@@ -10,7 +10,6 @@ prompt reaches it. A resumed run is a new invocation and says again who it is fo
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,8 +31,10 @@ class Principal:
         id: The user's id (``dana@example.com``).
         roles: The roles or groups the user holds.
         attributes: JSON data about the user (``{"department": "finance"}``), for policies
-            that decide on it. Copied when the principal is made, so that the caller's
-            dictionary changing later changes nothing.
+            that decide on it. Copied and frozen when the principal is made, at every
+            depth (objects become read-only mappings, lists tuples), so that neither the
+            caller's dictionary changing later nor one middleware changes what the next
+            one sees.
 
     Raises:
         ValueError: If *id* is empty or *attributes* is not JSON data.
@@ -58,17 +59,37 @@ class Principal:
         attributes = cast(object, self.attributes)
         if not isinstance(attributes, Mapping):
             raise ValueError(f"Principal.attributes must be a mapping, got {self.attributes!r}")
-        plain = dict(cast(Mapping[str, Any], attributes))
+        plain = cast(dict[str, Any], _thawed(cast(Mapping[str, Any], attributes)))
         try:
             # JSON data only: a policy engine reads it, and a session may record it.
             json.dumps(plain, allow_nan=False)
         except (TypeError, ValueError) as error:
             raise ValueError(f"Principal.attributes must be JSON data: {error}") from None
-        object.__setattr__(self, "attributes", MappingProxyType(copy.deepcopy(plain)))
+        object.__setattr__(self, "attributes", _frozen(plain))
 
     def __reduce__(self) -> tuple[type[Principal], tuple[str, frozenset[str], dict[str, Any]]]:
         # A mapping proxy does not pickle; the principal does, as its plain parts.
-        return (Principal, (self.id, self.roles, dict(self.attributes)))
+        return (Principal, (self.id, self.roles, cast(dict[str, Any], _thawed(self.attributes))))
+
+
+def _thawed(value: object) -> object:
+    """A plain copy of *value*: mappings as dicts, tuples and lists as lists, at every depth."""
+    if isinstance(value, Mapping):
+        return {key: _thawed(item) for key, item in cast(Mapping[object, object], value).items()}
+    if isinstance(value, list | tuple):
+        return [_thawed(item) for item in cast("list[object] | tuple[object, ...]", value)]
+    return value
+
+
+def _frozen(value: object) -> Any:
+    """*value* (plain JSON data) read-only at every depth: a middleware sharing the run's
+    principal must not change what a later one sees (``attributes["org"]["tier"] = ...``)."""
+    if isinstance(value, dict):
+        items = cast(dict[str, object], value).items()
+        return MappingProxyType({key: _frozen(item) for key, item in items})
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in cast(list[object], value))
+    return value
 
 
 def principal_of(invocation_state: Mapping[str, Any] | None) -> Principal | None:

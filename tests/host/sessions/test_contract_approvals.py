@@ -18,7 +18,7 @@ import pytest
 
 from stageware import ApprovalEntry, SessionError, SessionStore
 from stageware._host.sessions._approval_rows import observe, parse_policy_id
-from stageware._policy._approval import parse_interrupt_id
+from stageware._policy._approval import parse_interrupt_id, read_record
 
 from .approvals import answered, approval_id, asked, save, timed_out, utc
 
@@ -264,3 +264,20 @@ def test_the_stores_read_ids_and_records_as_the_policy_layer_writes_them() -> No
     )
     assert no.status == "denied"
     assert late.status == "lapsed"
+
+
+def test_a_record_for_another_step_or_not_a_real_bool_is_no_answer() -> None:
+    """Only a record bound to the id's fingerprint, with ``approved`` a real bool, is an
+    answer: the ledger and the policy layer's ``read_record`` agree."""
+    wrong_step = answered(REFUND)
+    wrong_step["response"]["fingerprint"] = "x"
+    no_fingerprint = answered(OTHER)
+    del no_fingerprint["response"]["fingerprint"]
+    late_elsewhere = timed_out(approval_id("t3"))
+    late_elsewhere["response"]["fingerprint"] = "0" * 64
+    text_false = answered(approval_id("t4"))
+    text_false["response"]["approved"] = "false"
+    observed = observe({"interrupts": [wrong_step, no_fingerprint, late_elsewhere, text_false]})
+    assert [(o.status, o.answered_by) for o in observed] == [("pending", None)] * 4
+    assert read_record(text_false["response"]) is None
+    assert read_record(answered(REFUND, approved=False)["response"]) is not None

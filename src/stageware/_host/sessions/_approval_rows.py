@@ -285,6 +285,13 @@ def _answer(interrupt_id: str, parsed: tuple[str, str], reason: str, response: o
     if not isinstance(response, dict):
         return pending
     record = cast(dict[str, Any], response)
+    fingerprint = record.get("fingerprint")
+    if not (
+        isinstance(fingerprint, str) and fingerprint.startswith(interrupt_id.rpartition("#")[2])
+    ):
+        # A record for another step (or none the policy wrote): the policy would not
+        # accept it as this step's answer, so neither does the ledger.
+        return pending
     if record.get("timed_out") is True:
         return Observed(
             interrupt_id,
