@@ -2,39 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from datetime import UTC, datetime, timedelta
 from html import unescape
-from typing import Any
 
-from stageware import Escalation, EscalationPage, EscalationStatus, SessionStore
-from tests.host.sessions.stores import DelegatingStore, make_snapshot
+from stageware import EscalationPage, EscalationStatus, SessionStore
+from tests.host.sessions.stores import DelegatingStore, escalate
 
 from .desk import Browser, form_fields
-
-
-def escalate(
-    store: SessionStore, session_id: str, queue: str = "refunds", **changes: Any
-) -> Escalation:
-    escalation = Escalation.new(
-        session_id,
-        queue=queue,
-        hook="tool.before",
-        middleware="refund_limit",
-        reason=f"a refund for {session_id} is over the limit",
-        event={"amount": 900},
-    )
-    escalation = dataclasses.replace(escalation, **changes)
-    store.save(
-        session_id,
-        make_snapshot(),
-        expected_version=0,
-        owner="worker",
-        lease_seconds=None,
-        escalation=escalation,
-    )
-    return escalation
 
 
 def listed(html: str) -> list[str]:

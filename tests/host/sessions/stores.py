@@ -17,9 +17,9 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Generator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from stageware._host.sessions import (
@@ -178,6 +178,31 @@ def make_snapshot(turn: int = 0) -> SessionSnapshot:
         "model_state": {"response_id": "r-1"},
         "interrupt_state": {"pending": [{"id": "i1", "name": "approve", "reason": None}]},
     }
+
+
+def escalate(
+    store: SessionStore, session_id: str, queue: str = "refunds", **changes: Any
+) -> Escalation:
+    """*session_id* saved as a fresh session with an open escalation of a refund (fields as
+    *changes* say), as a run that escalated leaves it."""
+    escalation = Escalation.new(
+        session_id,
+        queue=queue,
+        hook="tool.before",
+        middleware="refund_limit",
+        reason=f"a refund for {session_id} is over the limit",
+        event={"amount": 900},
+    )
+    escalation = replace(escalation, **changes)
+    store.save(
+        session_id,
+        make_snapshot(),
+        expected_version=0,
+        owner="worker",
+        lease_seconds=None,
+        escalation=escalation,
+    )
+    return escalation
 
 
 def counter_snapshot(count: int, log: list[str] | None = None) -> SessionSnapshot:

@@ -7,7 +7,6 @@ middleware returns ``Suspend`` for a large refund.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pwd
 import sqlite3
@@ -22,7 +21,6 @@ import pytest
 
 from stageware import (
     Agent,
-    Escalation,
     ScriptedModel,
     SessionStore,
     SQLiteSessionStore,
@@ -35,7 +33,7 @@ from stageware_codegen.cli import main
 from tests.host.agent_helpers import calls
 from tests.policy.approvers import FACTORY, credential
 
-from .stores import StoreSpec, make_snapshot
+from .stores import StoreSpec, escalate, make_snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -90,29 +88,6 @@ def run(
 @pytest.fixture
 def store(shared_spec: StoreSpec, opener: Callable[[StoreSpec], SessionStore]) -> SessionStore:
     return opener(shared_spec)
-
-
-def escalate(
-    store: SessionStore, session_id: str, queue: str = "refunds", **changes: Any
-) -> Escalation:
-    escalation = Escalation.new(
-        session_id,
-        queue=queue,
-        hook="tool.before",
-        middleware="refund_limit",
-        reason=f"a refund for {session_id} is over the limit",
-        event={"amount": 900},
-    )
-    escalation = dataclasses.replace(escalation, **changes)
-    store.save(
-        session_id,
-        make_snapshot(),
-        expected_version=0,
-        owner="worker",
-        lease_seconds=None,
-        escalation=escalation,
-    )
-    return escalation
 
 
 def error_line(err: str) -> str:
